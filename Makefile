@@ -1,0 +1,35 @@
+# hoster: `make help` lists the targets.
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/hoster-dev/hoster/internal/version.Version=$(VERSION)
+# Tests never read the developer's own client configuration.
+TESTENV := XDG_CONFIG_HOME=/nonexistent/hoster-test HOSTER_CONFIG_SERVER= HOSTER_CONFIG_APITOKEN= HOSTER_CONFIG_CERTSHA256=
+
+.PHONY: help build test test-deps bench lint fuzz clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+build: ## build bin/hoster and bin/hoster-server
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/hoster ./cmd/hoster
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/hoster-server ./cmd/hoster-server
+
+test: test-deps ## vet and run every test (installs caddy and chromium when it can)
+	$(GO) vet ./...
+	$(TESTENV) $(GO) test -count=1 -timeout 14m ./...
+
+test-deps: ## install what the integration tests need, when missing and possible
+	@sh scripts/test-deps.sh
+
+bench: ## run the benchmarks and the bench/ scripts (long)
+	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 60m ./...
+
+lint: ## gofmt and go vet
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+
+fuzz: ## fuzz the path checks and parsers for a while each
+	$(GO) test -run '^$$' -fuzz FuzzCleanPath -fuzztime 60s ./pkg/store
+
+clean: ## remove build output
+	rm -rf bin

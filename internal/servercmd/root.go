@@ -1,0 +1,56 @@
+// Package servercmd is the hoster-server command line: cobra commands that
+// read flags and HOSTER_SERVER_* environment variables, then start the
+// packages that do the work.
+package servercmd
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/hoster-dev/hoster/internal/version"
+	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/spf13/cobra"
+)
+
+// Main runs hoster-server with args and returns the exit status: 0 done,
+// 1 failed, 2 usage error.
+func Main(args []string, out, errOut io.Writer) int {
+	root := &cobra.Command{
+		Use:           "hoster-server",
+		Short:         "Run hoster games and the Sync and tools APIs",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetArgs(args)
+	root.SetOut(out)
+	root.SetErr(errOut)
+	for _, add := range commands {
+		root.AddCommand(add(out, errOut))
+	}
+	if err := root.Execute(); err != nil {
+		fmt.Fprintf(errOut, "hoster-server: %v\n", err)
+		var ue usageError
+		if asUsage(err, &ue) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+// commands lists the constructors of the subcommands; each lives in its own
+// file and appends itself here in an init function.
+var commands []func(out, errOut io.Writer) *cobra.Command
+
+func init() {
+	commands = append(commands, func(out, _ io.Writer) *cobra.Command {
+		return &cobra.Command{
+			Use:   "version",
+			Short: "Print the server version and API version",
+			Args:  cobra.NoArgs,
+			Run: func(*cobra.Command, []string) {
+				fmt.Fprintf(out, "hoster-server %s (api %d)\n", version.Version, api.Version)
+			},
+		}
+	})
+}
