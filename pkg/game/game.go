@@ -1,0 +1,352 @@
+// Package game holds the rules of a game folder that the generator, the
+// runtime and the sync client all apply: the structure rules of a sites tree
+// (which names are domains, games, reserved or skipped), hoster-game.json and
+// its limits, the field and argument schemas of fields.json and args.json, and
+// the validation of a command's arguments.
+//
+// The argument rule is the one in docs/module-format.md; the generated browser
+// library applies the same rule with the same messages.
+package game
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"unicode/utf8"
+)
+
+// IsDomainName reports whether a directory name at the root of a sites tree
+// is a domain: it contains a dot and does not start with "_" or ".".
+func IsDomainName(name string) bool {
+	return strings.Contains(name, ".") && !strings.HasPrefix(name, "_") && !strings.HasPrefix(name, ".")
+}
+
+// IsGameName reports whether a directory name inside a domain may be a game
+// (it is one when it also holds hoster-game.json): it does not start with "_"
+// or ".".
+func IsGameName(name string) bool {
+	return name != "" && !strings.HasPrefix(name, "_") && !strings.HasPrefix(name, ".")
+}
+
+// IsReserved reports whether a name is reserved: it starts with "_", and is
+// neither pushed nor pruned by a sync.
+func IsReserved(name string) bool { return strings.HasPrefix(name, "_") }
+
+// IsSkipped reports whether an entry inside a game is skipped by the walk:
+// hidden entries and node_modules.
+func IsSkipped(name string) bool { return strings.HasPrefix(name, ".") || name == "node_modules" }
+
+// Limits of hoster-game.json.
+const (
+	MinTickRate = 1
+	MaxTickRate = 120
+)
+
+// Config is a game's hoster-game.json.
+type Config struct {
+	// TickRate is the number of ticks per second, 1 to 120.
+	TickRate int `json:"tickRate"`
+	// SendRate is the number of update rounds per second, 1 to TickRate.
+	SendRate int `json:"sendRate"`
+	// Capacity is the most players one instance takes, at least 1.
+	Capacity int `json:"capacity"`
+	// Origins are the page origins allowed to open the game socket; "*"
+	// allows any. Never empty.
+	Origins []string `json:"origins"`
+}
+
+// ParseConfig decodes and validates hoster-game.json. Every problem is
+// reported, joined in one error. Unknown keys are an error, so a misspelt
+// setting is not silently ignored.
+func ParseConfig(data []byte) (Config, error) {
+	var c Config
+	if err := decodeStrict(data, &c); err != nil {
+		return Config{}, err
+	}
+	// Presence matters: a missing value must be named, not read as 0. Keys
+	// are checked exactly, since encoding/json matches them regardless of case.
+	var present map[string]json.RawMessage
+	_ = json.Unmarshal(data, &present)
+	var errs []error
+	for _, key := range sortedKeys(present) {
+		switch key {
+		case "tickRate", "sendRate", "capacity", "origins":
+		default:
+			errs = append(errs, fmt.Errorf("unknown setting %q", key))
+		}
+	}
+	need := func(key string) bool {
+		if _, ok := present[key]; !ok {
+			errs = append(errs, fmt.Errorf("%s is missing", key))
+			return false
+		}
+		return true
+	}
+	if need("tickRate") && (c.TickRate < MinTickRate || c.TickRate > MaxTickRate) {
+		errs = append(errs, fmt.Errorf("tickRate must be from %d to %d, not %d", MinTickRate, MaxTickRate, c.TickRate))
+	}
+	if need("sendRate") && (c.SendRate < 1 || c.SendRate > max(c.TickRate, 1)) {
+		errs = append(errs, fmt.Errorf("sendRate must be from 1 to tickRate (%d), not %d", c.TickRate, c.SendRate))
+	}
+	if need("capacity") && c.Capacity < 1 {
+		errs = append(errs, fmt.Errorf("capacity must be at least 1, not %d", c.Capacity))
+	}
+	if need("origins") {
+		if len(c.Origins) == 0 {
+			errs = append(errs, errors.New(`origins must not be empty (use ["*"] to allow any)`))
+		}
+		for _, o := range c.Origins {
+			if o == "" || strings.TrimSpace(o) != o {
+				errs = append(errs, fmt.Errorf("origins: %q is not an origin", o))
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// AllowsOrigin reports whether a socket request with this Origin header may
+// connect: "*" allows any; otherwise the origin must equal one listed,
+// compared without regard to case and a trailing slash.
+func (c Config) AllowsOrigin(origin string) bool {
+	origin = strings.TrimSuffix(origin, "/")
+	for _, o := range c.Origins {
+		if o == "*" || strings.EqualFold(strings.TrimSuffix(o, "/"), origin) {
+			return true
+		}
+	}
+	return false
+}
+
+// FieldType is the type of a field or an argument.
+type FieldType string
+
+// The field and argument types.
+const (
+	Number  FieldType = "number"
+	Integer FieldType = "integer"
+	String  FieldType = "string"
+	Boolean FieldType = "boolean"
+)
+
+func (t FieldType) valid() bool {
+	switch t {
+	case Number, Integer, String, Boolean:
+		return true
+	}
+	return false
+}
+
+// Fields is a fields.json: the fields of a player or entity that viewers see,
+// by name.
+type Fields map[string]FieldType
+
+// ParseFields decodes and validates a fields.json.
+func ParseFields(data []byte) (Fields, error) {
+	var f Fields
+	if err := decodeStrict(data, &f); err != nil {
+		return nil, err
+	}
+	var errs []error
+	for _, name := range sortedKeys(f) {
+		if err := checkName(name); err != nil {
+			errs = append(errs, fmt.Errorf("field %q: %w", name, err))
+		} else if name == "id" || name == "type" {
+			errs = append(errs, fmt.Errorf("field %q: the name is the object's own (id and type are always sent)", name))
+		}
+		if !f[name].valid() {
+			errs = append(errs, fmt.Errorf("field %q: unknown type %q (want number, integer, string or boolean)", name, f[name]))
+		}
+	}
+	if f == nil {
+		f = Fields{}
+	}
+	return f, errors.Join(errs...)
+}
+
+// Arg is the schema of one command argument.
+type Arg struct {
+	// Type is the argument's type.
+	Type FieldType `json:"type"`
+	// Min is the inclusive lower bound of a number or integer, if any.
+	Min *float64 `json:"min,omitempty"`
+	// Max is the inclusive upper bound of a number or integer, if any.
+	Max *float64 `json:"max,omitempty"`
+	// MaxLength is the most Unicode code points a string may hold, if any.
+	MaxLength *int `json:"maxLength,omitempty"`
+}
+
+// Args is an args.json: a command's argument schemas by name. Every argument
+// is required.
+type Args map[string]Arg
+
+// ParseArgs decodes and validates an args.json. Each value is a type name
+// ("number") or an object {type, min, max, maxLength}; the result is always
+// the object form.
+func ParseArgs(data []byte) (Args, error) {
+	var raw map[string]json.RawMessage
+	if err := decodeStrict(data, &raw); err != nil {
+		return nil, err
+	}
+	args := Args{}
+	var errs []error
+	for _, name := range sortedKeys(raw) {
+		a, err := parseArg(raw[name])
+		if err == nil {
+			err = checkName(name)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("argument %q: %w", name, err))
+			continue
+		}
+		args[name] = a
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return args, nil
+}
+
+func parseArg(raw json.RawMessage) (Arg, error) {
+	var a Arg
+	var short string
+	var errs []error
+	if err := json.Unmarshal(raw, &short); err == nil {
+		a.Type = FieldType(short)
+	} else if err := decodeStrict(raw, &a); err != nil {
+		return Arg{}, err
+	} else {
+		var keys map[string]json.RawMessage
+		_ = json.Unmarshal(raw, &keys)
+		for _, key := range sortedKeys(keys) {
+			switch key {
+			case "type", "min", "max", "maxLength":
+			default:
+				errs = append(errs, fmt.Errorf("unknown key %q", key))
+			}
+		}
+	}
+	if !a.Type.valid() {
+		errs = append(errs, fmt.Errorf("unknown type %q (want number, integer, string or boolean)", a.Type))
+	}
+	numeric := a.Type == Number || a.Type == Integer
+	if (a.Min != nil || a.Max != nil) && !numeric {
+		errs = append(errs, errors.New("min and max apply only to number and integer"))
+	}
+	if a.Min != nil && a.Max != nil && *a.Min > *a.Max {
+		errs = append(errs, fmt.Errorf("min %v is greater than max %v", *a.Min, *a.Max))
+	}
+	if a.MaxLength != nil {
+		if a.Type != String {
+			errs = append(errs, errors.New("maxLength applies only to string"))
+		} else if *a.MaxLength < 0 {
+			errs = append(errs, fmt.Errorf("maxLength must not be negative, not %d", *a.MaxLength))
+		}
+	}
+	return a, errors.Join(errs...)
+}
+
+// Validate checks a command's arguments, as decoded by encoding/json, against
+// the schema, by the rule of docs/module-format.md: an object (nil is {}),
+// every argument present, none unknown, each of its type and within its
+// bounds. The first problem in argument-name order is returned.
+func (a Args) Validate(v any) error {
+	var obj map[string]any
+	switch v := v.(type) {
+	case nil:
+		obj = map[string]any{}
+	case map[string]any:
+		obj = v
+	default:
+		return errors.New("arguments must be an object")
+	}
+	for _, name := range sortedKeys(a) {
+		if _, ok := obj[name]; !ok {
+			return fmt.Errorf("missing argument %q", name)
+		}
+	}
+	for _, name := range sortedKeys(obj) {
+		if _, ok := a[name]; !ok {
+			return fmt.Errorf("unknown argument %q", name)
+		}
+	}
+	for _, name := range sortedKeys(a) {
+		if err := a[name].check(name, obj[name]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s Arg) check(name string, v any) error {
+	switch s.Type {
+	case Number, Integer:
+		f, ok := v.(float64)
+		if !ok || math.IsInf(f, 0) || math.IsNaN(f) {
+			return fmt.Errorf("argument %q must be a number", name)
+		}
+		if s.Type == Integer && f != math.Trunc(f) {
+			return fmt.Errorf("argument %q must be an integer", name)
+		}
+		if s.Min != nil && f < *s.Min {
+			return fmt.Errorf("argument %q must be at least %v", name, *s.Min)
+		}
+		if s.Max != nil && f > *s.Max {
+			return fmt.Errorf("argument %q must be at most %v", name, *s.Max)
+		}
+	case String:
+		str, ok := v.(string)
+		if !ok {
+			return fmt.Errorf("argument %q must be a string", name)
+		}
+		if s.MaxLength != nil && utf8.RuneCountInString(str) > *s.MaxLength {
+			return fmt.Errorf("argument %q must be at most %d characters", name, *s.MaxLength)
+		}
+	case Boolean:
+		if _, ok := v.(bool); !ok {
+			return fmt.Errorf("argument %q must be a boolean", name)
+		}
+	}
+	return nil
+}
+
+// checkName refuses names that cannot travel as JSON keys of a frame or be
+// used as a JavaScript property safely.
+func checkName(name string) error {
+	if name == "" {
+		return errors.New("name is empty")
+	}
+	if name == "__proto__" || name == "constructor" || name == "prototype" {
+		return errors.New("name is reserved in JavaScript")
+	}
+	return nil
+}
+
+// decodeStrict decodes one JSON value into v, refusing unknown object keys
+// and trailing data.
+func decodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("decoding JSON: %w", err)
+	}
+	if dec.More() {
+		return errors.New("decoding JSON: trailing data after the value")
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,211 @@
+package game
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestStructureRules(t *testing.T) {
+	for _, tc := range []struct {
+		name                            string
+		domain, game, reserved, skipped bool
+	}{
+		{"example.com", true, true, false, false},
+		{"localhost", false, true, false, false},
+		{"_drafts.com", false, false, true, false},
+		{".hidden.com", false, false, false, true},
+		{"node_modules", false, true, false, true},
+		{"arena", false, true, false, false},
+		{"", false, false, false, false},
+	} {
+		if got := IsDomainName(tc.name); got != tc.domain {
+			t.Errorf("IsDomainName(%q) = %v", tc.name, got)
+		}
+		if got := IsGameName(tc.name); got != tc.game {
+			t.Errorf("IsGameName(%q) = %v", tc.name, got)
+		}
+		if got := IsReserved(tc.name); got != tc.reserved {
+			t.Errorf("IsReserved(%q) = %v", tc.name, got)
+		}
+		if got := IsSkipped(tc.name); got != tc.skipped {
+			t.Errorf("IsSkipped(%q) = %v", tc.name, got)
+		}
+	}
+}
+
+func TestParseConfig(t *testing.T) {
+	good := `{"tickRate": 20, "sendRate": 10, "capacity": 16, "origins": ["https://example.com"]}`
+	c, err := ParseConfig([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.TickRate != 20 || c.SendRate != 10 || c.Capacity != 16 || len(c.Origins) != 1 {
+		t.Fatalf("parsed %+v", c)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{`{}`, "tickRate is missing"},
+		{`{}`, "origins is missing"},
+		{`{"tickRate": 0, "sendRate": 1, "capacity": 1, "origins": ["*"]}`, "tickRate must be from 1 to 120, not 0"},
+		{`{"tickRate": 121, "sendRate": 1, "capacity": 1, "origins": ["*"]}`, "tickRate must be from 1 to 120"},
+		{`{"tickRate": 20, "sendRate": 30, "capacity": 1, "origins": ["*"]}`, "sendRate must be from 1 to tickRate (20), not 30"},
+		{`{"tickRate": 20, "sendRate": 0, "capacity": 1, "origins": ["*"]}`, "sendRate must be"},
+		{`{"tickRate": 20, "sendRate": 10, "capacity": 0, "origins": ["*"]}`, "capacity must be at least 1"},
+		{`{"tickRate": 20, "sendRate": 10, "capacity": 1, "origins": []}`, "origins must not be empty"},
+		{`{"tickRate": 20, "sendRate": 10, "capacity": 1, "origins": [""]}`, "is not an origin"},
+		{`{"tickRate": 20, "sendRate": 10, "capacity": 1, "origins": ["*"], "tickrate": 5}`, `unknown setting "tickrate"`},
+		{`{"tickRate": 2.5}`, "decoding JSON"},
+		{`[1]`, "decoding JSON"},
+		{`{"tickRate": 20} {}`, "trailing data"},
+		{``, "decoding JSON"},
+	} {
+		_, err := ParseConfig([]byte(tc.in))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseConfig(%s) = %v, want error containing %q", tc.in, err, tc.want)
+		}
+	}
+	// Every problem at once.
+	_, err = ParseConfig([]byte(`{"tickRate": 0, "sendRate": 0, "capacity": 0, "origins": []}`))
+	if n := strings.Count(err.Error(), "\n") + 1; n != 4 {
+		t.Errorf("want 4 problems, got %d: %v", n, err)
+	}
+}
+
+func TestAllowsOrigin(t *testing.T) {
+	c := Config{Origins: []string{"https://Example.com/"}}
+	for origin, want := range map[string]bool{
+		"https://example.com":      true,
+		"https://example.com/":     true,
+		"http://example.com":       false,
+		"https://example.com.evil": false,
+		"":                         false,
+	} {
+		if got := c.AllowsOrigin(origin); got != want {
+			t.Errorf("AllowsOrigin(%q) = %v", origin, got)
+		}
+	}
+	if !(Config{Origins: []string{"*"}}).AllowsOrigin("https://any.where") {
+		t.Error(`"*" must allow any origin`)
+	}
+}
+
+func TestParseFields(t *testing.T) {
+	f, err := ParseFields([]byte(`{"x": "number", "name": "string", "n": "integer", "ok": "boolean"}`))
+	if err != nil || len(f) != 4 || f["n"] != Integer {
+		t.Fatalf("ParseFields = %v, %v", f, err)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{`{"x": "float"}`, `field "x": unknown type "float"`},
+		{`{"id": "string"}`, `field "id"`},
+		{`{"__proto__": "string"}`, "reserved in JavaScript"},
+		{`{"x": {"type": "number"}}`, "decoding JSON"},
+		{`nope`, "decoding JSON"},
+	} {
+		_, err := ParseFields([]byte(tc.in))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseFields(%s) = %v, want %q", tc.in, err, tc.want)
+		}
+	}
+}
+
+func TestParseArgs(t *testing.T) {
+	a, err := ParseArgs([]byte(`{"dx": {"type": "number", "min": -1, "max": 1}, "name": {"type": "string", "maxLength": 3}, "go": "boolean"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a["go"].Type != Boolean || *a["dx"].Max != 1 || *a["name"].MaxLength != 3 {
+		t.Fatalf("ParseArgs = %+v", a)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{`{"dx": "float"}`, `argument "dx": unknown type "float"`},
+		{`{"dx": {"type": "string", "min": 1}}`, "min and max apply only to number"},
+		{`{"dx": {"type": "number", "min": 2, "max": 1}}`, "min 2 is greater than max 1"},
+		{`{"dx": {"type": "number", "maxLength": 1}}`, "maxLength applies only to string"},
+		{`{"dx": {"type": "string", "maxLength": -1}}`, "must not be negative"},
+		{`{"dx": {"type": "number", "step": 1}}`, "unknown field"},
+		{`{"dx": {"type": "number", "MAX": 1}}`, `unknown key "MAX"`},
+		{`{"dx": 5}`, "decoding JSON"},
+	} {
+		_, err := ParseArgs([]byte(tc.in))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseArgs(%s) = %v, want %q", tc.in, err, tc.want)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	args, err := ParseArgs([]byte(`{
+		"dx": {"type": "number", "min": -1, "max": 1},
+		"n": {"type": "integer", "min": 0},
+		"name": {"type": "string", "maxLength": 3},
+		"on": "boolean"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{`{"dx": 0.5, "n": 3, "name": "héé", "on": true}`, ""},
+		{`{"dx": -1, "n": 0, "name": "", "on": false}`, ""},
+		{`[]`, "arguments must be an object"},
+		{`"x"`, "arguments must be an object"},
+		{`{"n": 3, "name": "a", "on": true}`, `missing argument "dx"`},
+		{`null`, `missing argument "dx"`},
+		{`{"dx": 0, "n": 3, "name": "a", "on": true, "dz": 1}`, `unknown argument "dz"`},
+		{`{"dx": "0", "n": 3, "name": "a", "on": true}`, `argument "dx" must be a number`},
+		{`{"dx": 1.5, "n": 3, "name": "a", "on": true}`, `argument "dx" must be at most 1`},
+		{`{"dx": -2, "n": 3, "name": "a", "on": true}`, `argument "dx" must be at least -1`},
+		{`{"dx": 0, "n": 3.5, "name": "a", "on": true}`, `argument "n" must be an integer`},
+		{`{"dx": 0, "n": -1, "name": "a", "on": true}`, `argument "n" must be at least 0`},
+		{`{"dx": 0, "n": 1, "name": "abcd", "on": true}`, `argument "name" must be at most 3 characters`},
+		{`{"dx": 0, "n": 1, "name": 5, "on": true}`, `argument "name" must be a string`},
+		{`{"dx": 0, "n": 1, "name": "a", "on": 1}`, `argument "on" must be a boolean`},
+	} {
+		var v any
+		if err := json.Unmarshal([]byte(tc.in), &v); err != nil {
+			t.Fatal(err)
+		}
+		err := args.Validate(v)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("Validate(%s) = %v, want nil", tc.in, err)
+		case tc.want != "" && (err == nil || err.Error() != tc.want):
+			t.Errorf("Validate(%s) = %v, want %q", tc.in, err, tc.want)
+		}
+	}
+	if err := (Args{}).Validate(nil); err != nil {
+		t.Errorf("a command without arguments accepts an absent a: %v", err)
+	}
+}
+
+func FuzzParseConfig(f *testing.F) {
+	f.Add([]byte(`{"tickRate": 20, "sendRate": 10, "capacity": 16, "origins": ["*"]}`))
+	f.Add([]byte(`{"tickRate": 0}`))
+	f.Add([]byte(`{`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := ParseConfig(data)
+		if err != nil {
+			return
+		}
+		if c.TickRate < MinTickRate || c.TickRate > MaxTickRate || c.SendRate < 1 || c.SendRate > c.TickRate || c.Capacity < 1 || len(c.Origins) == 0 {
+			t.Fatalf("accepted an invalid config %+v from %q", c, data)
+		}
+	})
+}
+
+func FuzzValidate(f *testing.F) {
+	args, _ := ParseArgs([]byte(`{"dx": {"type": "number", "min": -1, "max": 1}, "name": {"type": "string", "maxLength": 3}}`))
+	f.Add([]byte(`{"dx": 0, "name": "ab"}`))
+	f.Add([]byte(`{"dx": 2}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var v any
+		if json.Unmarshal(data, &v) != nil {
+			return
+		}
+		if args.Validate(v) == nil {
+			m := v.(map[string]any)
+			dx := m["dx"].(float64)
+			if dx < -1 || dx > 1 || len([]rune(m["name"].(string))) > 3 || len(m) != 2 {
+				t.Fatalf("accepted %s", data)
+			}
+		}
+	})
+}
