@@ -1,0 +1,183 @@
+// Package deploy prepares a host for hoster-server: the directory layout, the
+// API token, the ten-year self-signed certificate for the bare IP, and the
+// Caddyfile that puts Caddy in front (TLS for the IP with that certificate,
+// on-demand TLS for game domains gated by the ask endpoint, every request
+// proxied to the loopback server, the access log rolled as the contract says).
+package deploy
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hoster-dev/hoster/pkg/api"
+)
+
+// CertLifetime is the life of the bare-IP certificate.
+const CertLifetime = 10 * 365 * 24 * time.Hour
+
+// NewToken returns a fresh API token: 32 random bytes as hex.
+func NewToken() (string, error) {
+	b := make([]byte, api.TokenBytes)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("making a token: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// ErrTokenExists is returned by WriteToken when a token file is already
+// there: a token is never overwritten (rotating one is a deliberate act).
+var ErrTokenExists = errors.New("a token file already exists")
+
+// WriteToken creates path holding token, mode 0600, failing with
+// ErrTokenExists when the file exists. The file is written under a temporary
+// name and linked into place, so a crash never leaves a half-written token.
+func WriteToken(path, token string) error {
+	if _, err := os.Lstat(path); err == nil {
+		return ErrTokenExists
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".hoster-token-*")
+	if err != nil {
+		return fmt.Errorf("writing the token: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing the token: %w", err)
+	}
+	if _, err := tmp.WriteString(token + "\n"); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing the token: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing the token: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("writing the token: %w", err)
+	}
+	// A hard link fails when path exists, so two inits racing cannot both win.
+	if err := os.Link(tmp.Name(), path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return ErrTokenExists
+		}
+		return fmt.Errorf("writing the token: %w", err)
+	}
+	return nil
+}
+
+// Certificate is a PEM certificate and key pair.
+type Certificate struct {
+	CertPEM, KeyPEM []byte
+}
+
+// NewIPCertificate makes a self-signed ECDSA P-256 certificate for ip, valid
+// from an hour ago for CertLifetime, usable as a TLS server certificate.
+func NewIPCertificate(ip net.IP, now time.Time) (Certificate, error) {
+	if ip == nil {
+		return Certificate{}, errors.New("making the certificate: no IP address")
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return Certificate{}, fmt.Errorf("making the certificate key: %w", err)
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
+	if err != nil {
+		return Certificate{}, fmt.Errorf("making the certificate serial: %w", err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: ip.String(), Organization: []string{"hoster"}},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(CertLifetime),
+		KeyUsage:              x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IPAddresses:           []net.IP{ip},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return Certificate{}, fmt.Errorf("making the certificate: %w", err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return Certificate{}, fmt.Errorf("encoding the certificate key: %w", err)
+	}
+	return Certificate{
+		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+	}, nil
+}
+
+// Fingerprint returns the SHA-256 fingerprint of the first certificate in a
+// PEM block, as lowercase hex: the value of hoster-config-certSha256.
+func Fingerprint(certPEM []byte) (string, error) {
+	block, _ := pem.Decode(certPEM)
+	if block == nil || block.Type != "CERTIFICATE" {
+		return "", errors.New("reading the certificate: no PEM certificate found")
+	}
+	sum := sha256.Sum256(block.Bytes)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// CertIP returns the IP address a PEM certificate was made for, or nil.
+func CertIP(certPEM []byte) net.IP {
+	block, _ := pem.Decode(certPEM)
+	if block == nil {
+		return nil
+	}
+	c, err := x509.ParseCertificate(block.Bytes)
+	if err != nil || len(c.IPAddresses) == 0 {
+		return nil
+	}
+	return c.IPAddresses[0]
+}
+
+// WriteFileAtomic writes data to path through a temporary file in the same
+// directory renamed into place, so readers see the old or the new file whole.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Chmod(perm)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// quote makes s a single Caddyfile token.
+func quote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n\"'`{}#") {
+		return s
+	}
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
