@@ -5,7 +5,7 @@ LDFLAGS := -X github.com/hoster-dev/hoster/internal/version.Version=$(VERSION)
 # Tests never read the developer's own client configuration.
 TESTENV := XDG_CONFIG_HOME=/nonexistent/hoster-test HOSTER_CONFIG_SERVER= HOSTER_CONFIG_APITOKEN= HOSTER_CONFIG_CERTSHA256=
 
-.PHONY: help build test test-deps bench lint fuzz clean
+.PHONY: help build test test-deps bench lint fuzz clean demo demo-smoke
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -33,3 +33,9 @@ fuzz: ## fuzz the path checks and parsers for a while each
 
 clean: ## remove build output
 	rm -rf bin
+
+demo: build ## start a server on loopback, sync the example sites, print the game's URL
+	$(GO) run ./examples/demo -bin bin -sites examples/sites
+
+demo-smoke: build ## the demo's whole path once (start, sync, one socket round trip, stop)
+	$(GO) run ./examples/demo -bin bin -sites examples/sites -port 0 -smoke
