@@ -1,0 +1,122 @@
+package store
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"sync"
+)
+
+// tempPrefix starts the name of every in-flight upload. The tree skips such
+// files, and clients can never address them.
+const tempPrefix = ".hoster-upload-"
+
+// ErrTooLarge is returned by Write when the body exceeds the limit.
+var ErrTooLarge = errors.New("upload exceeds the size limit")
+
+// Store is the games mirror rooted at one directory.
+type Store struct {
+	root *os.Root
+
+	mu    sync.Mutex
+	cache map[string]cached // rel path -> last hash and the stat it was taken at
+}
+
+// Open opens (creating it if needed) the games root dir.
+func Open(dir string) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("opening the games root: %w", err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("opening the games root: %w", err)
+	}
+	return &Store{root: root, cache: map[string]cached{}}, nil
+}
+
+// Close releases the root.
+func (s *Store) Close() error { return s.root.Close() }
+
+// Write stores the bytes of body at rel (at least <domain>/<game>/<file>),
+// creating parent directories and replacing any existing file. The body goes
+// to a temporary file in the target's directory that is renamed into place
+// only once it is complete, so a reader sees the old file or the new one,
+// never a part; a failed or cut upload leaves the old file as it was. A body
+// longer than limit bytes (when limit > 0) fails with ErrTooLarge.
+//
+// The file is not fsynced: the rename makes it visible atomically, and a
+// crash may at worst lose the newest uploads, which the next sync sends again.
+func (s *Store) Write(rel string, body io.Reader, limit int64) (int64, error) {
+	if _, err := checkDepth(rel, MinWriteDepth); err != nil {
+		return 0, err
+	}
+	dir := path.Dir(rel)
+	if err := s.root.MkdirAll(dir, 0o755); err != nil {
+		return 0, fmt.Errorf("creating the folder of %s: %w", rel, err)
+	}
+	tmp := path.Join(dir, tempPrefix+randomSuffix())
+	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return 0, fmt.Errorf("writing %s: %w", rel, err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			f.Close()
+			s.root.Remove(tmp)
+		}
+	}()
+	src := body
+	if limit > 0 {
+		src = io.LimitReader(body, limit+1)
+	}
+	n, err := io.Copy(f, src)
+	if err != nil {
+		return 0, fmt.Errorf("writing %s: %w", rel, err)
+	}
+	if limit > 0 && n > limit {
+		return 0, ErrTooLarge
+	}
+	if err := f.Close(); err != nil {
+		return 0, fmt.Errorf("writing %s: %w", rel, err)
+	}
+	if err := s.root.Rename(tmp, rel); err != nil {
+		return 0, fmt.Errorf("writing %s: %w", rel, err)
+	}
+	committed = true
+	return n, nil
+}
+
+// Delete removes the file or the whole subtree at rel (at least
+// <domain>/<game>). Deleting an absent path succeeds. A symlink is removed
+// itself, never followed.
+func (s *Store) Delete(rel string) error {
+	if _, err := checkDepth(rel, MinDeleteDepth); err != nil {
+		return err
+	}
+	if err := s.root.RemoveAll(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("deleting %s: %w", rel, err)
+	}
+	// Drop cache entries below rel: they can never validate again anyway, and
+	// the cache should not grow with deleted games.
+	s.mu.Lock()
+	for k := range s.cache {
+		if k == rel || strings.HasPrefix(k, rel+"/") {
+			delete(s.cache, k)
+		}
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+func randomSuffix() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,371 @@
+package store
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// traversal holds every kind of path the store must refuse, for writes and
+// deletes alike; it seeds the fuzz target too.
+var traversal = []string{
+	"", "/", "/etc/passwd", "../x/y/z", "a/../../b/c", "a/b/../../../c", "a/b/..", "..",
+	"a/./b/c", "./a/b/c", "a//b/c", "a/b/c/", "a\\b\\c", "a/b\\..\\..\\c", "a/b/c\x00",
+	"a\x00/b/c", ".", "a/b/.", "//a/b/c",
+}
+
+func sha(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
+
+func newStore(t *testing.T) (*Store, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "games")
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, dir
+}
+
+func TestCleanPath(t *testing.T) {
+	for _, p := range traversal {
+		if _, err := CleanPath(p); err == nil {
+			t.Errorf("CleanPath(%q) accepted", p)
+		}
+	}
+	for _, p := range []string{"a", "example.com/arena/x.js", "a/b/c d/é.txt", "a/.b/c"} {
+		if _, err := CleanPath(p); err != nil {
+			t.Errorf("CleanPath(%q) = %v", p, err)
+		}
+	}
+}
+
+func TestDepthRules(t *testing.T) {
+	s, dir := newStore(t)
+	for _, p := range []string{"a", "a/b", "example.com/arena"} {
+		if _, err := s.Write(p, strings.NewReader("x"), 0); !errors.Is(err, ErrInvalidPath) {
+			t.Errorf("Write(%q) = %v, want ErrInvalidPath", p, err)
+		}
+	}
+	if _, err := s.Write("a/b/"+tempPrefix+"x", strings.NewReader("x"), 0); !errors.Is(err, ErrInvalidPath) {
+		t.Errorf("a client must not address the store's temporary files: %v", err)
+	}
+	os.MkdirAll(filepath.Join(dir, "example.com", "arena"), 0o755)
+	for _, p := range []string{"example.com", "", "."} {
+		if err := s.Delete(p); !errors.Is(err, ErrInvalidPath) {
+			t.Errorf("Delete(%q) = %v, want ErrInvalidPath", p, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "example.com", "arena")); err != nil {
+		t.Fatal("a refused delete removed something")
+	}
+}
+
+func TestWriteDeleteTree(t *testing.T) {
+	s, dir := newStore(t)
+	files := map[string]string{
+		"example.com/arena/hoster-game.json": `{"tickRate":20}`,
+		"example.com/arena/a/b/c.js":         "deep",
+		"example.org/g/empty":                "",
+	}
+	for p, body := range files {
+		n, err := s.Write(p, strings.NewReader(body), 0)
+		if err != nil || n != int64(len(body)) {
+			t.Fatalf("Write(%q) = %d, %v", p, n, err)
+		}
+	}
+	tree, err := s.Tree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tree) != len(files) {
+		t.Fatalf("tree has %d entries, want %d: %v", len(tree), len(files), tree)
+	}
+	for p, body := range files {
+		if tree[p] != sha([]byte(body)) {
+			t.Errorf("tree[%q] = %q, want sha of %q", p, tree[p], body)
+		}
+	}
+	// Overwrite.
+	s.Write("example.com/arena/a/b/c.js", strings.NewReader("new"), 0)
+	tree, _ = s.Tree()
+	if tree["example.com/arena/a/b/c.js"] != sha([]byte("new")) {
+		t.Error("overwrite not reflected in the tree")
+	}
+	// Subtree delete, then idempotent delete.
+	for i := 0; i < 2; i++ {
+		if err := s.Delete("example.com/arena/a"); err != nil {
+			t.Fatalf("Delete #%d: %v", i, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "example.com/arena/a")); !os.IsNotExist(err) {
+		t.Fatal("subtree not deleted")
+	}
+	if err := s.Delete("example.org/g"); err != nil {
+		t.Fatal(err)
+	}
+	tree, _ = s.Tree()
+	if len(tree) != 1 {
+		t.Fatalf("tree after deletes: %v", tree)
+	}
+	// Writing over a directory fails and changes nothing.
+	if _, err := s.Write("example.com/arena", strings.NewReader("x"), 0); err == nil {
+		t.Fatal("wrote over a game directory")
+	}
+}
+
+// failingReader gives some bytes, then fails, like a connection cut mid-body.
+type failingReader struct{ n int }
+
+func (r *failingReader) Read(p []byte) (int, error) {
+	if r.n <= 0 {
+		return 0, io.ErrUnexpectedEOF
+	}
+	k := min(len(p), r.n)
+	for i := range p[:k] {
+		p[i] = 'x'
+	}
+	r.n -= k
+	return k, nil
+}
+
+func TestCutOrOversizedUploadKeepsOldFile(t *testing.T) {
+	s, dir := newStore(t)
+	const p = "example.com/arena/big.bin"
+	if _, err := s.Write(p, strings.NewReader("old"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Write(p, &failingReader{n: 100000}, 0); err == nil {
+		t.Fatal("a cut upload succeeded")
+	}
+	if _, err := s.Write(p, strings.NewReader(strings.Repeat("y", 11)), 10); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("oversized upload: %v", err)
+	}
+	if n, err := s.Write("example.com/arena/exact.bin", strings.NewReader(strings.Repeat("y", 10)), 10); err != nil || n != 10 {
+		t.Fatalf("an upload of exactly the limit must pass: %d, %v", n, err)
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, p))
+	if string(got) != "old" {
+		t.Fatalf("old file became %q", got)
+	}
+	entries, _ := os.ReadDir(filepath.Join(dir, "example.com/arena"))
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), tempPrefix) {
+			t.Fatalf("temporary file left behind: %s", e.Name())
+		}
+	}
+}
+
+func TestSymlinksNeverLeadOutside(t *testing.T) {
+	s, dir := newStore(t)
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "secret")
+	os.WriteFile(secret, []byte("keep"), 0o644)
+	game := filepath.Join(dir, "example.com", "arena")
+	os.MkdirAll(game, 0o755)
+	// A directory link and a file link planted in the tree, pointing out.
+	if err := os.Symlink(outside, filepath.Join(game, "out")); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(secret, filepath.Join(game, "secret-link"))
+	os.Symlink(outside, filepath.Join(dir, "evil.com"))
+
+	for _, p := range []string{"example.com/arena/out/secret", "example.com/arena/out/new", "evil.com/x/y", "example.com/arena/out/sub/new"} {
+		if _, err := s.Write(p, strings.NewReader("pwned"), 0); err == nil {
+			t.Errorf("Write(%q) through a symlink succeeded", p)
+		}
+	}
+	for _, p := range []string{"example.com/arena/out/secret", "evil.com/x"} {
+		s.Delete(p)
+	}
+	if b, err := os.ReadFile(secret); err != nil || string(b) != "keep" {
+		t.Fatalf("the file outside was touched: %q, %v", b, err)
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 1 {
+		t.Fatalf("something was created outside: %d entries", len(entries))
+	}
+	// The tree does not follow links out.
+	tree, err := s.Tree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range tree {
+		if strings.Contains(p, "out") || strings.Contains(p, "secret") || strings.HasPrefix(p, "evil.com") {
+			t.Errorf("tree followed a symlink: %s", p)
+		}
+	}
+	// Deleting the link removes the link, not what it points at.
+	if err := s.Delete("example.com/arena/out"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(secret); err != nil {
+		t.Fatal("deleting a symlink removed its target")
+	}
+	// A game folder that is itself a link out is removed as a link.
+	if err := s.Delete("evil.com/x"); err == nil {
+		if _, err := os.Stat(secret); err != nil {
+			t.Fatal("deleting through a symlinked domain reached outside")
+		}
+	}
+}
+
+// The cache must give exactly what hashing the disk afresh gives, even for a
+// rewrite that keeps the size and restores the mtime.
+func TestTreeCacheValidatedByCtime(t *testing.T) {
+	s, dir := newStore(t)
+	const p = "example.com/arena/f.txt"
+	full := filepath.Join(dir, p)
+	s.Write(p, strings.NewReader("aaaa"), 0)
+	fi, _ := os.Stat(full)
+	mtime := fi.ModTime()
+	if tree, _ := s.Tree(); tree[p] != sha([]byte("aaaa")) {
+		t.Fatal("first hash wrong")
+	}
+	time.Sleep(10 * time.Millisecond) // let the clock move so ctime differs
+	if err := os.WriteFile(full, []byte("bbbb"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(full, mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+	fi2, _ := os.Stat(full)
+	if fi2.Size() != fi.Size() || !fi2.ModTime().Equal(mtime) {
+		t.Fatal("test set-up: size and mtime must match the first version")
+	}
+	if tree, _ := s.Tree(); tree[p] != sha([]byte("bbbb")) {
+		t.Fatalf("a rewrite with the same size and mtime served the stale hash")
+	}
+	// Unchanged: the cached hash is served (and is still right).
+	if tree, _ := s.Tree(); tree[p] != sha([]byte("bbbb")) {
+		t.Fatal("cached hash wrong")
+	}
+	// Replaced by rename (new inode), same size.
+	os.WriteFile(full+".new", []byte("cccc"), 0o644)
+	os.Rename(full+".new", full)
+	os.Chtimes(full, mtime, mtime)
+	if tree, _ := s.Tree(); tree[p] != sha([]byte("cccc")) {
+		t.Fatal("a replaced file served the stale hash")
+	}
+}
+
+func TestConcurrentUploads(t *testing.T) {
+	s, _ := newStore(t)
+	want := map[string]string{}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for i := 0; i < 64; i++ {
+		body := bytes.Repeat([]byte{byte(i)}, 1000+i*997)
+		p := fmt.Sprintf("d%d.com/g%d/file%d.bin", i%4, i%5, i)
+		want[p] = sha(body)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := s.Write(p, bytes.NewReader(body), 0); err != nil {
+				mu.Lock()
+				t.Errorf("Write(%s): %v", p, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	// The same file written by many at once ends as one of the bodies, whole.
+	for i := 0; i < 16; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.Write("same.com/g/x", bytes.NewReader(bytes.Repeat([]byte("z"), 50000)), 0)
+		}()
+	}
+	wg.Wait()
+	want["same.com/g/x"] = sha(bytes.Repeat([]byte("z"), 50000))
+	tree, err := s.Tree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tree) != len(want) {
+		t.Fatalf("tree has %d files, want %d", len(tree), len(want))
+	}
+	for p, h := range want {
+		if tree[p] != h {
+			t.Errorf("%s: hash %s, want %s", p, tree[p], h)
+		}
+	}
+}
+
+func TestDebouncerBurst(t *testing.T) {
+	var mu sync.Mutex
+	got := map[string]int{}
+	done := make(chan struct{}, 10)
+	d := NewDebouncer(50*time.Millisecond, func(domain, game string) {
+		mu.Lock()
+		got[domain+"/"+game]++
+		mu.Unlock()
+		done <- struct{}{}
+	})
+	defer d.Close()
+	games := [][2]string{{"a.com", "x"}, {"a.com", "y"}, {"b.com", "x"}}
+	var wg sync.WaitGroup
+	for i := 0; i < 500; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); g := games[i%3]; d.Mark(g[0], g[1]) }()
+	}
+	wg.Wait()
+	for i := 0; i < 3; i++ {
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("only %d reloads after the burst", i)
+		}
+	}
+	// Nothing more arrives after the quiet period.
+	select {
+	case <-done:
+		t.Fatal("more than one reload per game")
+	case <-time.After(200 * time.Millisecond):
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 3 || got["a.com/x"] != 1 || got["a.com/y"] != 1 || got["b.com/x"] != 1 {
+		t.Fatalf("reloads %v, want exactly one for each of 3 games", got)
+	}
+}
+
+func TestDebouncerCloseFlushes(t *testing.T) {
+	fired := 0
+	d := NewDebouncer(time.Hour, func(string, string) { fired++ })
+	d.Mark("a.com", "x")
+	d.Close()
+	if fired != 1 {
+		t.Fatalf("Close fired %d reloads, want the pending one", fired)
+	}
+	d.Mark("a.com", "x") // after Close: ignored, no panic
+}
+
+func FuzzCleanPath(f *testing.F) {
+	for _, p := range traversal {
+		f.Add(p)
+	}
+	f.Add("example.com/arena/x.js")
+	f.Fuzz(func(t *testing.T, p string) {
+		segs, err := CleanPath(p)
+		if err != nil {
+			return
+		}
+		// An accepted path stays inside the root whatever joins it.
+		clean := filepath.Clean("/root/" + p)
+		if !strings.HasPrefix(clean, "/root/") || clean == "/root" {
+			t.Fatalf("accepted %q escapes: %s", p, clean)
+		}
+		if strings.Join(segs, "/") != p || filepath.ToSlash(filepath.Clean(p)) != p {
+			t.Fatalf("accepted %q is not canonical", p)
+		}
+	})
+}
