@@ -1,0 +1,410 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hoster-dev/hoster/pkg/api"
+)
+
+const token = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+type env struct {
+	url   string
+	games string
+	srv   *Server
+}
+
+func start(t *testing.T, opts Options) *env {
+	t.Helper()
+	if opts.GamesRoot == "" {
+		opts.GamesRoot = filepath.Join(t.TempDir(), "hoster-games")
+	}
+	s, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(func() { ts.Close(); s.Close() })
+	return &env{url: ts.URL, games: opts.GamesRoot, srv: s}
+}
+
+func (e *env) do(t *testing.T, method, path, tok string, body io.Reader) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(method, e.url+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+func fileQuery(p string) string { return api.PathFile + "?path=" + url.QueryEscape(p) }
+
+// dump renders everything a client can see of a response but its Date.
+func dump(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	resp.Header.Del("Date")
+	b, err := httputil.DumpResponse(resp, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// probe is one request that must get the uniform 404.
+type probe struct {
+	name, method, path, tok string
+	e                       *env
+}
+
+func TestUniform404(t *testing.T) {
+	for _, variant := range []api.Variant{api.Variant1, api.Variant2} {
+		t.Run(fmt.Sprint("variant", variant), func(t *testing.T) {
+			e := start(t, Options{Token: token, Variant: variant})
+			off := start(t, Options{Variant: variant}) // no token file: API off
+			cases := []probe{
+				{"no token", "GET", api.PathTree, "", e},
+				{"wrong token", "GET", api.PathTree, "nope", e},
+				{"wrong token same length", "GET", api.PathTree, strings.Repeat("f", 64), e},
+				{"unknown route", "GET", "/api/nothing", token, e},
+				{"unknown route no token", "GET", "/api/nothing", "", e},
+				{"wrong version prefix", "GET", "/api/v2/logs", token, e},
+				{"v0 prefix", "GET", "/api/v0/stats", token, e},
+				{"wrong method", "POST", api.PathTree, token, e},
+				{"wrong method on version", "DELETE", api.PathVersion, "", e},
+				{"trailing slash", "GET", api.PathTree + "/", token, e},
+				{"double slash", "GET", "/api//tree", token, e},
+				{"encoded slash", "GET", "/api%2Ftree", token, e},
+				{"bare /api", "GET", "/api", token, e},
+				{"API off: version", "GET", api.PathVersion, "", off},
+				{"API off: tree with a token", "GET", api.PathTree, token, off},
+			}
+			if variant == api.Variant2 {
+				cases = append(cases,
+					probe{"v2 unsafe put", "PUT", fileQuery("../x/y"), token, e},
+					probe{"v2 unsafe delete", "DELETE", fileQuery("a.com"), token, e})
+			}
+			var first string
+			for _, c := range cases {
+				got := dump(t, c.e.do(t, c.method, c.path, c.tok, nil))
+				if !strings.HasPrefix(got, "HTTP/1.1 404 Not Found") {
+					t.Fatalf("%s: not a 404:\n%s", c.name, got)
+				}
+				if first == "" {
+					first = got
+				} else if got != first {
+					t.Errorf("%s: 404 differs from the others:\n%s\nvs\n%s", c.name, got, first)
+				}
+			}
+		})
+	}
+}
+
+func TestVersionNeedsNoToken(t *testing.T) {
+	e := start(t, Options{Token: token})
+	resp := e.do(t, "GET", api.PathVersion, "", nil)
+	var v api.VersionInfo
+	if resp.StatusCode != 200 || json.NewDecoder(resp.Body).Decode(&v) != nil || v.API != api.Version {
+		t.Fatalf("version: %d %+v", resp.StatusCode, v)
+	}
+}
+
+type result struct {
+	status int
+	body   map[string]any
+}
+
+func call(t *testing.T, e *env, method, path string, body io.Reader) result {
+	t.Helper()
+	resp := e.do(t, method, path, token, body)
+	var m map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		t.Fatalf("%s %s: body is not JSON: %v", method, path, err)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("%s %s: Content-Type %q", method, path, ct)
+	}
+	return result{resp.StatusCode, m}
+}
+
+func TestSyncAPIBothVariants(t *testing.T) {
+	type want struct {
+		status int
+		body   string // JSON
+	}
+	for _, tc := range []struct {
+		name     string
+		method   string
+		path     string
+		body     string
+		v1, v2   want
+		fileWant string // content expected at path afterwards ("-" absent)
+	}{
+		{"put", "PUT", "example.com/arena/a.js", "hello", want{200, `{"size":5}`}, want{200, `{"size":5,"ok":true}`}, "hello"},
+		{"put deep creates parents", "PUT", "example.com/arena/x/y/z.txt", "zz", want{200, `{"size":2}`}, want{200, `{"size":2,"ok":true}`}, "zz"},
+		{"put empty file", "PUT", "example.com/arena/empty", "", want{200, `{"size":0}`}, want{200, `{"size":0,"ok":true}`}, ""},
+		{"put traversal", "PUT", "../escape/x/y", "x", want{400, `{"error":"invalid path"}`}, want{404, ""}, "-"},
+		{"put absolute", "PUT", "/etc/x/y", "x", want{400, `{"error":"invalid path"}`}, want{404, ""}, "-"},
+		{"put backslash", "PUT", `a.com\g\x`, "x", want{400, `{"error":"invalid path"}`}, want{404, ""}, "-"},
+		{"put NUL", "PUT", "a.com/g/x\x00y", "x", want{400, `{"error":"invalid path"}`}, want{404, ""}, "-"},
+		{"put shallow", "PUT", "example.com/file", "x", want{400, `{"error":"invalid path"}`}, want{404, ""}, "-"},
+		{"put empty path", "PUT", "", "x", want{400, `{"error":"invalid path"}`}, want{404, ""}, "-"},
+		{"put dot segment", "PUT", "a.com/./g/x", "x", want{400, `{"error":"invalid path"}`}, want{404, ""}, "-"},
+		{"delete absent", "DELETE", "example.com/arena/none", "", want{200, `{"deleted":true}`}, want{200, `{"ok":true}`}, "-"},
+		{"delete shallow", "DELETE", "example.com", "", want{400, `{"error":"invalid path"}`}, want{404, ""}, "-"},
+		{"delete root", "DELETE", ".", "", want{400, `{"error":"invalid path"}`}, want{404, ""}, "-"},
+		{"delete traversal", "DELETE", "example.com/../..", "", want{400, `{"error":"invalid path"}`}, want{404, ""}, "-"},
+	} {
+		for _, variant := range []api.Variant{api.Variant1, api.Variant2} {
+			t.Run(fmt.Sprintf("%s/v%d", tc.name, variant), func(t *testing.T) {
+				e := start(t, Options{Token: token, Variant: variant})
+				w := tc.v1
+				if variant == api.Variant2 {
+					w = tc.v2
+				}
+				resp := e.do(t, tc.method, fileQuery(tc.path), token, strings.NewReader(tc.body))
+				body, _ := io.ReadAll(resp.Body)
+				if resp.StatusCode != w.status {
+					t.Fatalf("status %d, want %d: %s", resp.StatusCode, w.status, body)
+				}
+				if w.body != "" && strings.TrimSpace(string(body)) != w.body {
+					t.Fatalf("body %s, want %s", body, w.body)
+				}
+				if tc.fileWant != "-" {
+					got, err := os.ReadFile(filepath.Join(e.games, tc.path))
+					if err != nil || string(got) != tc.fileWant {
+						t.Fatalf("file %q = %q, %v", tc.path, got, err)
+					}
+				}
+				// Nothing was created outside the games root.
+				entries, _ := os.ReadDir(filepath.Dir(e.games))
+				if len(entries) != 1 {
+					t.Fatalf("something appeared beside the games root: %d entries", len(entries))
+				}
+			})
+		}
+	}
+}
+
+func TestPutOverwriteTreeAndSubtreeDelete(t *testing.T) {
+	e := start(t, Options{Token: token})
+	call(t, e, "PUT", fileQuery("example.com/arena/a.js"), strings.NewReader("one"))
+	call(t, e, "PUT", fileQuery("example.com/arena/a.js"), strings.NewReader("two"))
+	call(t, e, "PUT", fileQuery("example.com/arena/sub/b.js"), strings.NewReader("b"))
+	resp := e.do(t, "GET", api.PathTree, token, nil)
+	var tree api.Tree
+	json.NewDecoder(resp.Body).Decode(&tree)
+	if len(tree) != 2 || tree["example.com/arena/a.js"] != "3fc4ccfe745870e2c0d99f71f30ff0656c8dedd41cc1d7d3d376b0dbe685e2f3" {
+		t.Fatalf("tree %v", tree)
+	}
+	if r := call(t, e, "DELETE", fileQuery("example.com/arena"), nil); r.status != 200 || r.body["deleted"] != true {
+		t.Fatalf("delete game: %+v", r)
+	}
+	resp = e.do(t, "GET", api.PathTree, token, nil)
+	b, _ := io.ReadAll(resp.Body)
+	if strings.TrimSpace(string(b)) != "{}" {
+		t.Fatalf("empty tree must be {}, got %s", b)
+	}
+}
+
+func TestUploadLimit(t *testing.T) {
+	for _, variant := range []api.Variant{api.Variant1, api.Variant2} {
+		e := start(t, Options{Token: token, Variant: variant, MaxUpload: 100})
+		os.MkdirAll(filepath.Join(e.games, "a.com", "g"), 0o755)
+		os.WriteFile(filepath.Join(e.games, "a.com", "g", "f"), []byte("old"), 0o644)
+		// Known length over the limit, and a chunked body over the limit.
+		for _, body := range []io.Reader{bytes.NewReader(make([]byte, 101)), io.MultiReader(strings.NewReader(strings.Repeat("x", 150)))} {
+			r := call(t, e, "PUT", fileQuery("a.com/g/f"), body)
+			msg, _ := r.body["error"].(string)
+			if variant == api.Variant1 && (r.status != 413 || !strings.Contains(msg, "limit")) {
+				t.Fatalf("v1 oversized: %+v", r)
+			}
+			if variant == api.Variant2 && (r.status != 200 || r.body["ok"] != false || !strings.Contains(msg, "limit")) {
+				t.Fatalf("v2 oversized: %+v", r)
+			}
+		}
+		if got, _ := os.ReadFile(filepath.Join(e.games, "a.com", "g", "f")); string(got) != "old" {
+			t.Fatalf("an oversized upload changed the file to %q", got)
+		}
+		if r := call(t, e, "PUT", fileQuery("a.com/g/f"), bytes.NewReader(make([]byte, 100))); r.status != 200 {
+			t.Fatalf("an upload at the limit: %+v", r)
+		}
+	}
+}
+
+func TestWriteFailureShapes(t *testing.T) {
+	for _, variant := range []api.Variant{api.Variant1, api.Variant2} {
+		e := start(t, Options{Token: token, Variant: variant})
+		// A directory where the file should go makes the rename fail.
+		os.MkdirAll(filepath.Join(e.games, "a.com", "g", "dir", "x"), 0o755)
+		r := call(t, e, "PUT", fileQuery("a.com/g/dir"), strings.NewReader("x"))
+		if variant == api.Variant1 && (r.status != 500 || r.body["error"] == "") {
+			t.Fatalf("v1 failed write: %+v", r)
+		}
+		if variant == api.Variant2 && (r.status != 200 || r.body["ok"] != false || r.body["error"] == "") {
+			t.Fatalf("v2 failed write: %+v", r)
+		}
+		if msg, _ := r.body["error"].(string); strings.Contains(msg, e.games) {
+			t.Errorf("the error reveals the server's directory: %s", msg)
+		}
+	}
+}
+
+func TestCutUploadKeepsOldFile(t *testing.T) {
+	e := start(t, Options{Token: token})
+	call(t, e, "PUT", fileQuery("a.com/g/f"), strings.NewReader("old"))
+	// Promise 1 MB, send part, hang up.
+	u, _ := url.Parse(e.url)
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(conn, "PUT %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: 1000000\r\n\r\n", fileQuery("a.com/g/f"), token)
+	conn.Write(bytes.Repeat([]byte("n"), 50000))
+	conn.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		entries, _ := os.ReadDir(filepath.Join(e.games, "a.com", "g"))
+		if len(entries) == 1 || time.Now().After(deadline) {
+			if len(entries) != 1 {
+				t.Fatalf("temporary file left after a cut upload: %v", entries)
+			}
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got, _ := os.ReadFile(filepath.Join(e.games, "a.com", "g", "f")); string(got) != "old" {
+		t.Fatalf("cut upload changed the file to %q", got)
+	}
+}
+
+func TestReloadsAfterBurst(t *testing.T) {
+	var mu sync.Mutex
+	got := map[string]int{}
+	fired := make(chan struct{}, 16)
+	e := start(t, Options{Token: token, ReloadDebounce: 100 * time.Millisecond, OnReload: func(d, g string) {
+		mu.Lock()
+		got[d+"/"+g]++
+		mu.Unlock()
+		fired <- struct{}{}
+	}})
+	games := []string{"a.com/x", "a.com/y", "b.org/z"}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i := 0; i < 500; i++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			p := fmt.Sprintf("%s/f%d", games[i%3], i%7)
+			method := "PUT"
+			if i%10 == 9 {
+				method = "DELETE"
+			}
+			resp := e.do(t, method, fileQuery(p), token, strings.NewReader("x"))
+			io.Copy(io.Discard, resp.Body)
+		}()
+	}
+	wg.Wait()
+	for i := 0; i < 3; i++ {
+		select {
+		case <-fired:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d reloads, want 3", i)
+		}
+	}
+	select {
+	case <-fired:
+		t.Fatal("a fourth reload")
+	case <-time.After(400 * time.Millisecond):
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, g := range games {
+		if got[g] != 1 {
+			t.Fatalf("reloads %v, want one per game", got)
+		}
+	}
+	// Refused requests reload nothing.
+	e.do(t, "PUT", fileQuery("../x/y/z"), token, strings.NewReader("x"))
+	e.do(t, "PUT", fileQuery("c.com/g/f"), "wrong", strings.NewReader("x"))
+	select {
+	case <-fired:
+		t.Fatal("a refused request triggered a reload")
+	case <-time.After(400 * time.Millisecond):
+	}
+}
+
+func TestConcurrentUploadsThroughHTTP(t *testing.T) {
+	e := start(t, Options{Token: token})
+	want := map[string][]byte{}
+	for i := 0; i < 64; i++ {
+		want[fmt.Sprintf("d%d.com/g/f%d", i%4, i)] = bytes.Repeat([]byte(fmt.Sprint(i)), 3000+i*1234)
+	}
+	var wg sync.WaitGroup
+	for p, body := range want {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp := e.do(t, "PUT", fileQuery(p), token, bytes.NewReader(body))
+			if resp.StatusCode != 200 {
+				t.Errorf("PUT %s: %d", p, resp.StatusCode)
+			}
+		}()
+	}
+	wg.Wait()
+	resp := e.do(t, "GET", api.PathTree, token, nil)
+	var tree api.Tree
+	json.NewDecoder(resp.Body).Decode(&tree)
+	if len(tree) != 64 {
+		t.Fatalf("tree has %d files, want 64", len(tree))
+	}
+	hexRE := regexp.MustCompile(`^[0-9a-f]{64}$`)
+	for p, body := range want {
+		if !hexRE.MatchString(tree[p]) || tree[p] != shaHex(body) {
+			t.Errorf("%s: %s", p, tree[p])
+		}
+	}
+}
+
+func TestExtraRoutesAndGames(t *testing.T) {
+	games := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "game:"+r.URL.Path) })
+	e := start(t, Options{Token: token, Games: games, Routes: map[string]http.Handler{
+		"GET /api/v1/logs": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "logs") }),
+	}})
+	if b, _ := io.ReadAll(e.do(t, "GET", "/api/v1/logs", token, nil).Body); string(b) != "logs" {
+		t.Fatalf("extra route: %s", b)
+	}
+	if r := e.do(t, "GET", "/api/v1/logs", "", nil); r.StatusCode != 404 {
+		t.Fatal("extra routes must need the token")
+	}
+	if b, _ := io.ReadAll(e.do(t, "GET", "/arena", "", nil).Body); string(b) != "game:/arena" {
+		t.Fatalf("games handler: %s", b)
+	}
+	if _, err := New(Options{GamesRoot: t.TempDir(), Routes: map[string]http.Handler{"GET /elsewhere": games}}); err == nil {
+		t.Fatal("a route outside /api/ must be refused")
+	}
+}
