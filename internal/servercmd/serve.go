@@ -1,0 +1,208 @@
+package servercmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/server"
+	"github.com/spf13/cobra"
+)
+
+// serveOptions are the flags of hoster-server serve.
+type serveOptions struct {
+	Listen          string
+	AskListen       string
+	HostingRoot     string
+	LogsRoot        string
+	Variant         int
+	TLSCert         string
+	TLSKey          string
+	AccessLog       bool
+	StatsInterval   time.Duration
+	GamelogInterval time.Duration
+	ReloadDebounce  time.Duration
+	MaxUpload       int64
+}
+
+func init() {
+	commands = append(commands, newServeCmd)
+}
+
+func newServeCmd(_, errOut io.Writer) *cobra.Command {
+	o := serveOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the games and the Sync and tools APIs",
+		Long: `serve runs the games under {hosting_root}/hoster-games and the token-protected
+API on --listen (behind Caddy), and the ask gate for Caddy's on-demand TLS on
+--ask-listen. Every flag can also be set as HOSTER_SERVER_<FLAG>, for example
+HOSTER_SERVER_LISTEN; a flag on the command line wins.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyEnv(cmd.Flags(), nil); err != nil {
+				return err
+			}
+			if err := o.validate(); err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			logger := slog.New(slog.NewTextHandler(errOut, nil))
+			return runServe(ctx, o, logger, nil)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Listen, "listen", "127.0.0.1:8787", "HTTP address of the API and the games (the proxy terminates TLS)")
+	f.StringVar(&o.AskListen, "ask-listen", "127.0.0.1:8788", "address of the ask gate for Caddy's on-demand TLS (never proxied)")
+	f.StringVar(&o.HostingRoot, "hosting-root", "/srv/hoster", "the hosting root: hoster-games/ and hoster-token")
+	f.StringVar(&o.LogsRoot, "logs-root", "/var/log/hoster", "the logs root")
+	f.IntVar(&o.Variant, "variant", 1, "which published form of the contract to serve: 1 or 2")
+	f.StringVar(&o.TLSCert, "tls-cert", "", "serve TLS directly with this certificate (PEM), no proxy")
+	f.StringVar(&o.TLSKey, "tls-key", "", "the key of --tls-cert (PEM)")
+	f.BoolVar(&o.AccessLog, "access-log", false, "write {logs_root}/web-logs/access.log in Caddy's JSON format (when not behind Caddy)")
+	f.DurationVar(&o.StatsInterval, "stats-interval", 15*time.Second, "machine-health sampling interval")
+	f.DurationVar(&o.GamelogInterval, "gamelog-interval", 60*time.Second, "interval of the game stats lines")
+	f.DurationVar(&o.ReloadDebounce, "reload-debounce", 500*time.Millisecond, "quiet period after a sync before changed games reload")
+	f.Int64Var(&o.MaxUpload, "max-upload", server.DefaultMaxUpload, "largest accepted upload in bytes")
+	return cmd
+}
+
+func (o serveOptions) validate() error {
+	bad := func(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
+	if _, err := api.ParseVariant(fmt.Sprint(o.Variant)); err != nil {
+		return bad("reading --variant: %d is not 1 or 2", o.Variant)
+	}
+	for _, a := range []struct{ flag, addr string }{{"--listen", o.Listen}, {"--ask-listen", o.AskListen}} {
+		if _, _, err := net.SplitHostPort(a.addr); err != nil {
+			return bad("reading %s: %w", a.flag, err)
+		}
+	}
+	if (o.TLSCert == "") != (o.TLSKey == "") {
+		return bad("--tls-cert and --tls-key go together")
+	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"--stats-interval", o.StatsInterval}, {"--gamelog-interval", o.GamelogInterval}, {"--reload-debounce", o.ReloadDebounce}} {
+		if d.v <= 0 {
+			return bad("reading %s: must be positive, not %v", d.flag, d.v)
+		}
+	}
+	if o.MaxUpload <= 0 {
+		return bad("reading --max-upload: must be positive, not %d", o.MaxUpload)
+	}
+	return nil
+}
+
+// readToken reads the token file once. An absent file turns the API off; an
+// unreadable or empty one is an error, since the operator meant to have one.
+func readToken(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading the token file: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", fmt.Errorf("reading the token file %s: it is empty", path)
+	}
+	return tok, nil
+}
+
+// runServe builds every part from o and serves until ctx ends, then shuts
+// down gracefully. ready, if not nil, receives the bound listen and ask
+// addresses once both accept connections.
+func runServe(ctx context.Context, o serveOptions, log *slog.Logger, ready func(listen, ask string)) error {
+	variant, _ := api.ParseVariant(fmt.Sprint(o.Variant))
+	tokenPath := filepath.Join(o.HostingRoot, api.TokenFile)
+	token, err := readToken(tokenPath)
+	if err != nil {
+		return err
+	}
+	if token == "" {
+		log.Warn("no token file: the API is off (every /api request answers 404); game sockets still serve", "file", tokenPath)
+	}
+
+	parts, err := buildParts(ctx, o, variant, log)
+	if err != nil {
+		return err
+	}
+	defer parts.close()
+
+	srv, err := server.New(server.Options{
+		GamesRoot:      filepath.Join(o.HostingRoot, api.GamesDir),
+		Token:          token,
+		Variant:        variant,
+		MaxUpload:      o.MaxUpload,
+		ReloadDebounce: o.ReloadDebounce,
+		OnReload:       parts.onReload,
+		Routes:         parts.routes,
+		Games:          parts.games,
+		Logger:         log,
+	})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+
+	handler := srv.Handler()
+	if parts.wrap != nil {
+		handler = parts.wrap(handler)
+	}
+	main := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	ask := &http.Server{Handler: parts.ask, ReadHeaderTimeout: 5 * time.Second}
+
+	mainLn, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return fmt.Errorf("listening on --listen: %w", err)
+	}
+	askLn, err := net.Listen("tcp", o.AskListen)
+	if err != nil {
+		mainLn.Close()
+		return fmt.Errorf("listening on --ask-listen: %w", err)
+	}
+	errs := make(chan error, 2)
+	go func() {
+		if o.TLSCert != "" {
+			errs <- main.ServeTLS(mainLn, o.TLSCert, o.TLSKey)
+		} else {
+			errs <- main.Serve(mainLn)
+		}
+	}()
+	go func() { errs <- ask.Serve(askLn) }()
+	log.Info("serving", "listen", mainLn.Addr().String(), "ask", askLn.Addr().String(),
+		"variant", int(variant), "api", token != "", "tls", o.TLSCert != "")
+	if ready != nil {
+		ready(mainLn.Addr().String(), askLn.Addr().String())
+	}
+
+	select {
+	case <-ctx.Done():
+	case err := <-errs:
+		if !errors.Is(err, http.ErrServerClosed) {
+			log.Error("serving stopped", "err", err)
+			return fmt.Errorf("serving: %w", err)
+		}
+	}
+	log.Info("shutting down")
+	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// Players get a going-away close first; then the listeners drain.
+	parts.shutdown(shutCtx)
+	ask.Shutdown(shutCtx)
+	return main.Shutdown(shutCtx)
+}

@@ -1,0 +1,131 @@
+package servercmd
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hoster-dev/hoster/pkg/api"
+)
+
+// startServe runs serve on free loopback ports until the test ends.
+func startServe(t *testing.T, o serveOptions) (listen, ask string, logs *bytes.Buffer) {
+	t.Helper()
+	o.Listen, o.AskListen = "127.0.0.1:0", "127.0.0.1:0"
+	if o.Variant == 0 {
+		o.Variant = 1
+	}
+	o.StatsInterval, o.GamelogInterval, o.ReloadDebounce, o.MaxUpload = time.Hour, time.Hour, 50*time.Millisecond, 1<<20
+	ctx, cancel := context.WithCancel(context.Background())
+	logs = &bytes.Buffer{}
+	ready := make(chan [2]string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- runServe(ctx, o, slog.New(slog.NewTextHandler(logs, nil)), func(l, a string) { ready <- [2]string{l, a} })
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve returned %v", err)
+		}
+	})
+	select {
+	case addrs := <-ready:
+		return addrs[0], addrs[1], logs
+	case err := <-done:
+		t.Fatalf("serve stopped: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not start")
+	}
+	return
+}
+
+func TestServeReadsTokenOnce(t *testing.T) {
+	root := t.TempDir()
+	tok := strings.Repeat("ab", 32)
+	os.WriteFile(filepath.Join(root, api.TokenFile), []byte("  "+tok+"\n"), 0o600)
+	listen, _, logs := startServe(t, serveOptions{HostingRoot: root, LogsRoot: t.TempDir()})
+
+	get := func(tok string) int {
+		req, _ := http.NewRequest("GET", "http://"+listen+api.PathTree, nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := get(tok); code != 200 {
+		t.Fatalf("tree with the token (whitespace trimmed): %d", code)
+	}
+	// Read once: a new token on disk is not picked up until a restart.
+	os.WriteFile(filepath.Join(root, api.TokenFile), []byte(strings.Repeat("cd", 32)), 0o600)
+	if get(tok) != 200 || get(strings.Repeat("cd", 32)) != 404 {
+		t.Fatal("the token file must be read once at start")
+	}
+	if strings.Contains(logs.String(), tok) {
+		t.Fatal("the token reached the log")
+	}
+}
+
+func TestServeWithoutTokenFileTurnsAPIOff(t *testing.T) {
+	listen, _, logs := startServe(t, serveOptions{HostingRoot: t.TempDir(), LogsRoot: t.TempDir()})
+	resp, err := http.Get("http://" + listen + api.PathVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 {
+		t.Fatalf("version without a token file: %d, want the uniform 404", resp.StatusCode)
+	}
+	if !strings.Contains(logs.String(), "the API is off") {
+		t.Fatalf("the operator is not told the API is off:\n%s", logs)
+	}
+}
+
+func TestServeRefusesEmptyTokenFile(t *testing.T) {
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, api.TokenFile), []byte("\n \n"), 0o600)
+	err := runServe(context.Background(), serveOptions{HostingRoot: root, Listen: "127.0.0.1:0", AskListen: "127.0.0.1:0", Variant: 1},
+		slog.New(slog.DiscardHandler), nil)
+	if err == nil || !strings.Contains(err.Error(), "empty") {
+		t.Fatalf("empty token file: %v", err)
+	}
+}
+
+func TestServeFlagErrorsExit2(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"serve", "--variant", "3"}, nil, "--variant"},
+		{[]string{"serve", "--listen", "nope"}, nil, "--listen"},
+		{[]string{"serve", "--tls-cert", "x"}, nil, "--tls-key"},
+		{[]string{"serve", "--reload-debounce", "0s"}, nil, "--reload-debounce"},
+		{[]string{"serve", "--bogus"}, nil, "unknown flag"},
+		{[]string{"serve"}, map[string]string{"HOSTER_SERVER_STATS_INTERVAL": "soon"}, "HOSTER_SERVER_STATS_INTERVAL"},
+		{[]string{"serve"}, map[string]string{"HOSTER_SERVER_VARIANT": "9"}, "--variant"},
+	} {
+		for k, v := range tc.env {
+			t.Setenv(k, v)
+		}
+		var out, errOut bytes.Buffer
+		code := Main(tc.args, &out, &errOut)
+		if code != 2 || !strings.Contains(errOut.String(), tc.want) {
+			t.Errorf("%v %v: exit %d, stderr %q; want 2 mentioning %q", tc.args, tc.env, code, errOut.String(), tc.want)
+		}
+		for k := range tc.env {
+			os.Unsetenv(k)
+		}
+	}
+}
