@@ -13,10 +13,10 @@ import (
 // runtime, the tools routes, the samplers and the access log. buildParts is
 // the one place they are wired.
 type parts struct {
-	routes   map[string]http.Handler        // authenticated tools routes
-	games    http.Handler                   // everything outside /api
-	ask      http.Handler                   // the --ask-listen handler
-	onReload func(domain, game string)      // after a sync's quiet period
+	routes   map[string]http.Handler         // authenticated tools routes
+	games    http.Handler                    // everything outside /api
+	ask      http.Handler                    // the --ask-listen handler
+	onReload func(domain, game string)       // after a sync's quiet period
 	wrap     func(http.Handler) http.Handler // access logging, if on
 	closers  []func() error
 	stoppers []func(context.Context)

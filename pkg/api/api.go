@@ -86,12 +86,12 @@ const (
 
 // Layout under the roots, relative to {hosting_root} or {logs_root}.
 const (
-	GamesDir       = "hoster-games"  // {hosting_root}/hoster-games/<domain>/<game>/
-	TokenFile      = "hoster-token"  // {hosting_root}/hoster-token
-	WebLogsDir     = "web-logs"      // {logs_root}/web-logs/access.log
-	AccessLogName  = "access.log"    // the active access log
-	ServerLogsDir  = "server-logs"   // {logs_root}/server-logs/<type>-YYYY-MM-DD.log
-	GameLogsDir    = "hoster-logs"   // {logs_root}/hoster-logs/<domain>/<game>/hoster-processes/<process>/
+	GamesDir       = "hoster-games" // {hosting_root}/hoster-games/<domain>/<game>/
+	TokenFile      = "hoster-token" // {hosting_root}/hoster-token
+	WebLogsDir     = "web-logs"     // {logs_root}/web-logs/access.log
+	AccessLogName  = "access.log"   // the active access log
+	ServerLogsDir  = "server-logs"  // {logs_root}/server-logs/<type>-YYYY-MM-DD.log
+	GameLogsDir    = "hoster-logs"  // {logs_root}/hoster-logs/<domain>/<game>/hoster-processes/<process>/
 	ProcessesDir   = "hoster-processes"
 	GameConfigFile = "hoster-game.json"
 	ServerModule   = "hoster.server.js"
