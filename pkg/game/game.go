@@ -64,7 +64,8 @@ type Config struct {
 // setting is not silently ignored.
 func ParseConfig(data []byte) (Config, error) {
 	var c Config
-	if err := decodeStrict(data, &c); err != nil {
+	// Unknown keys are reported below with the other problems, not here.
+	if err := decodeJSON(data, &c, false); err != nil {
 		return Config{}, err
 	}
 	// Presence matters: a missing value must be named, not read as 0. Keys
@@ -236,14 +237,14 @@ func parseArg(raw json.RawMessage) (Arg, error) {
 		errs = append(errs, fmt.Errorf("unknown type %q (want number, integer, string or boolean)", a.Type))
 	}
 	numeric := a.Type == Number || a.Type == Integer
-	if (a.Min != nil || a.Max != nil) && !numeric {
+	if (a.Min != nil || a.Max != nil) && !numeric && a.Type.valid() {
 		errs = append(errs, errors.New("min and max apply only to number and integer"))
 	}
 	if a.Min != nil && a.Max != nil && *a.Min > *a.Max {
 		errs = append(errs, fmt.Errorf("min %v is greater than max %v", *a.Min, *a.Max))
 	}
 	if a.MaxLength != nil {
-		if a.Type != String {
+		if a.Type != String && a.Type.valid() {
 			errs = append(errs, errors.New("maxLength applies only to string"))
 		} else if *a.MaxLength < 0 {
 			errs = append(errs, fmt.Errorf("maxLength must not be negative, not %d", *a.MaxLength))
@@ -330,9 +331,14 @@ func checkName(name string) error {
 
 // decodeStrict decodes one JSON value into v, refusing unknown object keys
 // and trailing data.
-func decodeStrict(data []byte, v any) error {
+func decodeStrict(data []byte, v any) error { return decodeJSON(data, v, true) }
+
+// decodeJSON decodes exactly one JSON value into v.
+func decodeJSON(data []byte, v any, strict bool) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
+	if strict {
+		dec.DisallowUnknownFields()
+	}
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("decoding JSON: %w", err)
 	}

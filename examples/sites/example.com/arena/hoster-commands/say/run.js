@@ -1,0 +1,3 @@
+export default function run(instance, player, args) {
+  instance.log(player.name + ": " + args.text);
+}

@@ -1,0 +1,165 @@
+package gen
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/hoster-dev/hoster/pkg/game"
+)
+
+// nodeScript drives the generated library the way a page would.
+const nodeScript = `
+const lib = require(process.argv[1]);
+let finished = false;
+const out = (o) => { if (!finished) console.log(JSON.stringify(o)); };
+setTimeout(() => { out({ ev: "timeout" }); process.exit(2); }, 20000).unref();
+const g = lib.connect(process.argv[2], { name: "ada" });
+let welcomes = 0, moved = false;
+g.on("welcome", (m) => {
+  welcomes++;
+  out({ ev: "welcome", player: m.player, resume: m.resume, players: Object.keys(g.players).length });
+});
+g.on("appear", (o) => {
+  out({ ev: "appear", id: o.id, type: o.type });
+  if (welcomes === 2) { if (!finished) { out({ ev: "done", me: g.me }); finished = true; g.close(); } return; }
+  if (o.id === "e1" && !moved) {
+    moved = true;
+    for (const bad of [{ dx: 5, dy: 0 }, { dx: 1 }, { dx: 0, dy: 0, dz: 1 }, "x"]) {
+      try { g.commands.move(bad); out({ ev: "sent-bad" }); } catch (e) { out({ ev: "rejected", msg: e.message }); }
+    }
+    out({ ev: "validate", msg: lib.validate("say", { text: "ééééé" }) });
+    g.commands.move({ dx: 1, dy: 0 });
+  }
+});
+g.on("change", (o, f) => { out({ ev: "change", id: o.id, x: o.x, f: f }); g.send("say", { text: "boom" }); });
+g.on("gone", (o) => out({ ev: "gone", id: o.id }));
+g.on("error", (e) => out({ ev: "error", msg: e }));
+g.on("close", (c) => out({ ev: "close", reconnecting: c.reconnecting }));
+`
+
+func TestClientLibraryInNode(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed: the browser library is not exercised here")
+	}
+	root := copyTree(t, "../../examples/sites")
+	if res, err := Generate(root); err != nil || res.Failed() {
+		t.Fatalf("%v %v", err, res.Problems())
+	}
+	lib := filepath.Join(root, "example.com/arena", ClientFile)
+
+	resumes := make(chan string, 4)
+	upgrader := websocket.Upgrader{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, err := upgrader.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		resumes <- r.URL.Query().Get("resume")
+		if r.URL.Query().Get("name") != "ada" {
+			t.Errorf("params not passed: %s", r.URL.RawQuery)
+		}
+		conn.WriteJSON(map[string]any{"t": "welcome", "game": "example.com/arena", "instance": "0a0b0c0d0e0f", "player": "p1", "tickRate": 20, "sendRate": 10, "resume": "tok1"})
+		conn.WriteJSON(map[string]any{"t": "update", "seq": 1, "appear": []any{
+			map[string]any{"id": "p1", "type": "player", "f": map[string]any{"name": "ada", "x": 0, "y": 0, "score": 0}},
+			map[string]any{"id": "e1", "type": "coin", "f": map[string]any{"x": 1, "y": 2, "value": 1}},
+		}})
+		for {
+			var m struct {
+				C string
+				A map[string]any
+			}
+			if err := conn.ReadJSON(&m); err != nil {
+				return
+			}
+			switch m.C {
+			case "move":
+				conn.WriteJSON(map[string]any{"t": "update", "seq": 2, "change": []any{map[string]any{"id": "p1", "f": map[string]any{"x": 1}}}, "gone": []string{"e1"}})
+			case "say":
+				conn.WriteJSON(map[string]any{"t": "error", "error": "nope"})
+				return // drop the connection: the library must reconnect
+			}
+		}
+	}))
+	defer srv.Close()
+
+	cmd := exec.Command(node, "--experimental-websocket", "--no-warnings", "-e", nodeScript, lib, "ws"+strings.TrimPrefix(srv.URL, "http")+"/arena")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	done := make(chan struct{})
+	var out []byte
+	go func() { out, err = cmd.Output(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		<-done
+	}
+	if err != nil {
+		t.Fatalf("node: %v\n%s\n%s", err, out, stderr.String())
+	}
+
+	var events []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		var e map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("node printed %q", sc.Text())
+		}
+		events = append(events, e)
+	}
+	var got []string
+	for _, e := range events {
+		b, _ := json.Marshal(e)
+		got = append(got, string(b))
+	}
+
+	// The messages the library gives are the server's own, word for word.
+	args, _ := game.ParseArgs([]byte(`{"dx": {"type": "number", "min": -1, "max": 1}, "dy": {"type": "number", "min": -1, "max": 1}}`))
+	say, _ := game.ParseArgs([]byte(`{"text": {"type": "string", "maxLength": 80}}`))
+	serverMsg := func(a game.Args, js string) string {
+		var v any
+		json.Unmarshal([]byte(js), &v)
+		if err := a.Validate(v); err != nil {
+			return err.Error()
+		}
+		return ""
+	}
+	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	want := []string{
+		`{"ev":"welcome","player":"p1","players":0,"resume":"tok1"}`,
+		`{"ev":"appear","id":"p1","type":"player"}`,
+		`{"ev":"appear","id":"e1","type":"coin"}`,
+		`{"ev":"rejected","msg":` + q(serverMsg(args, `{"dx":5,"dy":0}`)) + `}`,
+		`{"ev":"rejected","msg":` + q(serverMsg(args, `{"dx":1}`)) + `}`,
+		`{"ev":"rejected","msg":` + q(serverMsg(args, `{"dx":0,"dy":0,"dz":1}`)) + `}`,
+		`{"ev":"rejected","msg":` + q(serverMsg(args, `"x"`)) + `}`,
+		`{"ev":"validate","msg":null}`,
+		`{"ev":"change","f":{"x":1},"id":"p1","x":1}`,
+		`{"ev":"gone","id":"e1"}`,
+		`{"ev":"error","msg":"nope"}`,
+		`{"ev":"close","reconnecting":true}`,
+		`{"ev":"welcome","player":"p1","players":0,"resume":"tok1"}`,
+		`{"ev":"appear","id":"p1","type":"player"}`,
+		`{"ev":"done","me":"p1"}`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("node saw:\n%s\nwant:\n%s\nstderr: %s", strings.Join(got, "\n"), strings.Join(want, "\n"), stderr.String())
+	}
+	if serverMsg(say, `{"text":"ééééé"}`) != "" {
+		t.Fatal("code points, not bytes, must be counted")
+	}
+	if first, second := <-resumes, <-resumes; first != "" || second != "tok1" {
+		t.Fatalf("resume tokens sent: %q then %q, want none then tok1", first, second)
+	}
+}

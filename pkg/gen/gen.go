@@ -1,0 +1,231 @@
+// Package gen turns a game's definition folders into the two static files
+// the rest of hoster uses: hoster.server.js, one plain script that goja runs
+// on the server (hook files bundled by esbuild, exposing the registry of
+// docs/module-format.md), and hoster.client.js, the game's browser library,
+// with hoster.client.d.ts typing it.
+//
+// Everything is validated before anything is written, and every problem is
+// reported at once, with its file and line where there is one. A game with
+// problems gets no files; the others are still generated. Output is
+// deterministic, and a file is rewritten only when its bytes change, so an
+// unchanged game is never uploaded again by a sync.
+package gen
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/game"
+)
+
+// The generated files.
+const (
+	ServerFile = api.ServerModule     // hoster.server.js
+	ClientFile = api.ClientLibrary    // hoster.client.js
+	TypesFile  = "hoster.client.d.ts" // hoster.client.d.ts
+)
+
+// Problem is one thing wrong with a game.
+type Problem struct {
+	// File is relative to the generated ROOT, slash-separated.
+	File string
+	// Line is 1-based, or 0 when the problem has no line.
+	Line int
+	// Msg says what is wrong.
+	Msg string
+}
+
+func (p Problem) String() string {
+	if p.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", p.File, p.Line, p.Msg)
+	}
+	return fmt.Sprintf("%s: %s", p.File, p.Msg)
+}
+
+// GameResult is what happened to one game.
+type GameResult struct {
+	// Dir is "<domain>/<game>".
+	Dir string
+	// Written lists the generated files whose bytes changed (and were
+	// therefore written), relative to ROOT.
+	Written []string
+	// Problems is empty when the game was generated.
+	Problems []Problem
+}
+
+// Result is what Generate did, one entry per game in path order.
+type Result struct {
+	Games []GameResult
+}
+
+// Failed reports whether any game has problems.
+func (r Result) Failed() bool {
+	for _, g := range r.Games {
+		if len(g.Problems) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Problems returns every problem of every game.
+func (r Result) Problems() []Problem {
+	var all []Problem
+	for _, g := range r.Games {
+		all = append(all, g.Problems...)
+	}
+	return all
+}
+
+// Generate generates every game under root, found by the contract's
+// structure rules: <root>/<domain>/<game>/ with hoster-game.json. The error
+// is only for trouble reading root itself; each game's problems are in the
+// Result.
+func Generate(root string) (Result, error) {
+	root, err := filepath.Abs(root)
+	if err != nil {
+		return Result{}, fmt.Errorf("reading %s: %w", root, err)
+	}
+	dirs, err := FindGames(root)
+	if err != nil {
+		return Result{}, err
+	}
+	var res Result
+	for _, dir := range dirs {
+		res.Games = append(res.Games, generateGame(root, dir))
+	}
+	return res, nil
+}
+
+// FindGames lists the "<domain>/<game>" folders under root, sorted.
+func FindGames(root string) ([]string, error) {
+	domains, err := os.ReadDir(root)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", root, err)
+	}
+	var games []string
+	for _, d := range domains {
+		if !d.IsDir() || !game.IsDomainName(d.Name()) {
+			continue
+		}
+		entries, err := os.ReadDir(filepath.Join(root, d.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", filepath.Join(root, d.Name()), err)
+		}
+		for _, g := range entries {
+			if !g.IsDir() || !game.IsGameName(g.Name()) {
+				continue
+			}
+			if fi, err := os.Stat(filepath.Join(root, d.Name(), g.Name(), api.GameConfigFile)); err == nil && fi.Mode().IsRegular() {
+				games = append(games, d.Name()+"/"+g.Name())
+			}
+		}
+	}
+	sort.Strings(games)
+	return games, nil
+}
+
+func generateGame(root, dir string) GameResult {
+	res := GameResult{Dir: dir}
+	abs := filepath.Join(root, filepath.FromSlash(dir))
+	def, problems := load(abs)
+	if len(problems) == 0 {
+		var server []byte
+		server, problems = bundle(abs, def)
+		if len(problems) == 0 {
+			problems = check(server, def)
+		}
+		if len(problems) == 0 {
+			files := map[string][]byte{
+				ServerFile: server,
+				ClientFile: clientLibrary(dir, def),
+				TypesFile:  clientTypes(dir, def),
+			}
+			for _, name := range []string{ServerFile, ClientFile, TypesFile} {
+				changed, err := writeIfChanged(filepath.Join(abs, name), files[name])
+				if err != nil {
+					problems = append(problems, Problem{File: name, Msg: err.Error()})
+				} else if changed {
+					res.Written = append(res.Written, dir+"/"+name)
+				}
+			}
+		}
+	}
+	for _, p := range problems {
+		p.File = dir + "/" + p.File
+		res.Problems = append(res.Problems, p)
+	}
+	return res
+}
+
+// writeIfChanged writes data to path atomically unless it already holds
+// exactly data, and reports whether it wrote.
+func writeIfChanged(path string, data []byte) (bool, error) {
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+		return false, nil
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return false, fmt.Errorf("writing: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return false, fmt.Errorf("writing: %w", err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return false, fmt.Errorf("writing: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return false, fmt.Errorf("writing: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return false, fmt.Errorf("writing: %w", err)
+	}
+	return true, nil
+}
+
+// exists reports whether a regular file is at path.
+func exists(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// subdirs lists the directory names in dir that are not hidden or reserved.
+func subdirs(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() && !game.IsSkipped(e.Name()) && !game.IsReserved(e.Name()) {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
+}
+
+// jsIdent reports whether s is usable as a plain JavaScript identifier.
+func jsIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		if !(r == '_' || r == '$' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return !strings.Contains(" break case catch class const continue debugger default delete do else export extends finally for function if import in instanceof new return super switch this throw try typeof var void while with yield let static enum await implements package protected interface private public null true false ", " "+s+" ")
+}

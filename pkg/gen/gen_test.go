@@ -1,0 +1,251 @@
+package gen
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/dop251/goja"
+)
+
+var update = flag.Bool("update", false, "rewrite the .golden files")
+
+// copyTree copies src into a fresh temporary directory and returns it, so
+// generation never writes into testdata or the repository.
+func copyTree(t testing.TB, src string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "sites")
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// render describes a generation: the problems, then every generated file.
+func render(t *testing.T, root string, res Result) string {
+	var b strings.Builder
+	for _, g := range res.Games {
+		fmt.Fprintf(&b, "game %s\n", g.Dir)
+		for _, p := range g.Problems {
+			fmt.Fprintf(&b, "  problem %s\n", p)
+		}
+	}
+	var files []string
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && (d.Name() == ServerFile || d.Name() == ClientFile || d.Name() == TypesFile) {
+			rel, _ := filepath.Rel(root, p)
+			files = append(files, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	sort.Strings(files)
+	for _, f := range files {
+		data, _ := os.ReadFile(filepath.Join(root, f))
+		if filepath.Base(f) == ClientFile {
+			// The library's body is a fixed template; its schema line is what varies.
+			for _, line := range strings.Split(string(data), "\n") {
+				if strings.Contains(line, "var SCHEMA") {
+					data = []byte(line + "\n")
+				}
+			}
+		}
+		fmt.Fprintf(&b, "==> %s <==\n%s", f, data)
+	}
+	return b.String()
+}
+
+func TestGolden(t *testing.T) {
+	cases, _ := filepath.Glob("testdata/*")
+	for _, dir := range cases {
+		if st, _ := os.Stat(dir); !st.IsDir() {
+			continue
+		}
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			root := copyTree(t, dir)
+			res, err := Generate(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := render(t, root, res)
+			golden := dir + ".golden"
+			if *update {
+				os.WriteFile(golden, []byte(got), 0o644)
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update)", err)
+			}
+			if got != string(want) {
+				t.Errorf("generation differs from %s (go test -update rewrites it):\n%s", golden, got)
+			}
+			if strings.HasPrefix(filepath.Base(dir), "err-") != res.Failed() {
+				t.Errorf("Failed() = %v", res.Failed())
+			}
+			// Determinism: a second run writes nothing and changes no byte.
+			res2, _ := Generate(root)
+			for _, g := range res2.Games {
+				if len(g.Written) > 0 {
+					t.Errorf("second run rewrote %v", g.Written)
+				}
+			}
+			if again := render(t, root, res2); again != got {
+				t.Error("second run differs")
+			}
+		})
+	}
+}
+
+func TestNoBuildMachinePathsInOutput(t *testing.T) {
+	a, b := copyTree(t, "../../examples/sites"), copyTree(t, "../../examples/sites")
+	for _, root := range []string{a, b} {
+		if res, err := Generate(root); err != nil || res.Failed() {
+			t.Fatalf("%v %v", err, res.Problems())
+		}
+	}
+	for _, f := range []string{ServerFile, ClientFile, TypesFile} {
+		x, _ := os.ReadFile(filepath.Join(a, "example.com/arena", f))
+		y, _ := os.ReadFile(filepath.Join(b, "example.com/arena", f))
+		if !bytes.Equal(x, y) {
+			t.Errorf("%s differs between two checkouts", f)
+		}
+		if bytes.Contains(x, []byte(a)) || bytes.Contains(x, []byte(os.TempDir())) {
+			t.Errorf("%s holds a path of the build machine", f)
+		}
+	}
+}
+
+// The committed example must be what gen makes of it today.
+func TestExampleIsFresh(t *testing.T) {
+	root := copyTree(t, "../../examples/sites")
+	res, err := Generate(root)
+	if err != nil || res.Failed() {
+		t.Fatalf("%v %v", err, res.Problems())
+	}
+	for _, g := range res.Games {
+		if len(g.Written) > 0 {
+			t.Errorf("examples/sites is stale: regenerating changed %v (run: go run ./cmd/hoster gen examples/sites)", g.Written)
+		}
+	}
+}
+
+// fakeInstance is a minimal instance object in JS, as the runtime provides.
+const fakeInstance = `
+var logs = [];
+function makeInstance() {
+  var n = 0;
+  var inst = {
+    id: "0a0b0c0d0e0f", state: {}, players: {}, entities: {},
+    spawn: function (type, fields) { var e = Object.assign({ id: "e" + (++n), type: type }, fields || {}); inst.entities[e.id] = e; return e; },
+    remove: function (id) { delete inst.players[id]; delete inst.entities[id]; },
+    now: function () { return 1000; },
+    log: function () { logs.push(Array.prototype.join.call(arguments, " ")); }
+  };
+  return inst;
+}`
+
+func TestExampleHooksRunInGoja(t *testing.T) {
+	src, err := os.ReadFile("../../examples/sites/example.com/arena/" + ServerFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	program, err := goja.Compile(ServerFile, string(src), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm, _, err := Load(program)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := vm.RunString(fakeInstance); err != nil {
+		t.Fatal(err)
+	}
+	script := `
+var R = __hoster, I = makeInstance();
+R.instance.create(I);
+var coins = Object.keys(I.entities).length;
+var p = { id: "p1", type: "player" }; I.players.p1 = p;
+R.player.join(I, p, { name: "ada" });
+var x0 = p.x;
+R.commands.move.run(I, p, { dx: 1, dy: 0 });
+R.instance.tick(I, 0.05);
+var coin = I.entities[Object.keys(I.entities)[0]];
+R.entities.coin.tick(I, coin, 0.05);
+var saved = R.instance.serialise(I);
+var I2 = makeInstance(); I2.players.p1 = { id: "p1", type: "player" };
+R.instance.restore(I2, saved);
+R.commands.say.run(I, p, { text: "hi" });
+R.player.leave(I, p);
+JSON.stringify({
+  coins: coins, name: p.name, moved: p.x > x0 || x0 === 100, visibleSelf: R.player.visible(I, p, p),
+  restored: I2.players.p1.name, round: I2.state.round, logs: logs.length,
+  fields: R.player.fields, args: R.commands.move.args
+});`
+	v, err := vm.RunString(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"coins":12,"name":"ada","moved":true,"visibleSelf":true,"restored":"ada","round":1,"logs":3,` +
+		`"fields":{"name":"string","score":"integer","x":"number","y":"number"},` +
+		`"args":{"dx":{"type":"number","min":-1,"max":1},"dy":{"type":"number","min":-1,"max":1}}}`
+	if v.String() != want {
+		t.Fatalf("hooks gave\n%s\nwant\n%s", v, want)
+	}
+}
+
+// Syntax newer than goja understands is lowered by esbuild: the modern test
+// game's join hook uses class fields, optional chaining, ??, **, object rest
+// and spread, generators and async functions.
+func TestModernSyntaxRunsOnGoja(t *testing.T) {
+	root := copyTree(t, "testdata/ok-modern")
+	if res, err := Generate(root); err != nil || res.Failed() {
+		t.Fatalf("%v %v", err, res.Problems())
+	}
+	src, _ := os.ReadFile(filepath.Join(root, "b.com/modern", ServerFile))
+	program, err := goja.Compile(ServerFile, string(src), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm, _, err := Load(program)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := vm.RunString(`var p = {id: "p"}; __hoster.player.join({}, p, {tag: "red", a: "1"}); JSON.stringify(p)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.String() != `{"id":"p","hp":9,"tag":"red"}` {
+		t.Fatalf("join gave %s", v)
+	}
+}
+
+func BenchmarkGenerate50Games(b *testing.B) {
+	root := filepath.Join(b.TempDir(), "sites")
+	for i := 0; i < 50; i++ {
+		dst := filepath.Join(root, fmt.Sprintf("d%d.com", i%5), fmt.Sprintf("game%d", i))
+		if err := os.CopyFS(dst, os.DirFS("../../examples/sites/example.com/arena")); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		// Touch nothing, but remove outputs so every run generates in full.
+		filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && (d.Name() == ServerFile || d.Name() == ClientFile || d.Name() == TypesFile) {
+				os.Remove(p)
+			}
+			return nil
+		})
+		b.StartTimer()
+		res, err := Generate(root)
+		if err != nil || res.Failed() || len(res.Games) != 50 {
+			b.Fatalf("%v %v", err, res.Problems())
+		}
+	}
+}

@@ -1,0 +1,4 @@
+export default function tick(instance, dt) {
+  let x = 1;
+  x = = 2;
+}

@@ -1,0 +1,1 @@
+export default function run(instance, player) { player.pings = (player.pings || 0) + 1; }
