@@ -1,0 +1,363 @@
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-resty/resty/v2"
+)
+
+// ClientConfig configures a Client.
+type ClientConfig struct {
+	// Server is the base URL, e.g. https://203.0.113.7 or http://127.0.0.1:8787.
+	Server string
+	// Token is the bearer token. It is sent in the Authorization header and
+	// appears nowhere else: not in errors, not in logs.
+	Token string
+	// CertSHA256 pins the server certificate's SHA-256 fingerprint (hex, with
+	// or without colons). With a pin, the certificate must match it and is
+	// otherwise not verified: the pin is the stronger check.
+	CertSHA256 string
+	// Warn receives warnings (a server reached by IP with no pin); may be nil.
+	Warn func(string)
+	// Conns is how many connections to keep alive (the transfer parallelism).
+	Conns int
+	// Attempts is how many times a transient failure is tried; 0 means 5.
+	Attempts int
+	// RetryBase is the first backoff; 0 means 250 ms. Backoff doubles, with
+	// jitter, up to 10 s, and honours a 429's Retry-After.
+	RetryBase time.Duration
+}
+
+// Client speaks the contract over HTTP.
+type Client struct {
+	r        *resty.Client
+	attempts int
+	base     time.Duration
+}
+
+// Error is a failed request: what was being done, the HTTP status when
+// there was an answer, and the server's message or the transport's error.
+type Error struct {
+	Op     string // e.g. "uploading example.com/arena/x.js"
+	Status int    // 0 when no answer came
+	Msg    string
+	// Transient is true for failures worth retrying: no answer, 5xx, 429.
+	Transient bool
+	retryAt   time.Duration
+}
+
+func (e *Error) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("%s: server answered %d: %s", e.Op, e.Status, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.Op, e.Msg)
+}
+
+// ErrNotFound is wrapped by errors for the contract's uniform 404, which a
+// wrong token, an API that is off and an unknown API version all get.
+var ErrNotFound = errors.New("the server answered 404 (the uniform 404 that hides the API): " +
+	"the token may be wrong, the server may have no token file (API off), " +
+	"or it may not serve this API version")
+
+// PinError is the server certificate not matching the pinned fingerprint.
+type PinError struct{ Got, Want string }
+
+func (e *PinError) Error() string {
+	return fmt.Sprintf("the server certificate's SHA-256 fingerprint is %s, but the pin (hoster-config-certSha256) is %s", e.Got, e.Want)
+}
+
+// NewClient makes a Client. The URL must be http or https.
+func NewClient(cfg ClientConfig) (*Client, error) {
+	u, err := url.Parse(cfg.Server)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("reading the server URL %q: want http(s)://host[:port]", cfg.Server)
+	}
+	pin, err := normalisePin(cfg.CertSHA256)
+	if err != nil {
+		return nil, err
+	}
+	conns := max(cfg.Conns, 8)
+	tr := &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        conns * 2,
+		MaxIdleConnsPerHost: conns,
+		IdleConnTimeout:     90 * time.Second,
+		TLSHandshakeTimeout: 10 * time.Second,
+		ForceAttemptHTTP2:   false, // one TCP connection per transfer: parallel uploads don't share a window
+	}
+	if u.Scheme == "https" {
+		tr.TLSClientConfig = tlsConfig(u.Hostname(), pin, cfg.Warn)
+	}
+	r := resty.New().
+		SetBaseURL(strings.TrimRight(cfg.Server, "/")).
+		SetTransport(tr).
+		SetLogger(quietLogger{}).
+		SetRetryCount(0).
+		SetPreRequestHook(func(_ *resty.Client, hr *http.Request) error {
+			// A file body's length is known: send it as Content-Length.
+			if n, ok := hr.Context().Value(bodySizeKey{}).(int64); ok {
+				hr.ContentLength = n
+				if n == 0 {
+					hr.Body = http.NoBody
+				}
+			}
+			return nil
+		})
+	if cfg.Token != "" {
+		r.SetAuthToken(cfg.Token)
+	}
+	c := &Client{r: r, attempts: cfg.Attempts, base: cfg.RetryBase}
+	if c.attempts <= 0 {
+		c.attempts = 5
+	}
+	if c.base <= 0 {
+		c.base = 250 * time.Millisecond
+	}
+	return c, nil
+}
+
+// Fingerprint is the lowercase hex SHA-256 of a DER certificate.
+func Fingerprint(der []byte) string {
+	s := sha256.Sum256(der)
+	return hex.EncodeToString(s[:])
+}
+
+func normalisePin(pin string) (string, error) {
+	if pin == "" {
+		return "", nil
+	}
+	p := strings.ToLower(strings.NewReplacer(":", "", " ", "").Replace(pin))
+	if b, err := hex.DecodeString(p); err != nil || len(b) != sha256.Size {
+		return "", fmt.Errorf("reading the certificate pin: %q is not a SHA-256 fingerprint (64 hex digits)", pin)
+	}
+	return p, nil
+}
+
+// tlsConfig applies the contract's TLS rules: a pin is checked exactly; with
+// no pin a bare IP is accepted unverified (its certificate is self-signed)
+// with a warning; a name is verified normally.
+func tlsConfig(host, pin string, warn func(string)) *tls.Config {
+	ip := net.ParseIP(host) != nil
+	if pin == "" && !ip {
+		return &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	var once sync.Once
+	return &tls.Config{
+		MinVersion:         tls.VersionTLS12,
+		InsecureSkipVerify: true, // replaced by VerifyConnection below
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 {
+				return errors.New("the server sent no certificate")
+			}
+			got := Fingerprint(cs.PeerCertificates[0].Raw)
+			if pin != "" {
+				if got != pin {
+					return &PinError{Got: got, Want: pin}
+				}
+				return nil
+			}
+			once.Do(func() {
+				if warn != nil {
+					warn(fmt.Sprintf("the server %s is reached by IP and its certificate is not verified; "+
+						"pin it with hoster-config-certSha256 = %s", host, got))
+				}
+			})
+			return nil
+		},
+	}
+}
+
+// Version asks the server's API version (the one route without a token).
+func (c *Client) Version(ctx context.Context) (VersionInfo, error) {
+	var v VersionInfo
+	err := c.getJSON(ctx, "asking the server's API version", PathVersion, &v)
+	return v, err
+}
+
+// Tree fetches the server's tree of hashes.
+func (c *Client) Tree(ctx context.Context) (Tree, error) {
+	t := Tree{}
+	err := c.getJSON(ctx, "fetching the server's tree", PathTree, &t)
+	return t, err
+}
+
+func (c *Client) getJSON(ctx context.Context, op, path string, v any) error {
+	return c.retry(ctx, op, func() error {
+		resp, err := c.r.R().SetContext(ctx).Get(path)
+		if err := answerError(op, resp, err); err != nil {
+			return err
+		}
+		if err := json.Unmarshal(resp.Body(), v); err != nil {
+			return &Error{Op: op, Msg: "the answer is not the expected JSON: " + err.Error()}
+		}
+		return nil
+	})
+}
+
+// PutFile uploads a file to rel. open is called for every attempt, so a
+// retried upload sends the whole file again. A variant 2 answer of
+// {ok:false} is an error.
+func (c *Client) PutFile(ctx context.Context, rel string, size int64, open func() (io.ReadCloser, error)) (WriteResult, error) {
+	op := "uploading " + rel
+	var res WriteResult
+	err := c.retry(ctx, op, func() error {
+		body, err := open()
+		if err != nil {
+			return &Error{Op: op, Msg: err.Error()}
+		}
+		defer body.Close()
+		resp, err := c.r.R().SetContext(context.WithValue(ctx, bodySizeKey{}, size)).
+			SetQueryParam(QueryPath, rel).
+			SetHeader("Content-Type", "application/octet-stream").
+			SetBody(body).
+			Put(PathFile)
+		if err := answerError(op, resp, err); err != nil {
+			return err
+		}
+		res = WriteResult{}
+		if err := json.Unmarshal(resp.Body(), &res); err != nil {
+			return &Error{Op: op, Msg: "the answer is not a write result: " + err.Error()}
+		}
+		if res.OK != nil && !*res.OK {
+			return &Error{Op: op, Msg: "the server could not write it: " + res.Error}
+		}
+		if res.Size != size {
+			return &Error{Op: op, Msg: fmt.Sprintf("the server wrote %d bytes of %d", res.Size, size)}
+		}
+		return nil
+	})
+	return res, err
+}
+
+// DeleteFile deletes the file or subtree at rel; an absent path is success.
+func (c *Client) DeleteFile(ctx context.Context, rel string) error {
+	op := "deleting " + rel
+	return c.retry(ctx, op, func() error {
+		resp, err := c.r.R().SetContext(ctx).SetQueryParam(QueryPath, rel).Delete(PathFile)
+		if err := answerError(op, resp, err); err != nil {
+			return err
+		}
+		var res DeleteResult
+		if err := json.Unmarshal(resp.Body(), &res); err != nil {
+			return &Error{Op: op, Msg: "the answer is not a delete result: " + err.Error()}
+		}
+		if (res.Deleted == nil || !*res.Deleted) && (res.OK == nil || !*res.OK) {
+			msg := "the server did not delete it"
+			if res.Error != "" {
+				msg += ": " + res.Error
+			}
+			return &Error{Op: op, Msg: msg}
+		}
+		return nil
+	})
+}
+
+// bodySizeKey carries a file body's length to the pre-request hook, so the
+// upload has a Content-Length and the server can refuse an oversized one
+// before reading it.
+type bodySizeKey struct{}
+
+// answerError turns a transport error or a non-200 answer into an *Error.
+func answerError(op string, resp *resty.Response, err error) error {
+	if err != nil {
+		var pe *PinError
+		if errors.As(err, &pe) {
+			return fmt.Errorf("%s: %w", op, pe)
+		}
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err // the URL is ours; the cause is what matters
+		}
+		var certErr *tls.CertificateVerificationError
+		var unknown x509.UnknownAuthorityError
+		if errors.As(err, &certErr) || errors.As(err, &unknown) {
+			return &Error{Op: op, Msg: "the server certificate is not trusted: " + err.Error() +
+				" (a server reached by IP with a self-signed certificate needs hoster-config-certSha256)"}
+		}
+		return &Error{Op: op, Msg: err.Error(), Transient: true}
+	}
+	status := resp.StatusCode()
+	if status == http.StatusOK {
+		return nil
+	}
+	if status == http.StatusNotFound {
+		return fmt.Errorf("%s: %w", op, ErrNotFound)
+	}
+	e := &Error{Op: op, Status: status, Msg: serverMessage(resp.Body()),
+		Transient: status >= 500 || status == http.StatusTooManyRequests}
+	if status == http.StatusTooManyRequests {
+		if secs, err := strconv.Atoi(resp.Header().Get("Retry-After")); err == nil && secs >= 0 {
+			e.retryAt = time.Duration(secs) * time.Second
+		}
+	}
+	return e
+}
+
+// serverMessage reads {error} from a body, or a short excerpt of it.
+func serverMessage(body []byte) string {
+	var e ErrorBody
+	if json.Unmarshal(body, &e) == nil && e.Error != "" {
+		return e.Error
+	}
+	s := strings.TrimSpace(string(body))
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	if s == "" {
+		return "(no message)"
+	}
+	return s
+}
+
+// retry runs try until it succeeds, fails for good, or the attempts are
+// spent, sleeping a jittered, doubling backoff between transient failures.
+func (c *Client) retry(ctx context.Context, op string, try func() error) error {
+	wait := c.base
+	for attempt := 1; ; attempt++ {
+		err := try()
+		var e *Error
+		if err == nil || !errors.As(err, &e) || !e.Transient || attempt >= c.attempts {
+			if err != nil && attempt > 1 && e != nil && e.Transient {
+				return fmt.Errorf("%w (after %d attempts)", err, attempt)
+			}
+			return err
+		}
+		sleep := wait/2 + rand.N(wait/2+1)
+		if e.retryAt > sleep {
+			sleep = e.retryAt
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w", op, ctx.Err())
+		case <-time.After(sleep):
+		}
+		wait = min(wait*2, 10*time.Second)
+	}
+}
+
+// quietLogger keeps resty from printing anything of its own.
+type quietLogger struct{}
+
+func (quietLogger) Errorf(string, ...any) {}
+func (quietLogger) Warnf(string, ...any)  {}
+func (quietLogger) Debugf(string, ...any) {}

@@ -1,0 +1,144 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+const secret = "s3cr3t-token-value-0123456789abcdef0123456789abcdef0123456789ab"
+
+func TestPinAndBareIP(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"api": 1}`)
+	}))
+	defer srv.Close()
+	fp := Fingerprint(srv.Certificate().Raw)
+	ctx := context.Background()
+
+	// The right pin, in the colon form browsers show.
+	colons := strings.ToUpper(fp[:2])
+	for i := 2; i < len(fp); i += 2 {
+		colons += ":" + strings.ToUpper(fp[i:i+2])
+	}
+	c, err := NewClient(ClientConfig{Server: srv.URL, Token: secret, CertSHA256: colons})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := c.Version(ctx); err != nil || v.API != 1 {
+		t.Fatalf("pinned: %v %v", v, err)
+	}
+
+	// A wrong pin names both fingerprints and is not retried.
+	wrong := strings.Repeat("ab", 32)
+	c, _ = NewClient(ClientConfig{Server: srv.URL, Token: secret, CertSHA256: wrong})
+	_, err = c.Version(ctx)
+	var pe *PinError
+	if !errors.As(err, &pe) || !strings.Contains(err.Error(), fp) || !strings.Contains(err.Error(), wrong) {
+		t.Fatalf("wrong pin: %v", err)
+	}
+	if strings.Contains(err.Error(), secret) {
+		t.Fatal("the token is in an error")
+	}
+
+	// No pin, addressed by IP: accepted, with a warning that shows the pin.
+	var warned string
+	c, _ = NewClient(ClientConfig{Server: srv.URL, Warn: func(s string) { warned = s }})
+	if _, err := c.Version(ctx); err != nil {
+		t.Fatalf("bare IP without pin: %v", err)
+	}
+	if !strings.Contains(warned, fp) {
+		t.Fatalf("warning %q does not offer the pin", warned)
+	}
+
+	// No pin, addressed by name: verified normally, so a self-signed
+	// certificate is refused.
+	byName := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
+	c, _ = NewClient(ClientConfig{Server: byName})
+	if _, err := c.Version(ctx); err == nil || !strings.Contains(err.Error(), "not trusted") {
+		t.Fatalf("self-signed by name: %v", err)
+	}
+	if _, err := NewClient(ClientConfig{Server: srv.URL, CertSHA256: "xyz"}); err == nil {
+		t.Fatal("a malformed pin was accepted")
+	}
+	if _, err := NewClient(ClientConfig{Server: "ftp://x"}); err == nil {
+		t.Fatal("a non-http URL was accepted")
+	}
+}
+
+func TestRetriesReopenTheBody(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.Header.Get("Authorization") != "Bearer "+secret || r.ContentLength != 5 {
+			t.Errorf("auth %q, length %d", r.Header.Get("Authorization"), r.ContentLength)
+		}
+		switch calls.Add(1) {
+		case 1:
+			w.WriteHeader(503)
+		case 2:
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(429)
+		default:
+			if string(b) != "hello" {
+				t.Errorf("retried body %q: it was not reopened", b)
+			}
+			io.WriteString(w, `{"size": 5}`)
+		}
+	}))
+	defer srv.Close()
+	c, _ := NewClient(ClientConfig{Server: srv.URL, Token: secret, RetryBase: 1})
+	opens := 0
+	_, err := c.PutFile(context.Background(), "a.com/g/f", 5, func() (io.ReadCloser, error) {
+		opens++
+		return io.NopCloser(strings.NewReader("hello")), nil
+	})
+	if err != nil || calls.Load() != 3 || opens != 3 {
+		t.Fatalf("err %v, %d calls, %d opens", err, calls.Load(), opens)
+	}
+}
+
+func TestAnswers(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/tree", func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) })
+	mux.HandleFunc("PUT /api/file", func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		switch r.URL.Query().Get("path") {
+		case "v2/fail/x":
+			io.WriteString(w, `{"size": 0, "ok": false, "error": "disk full"}`)
+		case "v1/bad/x":
+			w.WriteHeader(400)
+			io.WriteString(w, `{"error": "invalid path"}`)
+		default:
+			w.WriteHeader(500)
+			io.WriteString(w, `{"error": "broken"}`)
+		}
+	})
+	mux.HandleFunc("DELETE /api/file", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"ok": true}`) })
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	c, _ := NewClient(ClientConfig{Server: srv.URL, Token: secret, Attempts: 2, RetryBase: 1})
+	ctx := context.Background()
+	open := func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("x")), nil }
+
+	if _, err := c.Tree(ctx); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "token may be wrong") {
+		t.Fatalf("404: %v", err)
+	}
+	if _, err := c.PutFile(ctx, "v2/fail/x", 1, open); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("v2 ok:false: %v", err)
+	}
+	if _, err := c.PutFile(ctx, "v1/bad/x", 1, open); err == nil || !strings.Contains(err.Error(), "400: invalid path") || strings.Contains(err.Error(), "attempts") {
+		t.Fatalf("400 must fail at once: %v", err)
+	}
+	if _, err := c.PutFile(ctx, "v1/broken/x", 1, open); err == nil || !strings.Contains(err.Error(), "after 2 attempts") {
+		t.Fatalf("500 must be retried: %v", err)
+	}
+	if err := c.DeleteFile(ctx, "a.com/g/x"); err != nil {
+		t.Fatalf("v2 delete: %v", err)
+	}
+}
