@@ -1,0 +1,152 @@
+package mirror
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hoster-dev/hoster/pkg/api"
+)
+
+// Upload is one file to send.
+type Upload struct {
+	Path string
+	Abs  string
+	Size int64
+}
+
+// Delete is one server path to delete: a file, or a whole game folder when
+// the game is gone locally (Files then counts the files it holds).
+type Delete struct {
+	Path  string
+	Files int
+}
+
+// Plan is what a sync will do.
+type Plan struct {
+	Uploads   []Upload
+	Deletes   []Delete
+	Unchanged int
+}
+
+// UploadBytes is the total size of the uploads.
+func (p Plan) UploadBytes() int64 {
+	var n int64
+	for _, u := range p.Uploads {
+		n += u.Size
+	}
+	return n
+}
+
+// DeleteFiles is the number of server files the deletes remove.
+func (p Plan) DeleteFiles() int {
+	n := 0
+	for _, d := range p.Deletes {
+		n += d.Files
+	}
+	return n
+}
+
+// PlanOptions are the safety rails of a plan.
+type PlanOptions struct {
+	// AllowEmpty lets a sync whose root holds no game delete server files.
+	AllowEmpty bool
+	// MaxDelete, when > 0, refuses a plan deleting more files than this.
+	MaxDelete int
+}
+
+// ErrEmptyRoot refuses a plan that would delete with no local game.
+var ErrEmptyRoot = errors.New("the sites root holds no game, so every server game would be deleted; " +
+	"check the path, or pass --allow-empty to really empty the server")
+
+// MakePlan compares a hashed local tree with the server's tree: new and
+// changed files are uploaded; server files absent locally are deleted when
+// Managed. A game absent locally whose server files are all managed is
+// deleted as one folder. Within a game, hoster-game.json and the generated
+// hoster.server.js go last, so a reload never finds a half-pushed game's
+// new config or module before its other files.
+func MakePlan(local *Local, remote api.Tree, opts PlanOptions) (Plan, error) {
+	var p Plan
+	for _, f := range local.Files {
+		if remote[f.Path] == f.Hash {
+			p.Unchanged++
+			continue
+		}
+		p.Uploads = append(p.Uploads, Upload{Path: f.Path, Abs: f.Abs, Size: f.Size})
+	}
+	sort.Slice(p.Uploads, func(i, j int) bool {
+		a, b := p.Uploads[i].Path, p.Uploads[j].Path
+		if ga, gb := gameOf(a), gameOf(b); ga != gb {
+			return ga < gb
+		}
+		if la, lb := lastInGame(a), lastInGame(b); la != lb {
+			return lb
+		}
+		return a < b
+	})
+
+	localGames := map[string]bool{}
+	for _, g := range local.Games {
+		localGames[g] = true
+	}
+	// Server files absent locally, grouped by game.
+	absent := map[string][]string{}
+	unmanaged := map[string]bool{}
+	for rp := range remote {
+		if _, ok := local.Files[rp]; ok {
+			continue
+		}
+		g := gameOf(rp)
+		if !Managed(rp) {
+			unmanaged[g] = true
+			continue
+		}
+		absent[g] = append(absent[g], rp)
+	}
+	for _, g := range sortedKeys(absent) {
+		files := absent[g]
+		sort.Strings(files)
+		if !localGames[g] && !unmanaged[g] {
+			p.Deletes = append(p.Deletes, Delete{Path: g, Files: len(files)})
+			continue
+		}
+		for _, f := range files {
+			p.Deletes = append(p.Deletes, Delete{Path: f, Files: 1})
+		}
+	}
+
+	if n := p.DeleteFiles(); n > 0 {
+		if len(local.Games) == 0 && !opts.AllowEmpty {
+			return Plan{}, ErrEmptyRoot
+		}
+		if opts.MaxDelete > 0 && n > opts.MaxDelete {
+			return Plan{}, fmt.Errorf("the sync would delete %d server files, more than --max-delete %d; nothing was changed", n, opts.MaxDelete)
+		}
+	}
+	return p, nil
+}
+
+// gameOf returns the "<domain>/<game>" prefix of a path (or the path).
+func gameOf(p string) string {
+	if i := strings.Index(p, "/"); i >= 0 {
+		if j := strings.Index(p[i+1:], "/"); j >= 0 {
+			return p[:i+1+j]
+		}
+	}
+	return p
+}
+
+func lastInGame(p string) bool {
+	rest := strings.TrimPrefix(p, gameOf(p)+"/")
+	return rest == api.GameConfigFile || rest == api.ServerModule
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

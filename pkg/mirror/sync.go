@@ -1,0 +1,142 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/hoster-dev/hoster/pkg/api"
+)
+
+// Remote is the server side of a sync; *api.Client is one.
+type Remote interface {
+	Tree(ctx context.Context) (api.Tree, error)
+	PutFile(ctx context.Context, rel string, size int64, open func() (io.ReadCloser, error)) (api.WriteResult, error)
+	DeleteFile(ctx context.Context, rel string) error
+}
+
+// SyncOptions configure a sync.
+type SyncOptions struct {
+	// Jobs is how many transfers run at once; 0 means 8.
+	Jobs int
+	// DryRun makes the plan and changes nothing.
+	DryRun bool
+	// Plan holds the safety rails.
+	Plan PlanOptions
+}
+
+// SyncSummary is what a sync did.
+type SyncSummary struct {
+	Uploaded  int       `json:"uploaded"`
+	Deleted   int       `json:"deleted"` // server files removed
+	Unchanged int       `json:"unchanged"`
+	Bytes     int64     `json:"bytes"`
+	Failures  []Failure `json:"failures"`
+	// DeletesSkipped is set when uploads failed and no delete was made.
+	DeletesSkipped bool `json:"deletesSkipped,omitempty"`
+	// Plan is what was (or, in a dry run, would be) done.
+	Plan Plan `json:"-"`
+}
+
+// ErrUploadsFailed explains deletes that were not made.
+var ErrUploadsFailed = errors.New("some uploads failed, so no server file was deleted (a half-pushed game keeps every file it may still need); fix the failures and sync again")
+
+// Sync mirrors the games under root to remote: walk and hash locally while the
+// server's tree is fetched, plan, upload what is new or changed, then delete
+// what is gone, but only when every upload succeeded. A failure of one file
+// does not stop the others; each is in the summary. The error is for what
+// stops the whole sync: an unreadable root, no tree, a refused plan.
+func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep Reporter) (SyncSummary, error) {
+	if rep == nil {
+		rep = NopReporter{}
+	}
+	if opts.Jobs <= 0 {
+		opts.Jobs = 8
+	}
+	local, err := Walk(root)
+	if err != nil {
+		return SyncSummary{}, err
+	}
+	// The server hashes its tree while we hash ours.
+	type treeResult struct {
+		tree api.Tree
+		err  error
+	}
+	treeCh := make(chan treeResult, 1)
+	go func() {
+		t, err := remote.Tree(ctx)
+		treeCh <- treeResult{t, err}
+	}()
+	hashErr := local.Hash()
+	tr := <-treeCh
+	if hashErr != nil {
+		return SyncSummary{}, hashErr
+	}
+	if tr.err != nil {
+		return SyncSummary{}, tr.err
+	}
+	plan, err := MakePlan(local, tr.tree, opts.Plan)
+	if err != nil {
+		return SyncSummary{}, err
+	}
+	sum := SyncSummary{Unchanged: plan.Unchanged, Plan: plan, Failures: []Failure{}}
+	if opts.DryRun {
+		return sum, nil
+	}
+
+	var mu sync.Mutex
+	record := func(op Op, files int, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			sum.Failures = append(sum.Failures, Failure{Op: op.Kind, Path: op.Path, Error: err.Error()})
+		} else if op.Kind == "upload" {
+			sum.Uploaded++
+			sum.Bytes += op.Size
+		} else {
+			sum.Deleted += files
+		}
+		rep.Done(op, err)
+	}
+
+	rep.Begin("upload", len(plan.Uploads), plan.UploadBytes())
+	parallel(ctx, opts.Jobs, len(plan.Uploads), func(i int) {
+		u := plan.Uploads[i]
+		_, err := remote.PutFile(ctx, u.Path, u.Size, func() (io.ReadCloser, error) { return os.Open(u.Abs) })
+		record(Op{Kind: "upload", Path: u.Path, Size: u.Size}, 1, err)
+	})
+	if len(sum.Failures) > 0 || ctx.Err() != nil {
+		sum.DeletesSkipped = len(plan.Deletes) > 0
+		return sum, ctx.Err()
+	}
+
+	rep.Begin("delete", len(plan.Deletes), 0)
+	parallel(ctx, opts.Jobs, len(plan.Deletes), func(i int) {
+		d := plan.Deletes[i]
+		err := remote.DeleteFile(ctx, d.Path)
+		record(Op{Kind: "delete", Path: d.Path}, d.Files, err)
+	})
+	return sum, ctx.Err()
+}
+
+// parallel runs do(0..n-1) on jobs goroutines, stopping early when ctx ends.
+func parallel(ctx context.Context, jobs, n int, do func(i int)) {
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < min(jobs, n); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				do(i)
+			}
+		}()
+	}
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+}

@@ -1,0 +1,297 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/server"
+)
+
+const token = "abababababababababababababababababababababababababababababababab"
+
+// counter counts requests by method, around the real server.
+type counter struct {
+	mu   sync.Mutex
+	n    map[string]int
+	next http.Handler
+	fail func(r *http.Request) bool // answer 500 to these
+}
+
+func (c *counter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c.mu.Lock()
+	c.n[r.Method]++
+	c.mu.Unlock()
+	if c.fail != nil && c.fail(r) {
+		w.WriteHeader(500)
+		w.Write([]byte(`{"error":"disk on fire"}`))
+		return
+	}
+	c.next.ServeHTTP(w, r)
+}
+
+func (c *counter) reset() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.n
+	c.n = map[string]int{}
+	return n
+}
+
+type fixture struct {
+	root  string // local sites
+	games string // server games root
+	cnt   *counter
+	c     *api.Client
+}
+
+func newFixture(t *testing.T, variant api.Variant) *fixture {
+	t.Helper()
+	f := &fixture{root: t.TempDir(), games: filepath.Join(t.TempDir(), "hoster-games")}
+	srv, err := server.New(server.Options{GamesRoot: f.games, Token: token, Variant: variant})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.cnt = &counter{n: map[string]int{}, next: srv.Handler()}
+	ts := httptest.NewServer(f.cnt)
+	t.Cleanup(func() { ts.Close(); srv.Close() })
+	f.c, err = api.NewClient(api.ClientConfig{Server: ts.URL, Token: token, Attempts: 2, RetryBase: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func write(t *testing.T, root, rel, body string) {
+	t.Helper()
+	p := filepath.Join(root, filepath.FromSlash(rel))
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fixture) serverFiles(t *testing.T) []string {
+	var out []string
+	filepath.WalkDir(f.games, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(f.games, p)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	sort.Strings(out)
+	return out
+}
+
+func (f *fixture) sync(t *testing.T, opts SyncOptions) (SyncSummary, error) {
+	t.Helper()
+	return Sync(context.Background(), f.root, f.c, opts, nil)
+}
+
+const cfg = `{"tickRate": 20, "sendRate": 10, "capacity": 4, "origins": ["*"]}`
+
+func TestStructureRules(t *testing.T) {
+	f := newFixture(t, api.Variant1)
+	for rel, body := range map[string]string{
+		"example.com/arena/hoster-game.json":         cfg,
+		"example.com/arena/index.html":               "<html>",
+		"example.com/arena/sub/deep/x.js":            "x",
+		"example.com/arena/.hidden":                  "no",
+		"example.com/arena/.git/config":              "no",
+		"example.com/arena/node_modules/lib/index.js": "no",
+		"example.com/arena/_drafts/wip.js":           "no",
+		"example.com/arena/_notes.txt":               "no",
+		"example.com/nogame/readme.txt":              "no: no hoster-game.json",
+		"example.com/_private/hoster-game.json":      cfg,
+		"example.com/.cache/hoster-game.json":        cfg,
+		"example.com/loose.txt":                      "no: loose in a domain",
+		"localhost/game/hoster-game.json":            cfg,
+		"_reserved.com/game/hoster-game.json":        cfg,
+		".hidden.com/game/hoster-game.json":          cfg,
+		"loose-at-root.txt":                          "no",
+	} {
+		write(t, f.root, rel, body)
+	}
+	os.Symlink("/etc/passwd", filepath.Join(f.root, "example.com/arena/link"))
+	sum, err := f.sync(t, SyncOptions{})
+	if err != nil || len(sum.Failures) > 0 {
+		t.Fatalf("%v %+v", err, sum.Failures)
+	}
+	want := []string{"example.com/arena/hoster-game.json", "example.com/arena/index.html", "example.com/arena/sub/deep/x.js"}
+	if got := f.serverFiles(t); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("server holds %v, want %v", got, want)
+	}
+	if sum.Uploaded != 3 || sum.Bytes != int64(len(cfg)+len("<html>")+1) {
+		t.Fatalf("summary %+v", sum)
+	}
+}
+
+func TestNoOpSecondSyncAndChanges(t *testing.T) {
+	for _, variant := range []api.Variant{api.Variant1, api.Variant2} {
+		t.Run(fmt.Sprint("variant", variant), func(t *testing.T) {
+			f := newFixture(t, variant)
+			for i := 0; i < 20; i++ {
+				write(t, f.root, fmt.Sprintf("a.com/g%d/hoster-game.json", i%3), cfg)
+				write(t, f.root, fmt.Sprintf("a.com/g%d/f%d.txt", i%3, i), strings.Repeat("x", i*100))
+			}
+			if _, err := f.sync(t, SyncOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			f.cnt.reset()
+			sum, err := f.sync(t, SyncOptions{})
+			n := f.cnt.reset()
+			if err != nil || n["PUT"] != 0 || n["DELETE"] != 0 || n["GET"] != 1 || sum.Unchanged != 23 {
+				t.Fatalf("second sync: %v, requests %v, %+v", err, n, sum)
+			}
+			// Change one, delete one, add one.
+			write(t, f.root, "a.com/g0/f0.txt", "changed")
+			os.Remove(filepath.Join(f.root, "a.com/g1/f1.txt"))
+			write(t, f.root, "a.com/g2/new.txt", "new")
+			sum, err = f.sync(t, SyncOptions{})
+			n = f.cnt.reset()
+			if err != nil || n["PUT"] != 2 || n["DELETE"] != 1 || sum.Uploaded != 2 || sum.Deleted != 1 {
+				t.Fatalf("change sync: %v, requests %v, %+v", err, n, sum)
+			}
+			got, _ := os.ReadFile(filepath.Join(f.games, "a.com/g0/f0.txt"))
+			if string(got) != "changed" {
+				t.Fatal("the change did not land")
+			}
+			if _, err := os.Stat(filepath.Join(f.games, "a.com/g1/f1.txt")); !os.IsNotExist(err) {
+				t.Fatal("the deleted file is still on the server")
+			}
+		})
+	}
+}
+
+func TestPruneSafety(t *testing.T) {
+	f := newFixture(t, api.Variant1)
+	write(t, f.root, "a.com/keep/hoster-game.json", cfg)
+	// Server files the client does not have: some managed, some not.
+	for _, rel := range []string{
+		"a.com/keep/stale.js",            // managed: deleted
+		"a.com/keep/_data/scores.json",   // reserved segment: kept
+		"a.com/keep/.env",                // hidden: kept
+		"a.com/gone/hoster-game.json",    // a whole game gone locally: deleted as one folder
+		"a.com/gone/x/y.js",              //   (with all its files)
+		"a.com/partly/hoster-game.json",  // a gone game with a reserved file:
+		"a.com/partly/_keep/db.json",     //   its managed files go one by one, the reserved stays
+		"b.org/other/hoster-game.json",   // another domain gone locally: deleted
+		"a.com/loose.txt",                // shallower than <domain>/<game>/: kept
+		"nodot/game/x.js",                // not a domain: kept
+		"_res.com/game/x.js",             // reserved domain: kept
+	} {
+		write(t, f.games, rel, "server")
+	}
+	f.cnt.reset()
+	sum, err := f.sync(t, SyncOptions{})
+	if err != nil || len(sum.Failures) > 0 {
+		t.Fatalf("%v %+v", err, sum.Failures)
+	}
+	want := []string{"_res.com/game/x.js", "a.com/keep/.env", "a.com/keep/_data/scores.json", "a.com/keep/hoster-game.json",
+		"a.com/loose.txt", "a.com/partly/_keep/db.json", "nodot/game/x.js"}
+	if got := f.serverFiles(t); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("server holds\n%v\nwant\n%v", got, want)
+	}
+	if sum.Deleted != 5 {
+		t.Fatalf("deleted %d files, want 5", sum.Deleted)
+	}
+	if n := f.cnt.reset(); n["DELETE"] != 4 {
+		t.Fatalf("%d DELETE requests, want 4 (stale.js, the gone game as one, partly's config, b.org's game)", n["DELETE"])
+	}
+}
+
+func TestEmptyRootAndMaxDelete(t *testing.T) {
+	f := newFixture(t, api.Variant1)
+	for i := 0; i < 5; i++ {
+		write(t, f.games, fmt.Sprintf("a.com/g/f%d", i), "x")
+	}
+	write(t, f.root, "a.com/notagame/readme", "no hoster-game.json here")
+	if _, err := f.sync(t, SyncOptions{}); !errors.Is(err, ErrEmptyRoot) {
+		t.Fatalf("empty root: %v", err)
+	}
+	if len(f.serverFiles(t)) != 5 {
+		t.Fatal("the empty-root rail let something be deleted")
+	}
+	write(t, f.root, "a.com/g/hoster-game.json", cfg)
+	if _, err := f.sync(t, SyncOptions{Plan: PlanOptions{MaxDelete: 4}}); err == nil || !strings.Contains(err.Error(), "--max-delete 4") {
+		t.Fatalf("max-delete: %v", err)
+	}
+	if len(f.serverFiles(t)) != 5 {
+		t.Fatal("--max-delete let something change")
+	}
+	os.RemoveAll(filepath.Join(f.root, "a.com"))
+	if sum, err := f.sync(t, SyncOptions{Plan: PlanOptions{AllowEmpty: true}}); err != nil || sum.Deleted != 5 {
+		t.Fatalf("--allow-empty: %v %+v", err, sum)
+	}
+}
+
+func TestDryRunChangesNothing(t *testing.T) {
+	f := newFixture(t, api.Variant1)
+	write(t, f.root, "a.com/g/hoster-game.json", cfg)
+	write(t, f.root, "a.com/g/new.js", "n")
+	write(t, f.games, "a.com/g/old.js", "o")
+	f.cnt.reset()
+	sum, err := f.sync(t, SyncOptions{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := f.cnt.reset(); n["PUT"] != 0 || n["DELETE"] != 0 {
+		t.Fatalf("dry run made requests %v", n)
+	}
+	if len(sum.Plan.Uploads) != 2 || len(sum.Plan.Deletes) != 1 || sum.Plan.Deletes[0].Path != "a.com/g/old.js" {
+		t.Fatalf("plan %+v", sum.Plan)
+	}
+	// hoster-game.json goes last within its game.
+	if sum.Plan.Uploads[1].Path != "a.com/g/hoster-game.json" {
+		t.Fatalf("upload order %+v", sum.Plan.Uploads)
+	}
+	// The real run does exactly the plan.
+	real, _ := f.sync(t, SyncOptions{})
+	if n := f.cnt.reset(); n["PUT"] != 2 || n["DELETE"] != 1 || real.Uploaded != 2 || real.Deleted != 1 {
+		t.Fatalf("real run after dry run: %v %+v", n, real)
+	}
+}
+
+func TestOneFailedUploadSkipsDeletes(t *testing.T) {
+	f := newFixture(t, api.Variant1)
+	f.cnt.fail = func(r *http.Request) bool { return r.Method == "PUT" && strings.HasSuffix(r.URL.Query().Get("path"), "bad.js") }
+	write(t, f.root, "a.com/g/hoster-game.json", cfg)
+	write(t, f.root, "a.com/g/bad.js", "b")
+	write(t, f.root, "a.com/g/good.js", "g")
+	write(t, f.games, "a.com/g/old.js", "o")
+	sum, err := f.sync(t, SyncOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Failures) != 1 || sum.Failures[0].Path != "a.com/g/bad.js" || !strings.Contains(sum.Failures[0].Error, "disk on fire") {
+		t.Fatalf("failures %+v", sum.Failures)
+	}
+	if sum.Uploaded != 2 || !sum.DeletesSkipped {
+		t.Fatalf("summary %+v", sum)
+	}
+	if _, err := os.Stat(filepath.Join(f.games, "a.com/g/old.js")); err != nil {
+		t.Fatal("a delete ran although an upload failed")
+	}
+}
+
+func TestManaged(t *testing.T) {
+	for p, want := range map[string]bool{
+		"a.com/g/x": true, "a.com/g/sub/x": true, "a.com/g": false, "a.com/x": false,
+		"a.com/_g/x": false, "a.com/g/_x": false, "a.com/g/s/_x/y": false, "nodot/g/x": false,
+		"a.com/g/.x": false, "a.com/g/node_modules/x": false, "a.com/g/../x": false, "a.com//x": false,
+	} {
+		if Managed(p) != want {
+			t.Errorf("Managed(%q) = %v", p, !want)
+		}
+	}
+}

@@ -1,0 +1,173 @@
+package mirror
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/game"
+)
+
+// File is one local file to mirror.
+type File struct {
+	// Path is relative to the sites root, slash-separated: <domain>/<game>/...
+	Path string
+	// Abs is where it is on disk.
+	Abs string
+	// Size in bytes, from the walk.
+	Size int64
+	// Hash is the lowercase hex sha256, filled by Hash.
+	Hash string
+}
+
+// Local is a walked sites tree.
+type Local struct {
+	// Files by Path.
+	Files map[string]*File
+	// Games are the "<domain>/<game>" folders found, sorted.
+	Games []string
+}
+
+// Walk finds the games under root by the contract's structure rules and lists
+// their files: a domain is a directory whose name contains a dot and does not
+// start with "_" or "."; a game is a directory in it, not starting with "_" or
+// ".", holding hoster-game.json; its whole subtree is taken except hidden
+// entries, node_modules and reserved ("_") names. Loose files, non-dotted
+// folders and symlinks are ignored.
+func Walk(root string) (*Local, error) {
+	l := &Local{Files: map[string]*File{}}
+	domains, err := os.ReadDir(root)
+	if err != nil {
+		return nil, fmt.Errorf("reading the sites root: %w", err)
+	}
+	for _, d := range domains {
+		if !d.IsDir() || !game.IsDomainName(d.Name()) {
+			continue
+		}
+		games, err := os.ReadDir(filepath.Join(root, d.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", d.Name(), err)
+		}
+		for _, g := range games {
+			gameDir := filepath.Join(root, d.Name(), g.Name())
+			if !g.IsDir() || !game.IsGameName(g.Name()) {
+				continue
+			}
+			if fi, err := os.Lstat(filepath.Join(gameDir, api.GameConfigFile)); err != nil || !fi.Mode().IsRegular() {
+				continue
+			}
+			prefix := d.Name() + "/" + g.Name()
+			l.Games = append(l.Games, prefix)
+			err := filepath.WalkDir(gameDir, func(p string, e fs.DirEntry, err error) error {
+				if err != nil {
+					return fmt.Errorf("walking %s: %w", prefix, err)
+				}
+				if p == gameDir {
+					return nil
+				}
+				if game.IsSkipped(e.Name()) || game.IsReserved(e.Name()) {
+					if e.IsDir() {
+						return filepath.SkipDir
+					}
+					return nil
+				}
+				if !e.Type().IsRegular() {
+					return nil // directories are walked; symlinks and devices are not mirrored
+				}
+				info, err := e.Info()
+				if err != nil {
+					return fmt.Errorf("reading %s: %w", p, err)
+				}
+				rel, _ := filepath.Rel(gameDir, p)
+				path := prefix + "/" + filepath.ToSlash(rel)
+				l.Files[path] = &File{Path: path, Abs: p, Size: info.Size()}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	sort.Strings(l.Games)
+	return l, nil
+}
+
+// Hash fills in every file's sha256, on all cores.
+func (l *Local) Hash() error {
+	files := make([]*File, 0, len(l.Files))
+	for _, f := range l.Files {
+		files = append(files, f)
+	}
+	// Big files first, so one large file does not finish alone at the end.
+	sort.Slice(files, func(i, j int) bool { return files[i].Size > files[j].Size })
+	work := make(chan *File)
+	errs := make(chan error, 1)
+	var wg sync.WaitGroup
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 256<<10)
+			for f := range work {
+				if err := hashFile(f, buf); err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+				}
+			}
+		}()
+	}
+	for _, f := range files {
+		work <- f
+	}
+	close(work)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
+}
+
+func hashFile(f *File, buf []byte) error {
+	fh, err := os.Open(f.Abs)
+	if err != nil {
+		return fmt.Errorf("hashing %s: %w", f.Path, err)
+	}
+	defer fh.Close()
+	h := sha256.New()
+	n, err := io.CopyBuffer(h, fh, buf)
+	if err != nil {
+		return fmt.Errorf("hashing %s: %w", f.Path, err)
+	}
+	f.Size = n
+	f.Hash = hex.EncodeToString(h.Sum(nil))
+	return nil
+}
+
+// Managed reports whether a server path is one a sync may delete: at least
+// <domain>/<game>/<file> deep, under a valid domain and game name, with no
+// reserved, hidden or node_modules segment anywhere.
+func Managed(path string) bool {
+	segs := strings.Split(path, "/")
+	if len(segs) < 3 || !game.IsDomainName(segs[0]) || !game.IsGameName(segs[1]) {
+		return false
+	}
+	for _, s := range segs {
+		if s == "" || s == "." || s == ".." || game.IsReserved(s) || game.IsSkipped(s) {
+			return false
+		}
+	}
+	return true
+}
