@@ -103,22 +103,22 @@ const cfg = `{"tickRate": 20, "sendRate": 10, "capacity": 4, "origins": ["*"]}`
 func TestStructureRules(t *testing.T) {
 	f := newFixture(t, api.Variant1)
 	for rel, body := range map[string]string{
-		"example.com/arena/hoster-game.json":         cfg,
-		"example.com/arena/index.html":               "<html>",
-		"example.com/arena/sub/deep/x.js":            "x",
-		"example.com/arena/.hidden":                  "no",
-		"example.com/arena/.git/config":              "no",
+		"example.com/arena/hoster-game.json":          cfg,
+		"example.com/arena/index.html":                "<html>",
+		"example.com/arena/sub/deep/x.js":             "x",
+		"example.com/arena/.hidden":                   "no",
+		"example.com/arena/.git/config":               "no",
 		"example.com/arena/node_modules/lib/index.js": "no",
-		"example.com/arena/_drafts/wip.js":           "no",
-		"example.com/arena/_notes.txt":               "no",
-		"example.com/nogame/readme.txt":              "no: no hoster-game.json",
-		"example.com/_private/hoster-game.json":      cfg,
-		"example.com/.cache/hoster-game.json":        cfg,
-		"example.com/loose.txt":                      "no: loose in a domain",
-		"localhost/game/hoster-game.json":            cfg,
-		"_reserved.com/game/hoster-game.json":        cfg,
-		".hidden.com/game/hoster-game.json":          cfg,
-		"loose-at-root.txt":                          "no",
+		"example.com/arena/_drafts/wip.js":            "no",
+		"example.com/arena/_notes.txt":                "no",
+		"example.com/nogame/readme.txt":               "no: no hoster-game.json",
+		"example.com/_private/hoster-game.json":       cfg,
+		"example.com/.cache/hoster-game.json":         cfg,
+		"example.com/loose.txt":                       "no: loose in a domain",
+		"localhost/game/hoster-game.json":             cfg,
+		"_reserved.com/game/hoster-game.json":         cfg,
+		".hidden.com/game/hoster-game.json":           cfg,
+		"loose-at-root.txt":                           "no",
 	} {
 		write(t, f.root, rel, body)
 	}
@@ -178,17 +178,17 @@ func TestPruneSafety(t *testing.T) {
 	write(t, f.root, "a.com/keep/hoster-game.json", cfg)
 	// Server files the client does not have: some managed, some not.
 	for _, rel := range []string{
-		"a.com/keep/stale.js",            // managed: deleted
-		"a.com/keep/_data/scores.json",   // reserved segment: kept
-		"a.com/keep/.env",                // hidden: kept
-		"a.com/gone/hoster-game.json",    // a whole game gone locally: deleted as one folder
-		"a.com/gone/x/y.js",              //   (with all its files)
-		"a.com/partly/hoster-game.json",  // a gone game with a reserved file:
-		"a.com/partly/_keep/db.json",     //   its managed files go one by one, the reserved stays
-		"b.org/other/hoster-game.json",   // another domain gone locally: deleted
-		"a.com/loose.txt",                // shallower than <domain>/<game>/: kept
-		"nodot/game/x.js",                // not a domain: kept
-		"_res.com/game/x.js",             // reserved domain: kept
+		"a.com/keep/stale.js",           // managed: deleted
+		"a.com/keep/_data/scores.json",  // reserved segment: kept
+		"a.com/keep/.env",               // hidden: kept
+		"a.com/gone/hoster-game.json",   // a whole game gone locally: deleted as one folder
+		"a.com/gone/x/y.js",             //   (with all its files)
+		"a.com/partly/hoster-game.json", // a gone game with a reserved file:
+		"a.com/partly/_keep/db.json",    //   its managed files go one by one, the reserved stays
+		"b.org/other/hoster-game.json",  // another domain gone locally: deleted
+		"a.com/loose.txt",               // shallower than <domain>/<game>/: kept
+		"nodot/game/x.js",               // not a domain: kept
+		"_res.com/game/x.js",            // reserved domain: kept
 	} {
 		write(t, f.games, rel, "server")
 	}
@@ -264,7 +264,9 @@ func TestDryRunChangesNothing(t *testing.T) {
 
 func TestOneFailedUploadSkipsDeletes(t *testing.T) {
 	f := newFixture(t, api.Variant1)
-	f.cnt.fail = func(r *http.Request) bool { return r.Method == "PUT" && strings.HasSuffix(r.URL.Query().Get("path"), "bad.js") }
+	f.cnt.fail = func(r *http.Request) bool {
+		return r.Method == "PUT" && strings.HasSuffix(r.URL.Query().Get("path"), "bad.js")
+	}
 	write(t, f.root, "a.com/g/hoster-game.json", cfg)
 	write(t, f.root, "a.com/g/bad.js", "b")
 	write(t, f.root, "a.com/g/good.js", "g")
