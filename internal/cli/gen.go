@@ -11,7 +11,7 @@ import (
 
 func init() { commands = append(commands, newGenCmd) }
 
-func newGenCmd(ios *IO) *cobra.Command {
+func newGenCmd(ios *IO, _ *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "gen [ROOT]",
 		Short: "Generate hoster.server.js and hoster.client.js for every game under ROOT",

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 )
 
 // IO is where a command reads and writes; tests substitute buffers.
@@ -16,16 +18,26 @@ type IO struct {
 	In     io.Reader
 	Out    io.Writer // data and --json
 	ErrOut io.Writer // progress, status and errors
+	// ErrIsTerminal says whether ErrOut is a terminal: a terminal gets a
+	// progress bar, anything else one plain line per action.
+	ErrIsTerminal bool
 }
 
 // Main runs the hoster command with args and returns the exit status.
 func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 	ios := &IO{In: in, Out: out, ErrOut: errOut}
+	if f, ok := errOut.(*os.File); ok {
+		ios.ErrIsTerminal = term.IsTerminal(int(f.Fd()))
+	}
+	return run(ios, args)
+}
+
+func run(ios *IO, args []string) int {
 	root := newRootCmd(ios)
 	root.SetArgs(args)
-	root.SetIn(in)
-	root.SetOut(out)
-	root.SetErr(errOut)
+	root.SetIn(ios.In)
+	root.SetOut(ios.Out)
+	root.SetErr(ios.ErrOut)
 	err := root.Execute()
 	if err == nil {
 		return ExitOK
@@ -33,28 +45,54 @@ func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil && ee.err.Error() != "" {
-			fmt.Fprintf(errOut, "hoster: %v\n", ee.err)
+			fmt.Fprintf(ios.ErrOut, "hoster: %v\n", ee.err)
 		}
 		return ee.code
 	}
 	// Anything cobra itself rejects (unknown flag, wrong arguments) is usage.
-	fmt.Fprintf(errOut, "hoster: %v\n", err)
+	fmt.Fprintf(ios.ErrOut, "hoster: %v\n", err)
 	return ExitUsage
 }
 
+// globals are the flags every command takes.
+type globals struct {
+	JSON       bool
+	Quiet      bool
+	ConfigFile string
+	Server     string
+	TokenFile  string
+	CertSHA256 string
+}
+
 func newRootCmd(ios *IO) *cobra.Command {
+	g := &globals{}
 	root := &cobra.Command{
-		Use:           "hoster",
-		Short:         "Push games to a hoster-server and mirror its logs back",
+		Use:   "hoster",
+		Short: "Push games to a hoster-server and mirror its logs back",
+		Long: `hoster generates each game's modules, mirrors a sites tree to a hoster-server,
+and mirrors the server's logs back.
+
+  hoster sync ./sites          push only what changed
+  hoster pull ./hoster-mirror  mirror the logs
+
+Exit status: 0 done; 1 something failed (the rest was done, each failure
+named); 2 usage or configuration error; 3 API version mismatch.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	f := root.PersistentFlags()
+	f.BoolVar(&g.JSON, "json", false, "print one JSON summary object on stdout")
+	f.BoolVarP(&g.Quiet, "quiet", "q", false, "print only failures")
+	f.StringVar(&g.ConfigFile, "config", "", "config file (default ./hoster.json, then $XDG_CONFIG_HOME/hoster/hoster.json)")
+	f.StringVar(&g.Server, "server", "", "server base URL (hoster-config-server)")
+	f.StringVar(&g.TokenFile, "token-file", "", "file holding the API token (hoster-config-apiToken)")
+	f.StringVar(&g.CertSHA256, "cert-sha256", "", "pin of the server certificate's SHA-256 (hoster-config-certSha256)")
 	for _, add := range commands {
-		root.AddCommand(add(ios))
+		root.AddCommand(add(ios, g))
 	}
 	return root
 }
 
 // commands lists the constructors of the subcommands; each lives in its own
 // file and appends itself here in an init function.
-var commands []func(*IO) *cobra.Command
+var commands []func(*IO, *globals) *cobra.Command

@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/viper"
+)
+
+// The configuration keys, their environment variables and their flags.
+const (
+	keyServer = "hoster-config-server"
+	keyToken  = "hoster-config-apiToken"
+	keyPin    = "hoster-config-certSha256"
+)
+
+// config is the resolved client configuration.
+type config struct {
+	Server     string
+	Token      string
+	CertSHA256 string
+	File       string // the config file read, if any
+}
+
+// loadConfig resolves the configuration: flags, then environment, then the
+// config file (--config, else ./hoster.json, else
+// $XDG_CONFIG_HOME/hoster/hoster.json). The token's value never appears in
+// an error.
+func loadConfig(g *globals) (config, error) {
+	v := viper.New()
+	v.SetConfigType("json")
+	file, err := configFile(g.ConfigFile)
+	if err != nil {
+		return config{}, err
+	}
+	if file != "" {
+		v.SetConfigFile(file)
+		if err := v.ReadInConfig(); err != nil {
+			return config{}, withExit(ExitUsage, fmt.Errorf("reading the config file %s: it is not valid JSON", file))
+		}
+		for _, k := range v.AllKeys() {
+			switch k {
+			case strings.ToLower(keyServer), strings.ToLower(keyToken), strings.ToLower(keyPin):
+			default:
+				return config{}, withExit(ExitUsage, fmt.Errorf("reading the config file %s: unknown key %q (known: %s, %s, %s)", file, k, keyServer, keyToken, keyPin))
+			}
+		}
+	}
+	for key, env := range map[string]string{keyServer: "HOSTER_CONFIG_SERVER", keyToken: "HOSTER_CONFIG_APITOKEN", keyPin: "HOSTER_CONFIG_CERTSHA256"} {
+		v.BindEnv(key, env)
+	}
+	if g.Server != "" {
+		v.Set(keyServer, g.Server)
+	}
+	if g.CertSHA256 != "" {
+		v.Set(keyPin, g.CertSHA256)
+	}
+	if g.TokenFile != "" {
+		b, err := os.ReadFile(g.TokenFile)
+		if err != nil {
+			return config{}, withExit(ExitUsage, fmt.Errorf("reading --token-file: %w", err))
+		}
+		tok := strings.TrimSpace(string(b))
+		if tok == "" {
+			return config{}, withExit(ExitUsage, fmt.Errorf("reading --token-file %s: it is empty", g.TokenFile))
+		}
+		v.Set(keyToken, tok)
+	}
+	return config{
+		Server:     strings.TrimSpace(v.GetString(keyServer)),
+		Token:      strings.TrimSpace(v.GetString(keyToken)),
+		CertSHA256: strings.TrimSpace(v.GetString(keyPin)),
+		File:       file,
+	}, nil
+}
+
+// configFile finds the config file to read, or "" for none.
+func configFile(explicit string) (string, error) {
+	if explicit != "" {
+		if _, err := os.Stat(explicit); err != nil {
+			return "", withExit(ExitUsage, fmt.Errorf("reading --config: %w", err))
+		}
+		return explicit, nil
+	}
+	candidates := []string{"hoster.json"}
+	dir := os.Getenv("XDG_CONFIG_HOME")
+	if dir == "" {
+		if home, err := os.UserHomeDir(); err == nil {
+			dir = filepath.Join(home, ".config")
+		}
+	}
+	if dir != "" {
+		candidates = append(candidates, filepath.Join(dir, "hoster", "hoster.json"))
+	}
+	for _, c := range candidates {
+		if _, err := os.Stat(c); err == nil {
+			return c, nil
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return "", withExit(ExitUsage, fmt.Errorf("reading the config file %s: %w", c, err))
+		}
+	}
+	return "", nil
+}
+
+// requireServer checks that a server, and a token when needed, are set.
+func (c config) requireServer(needToken bool) error {
+	where := "hoster.json, the environment or a flag"
+	if c.Server == "" {
+		return withExit(ExitUsage, fmt.Errorf("no server configured: set %s (%s), HOSTER_CONFIG_SERVER or --server", keyServer, where))
+	}
+	if needToken && c.Token == "" {
+		return withExit(ExitUsage, fmt.Errorf("no API token configured: set %s in hoster.json, HOSTER_CONFIG_APITOKEN, or --token-file F", keyToken))
+	}
+	return nil
+}

@@ -1,0 +1,156 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/hoster-dev/hoster/pkg/mirror"
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
+)
+
+// output renders a command's progress and result in one of its modes: a
+// progress bar on a terminal; one plain line per action when stderr is not a
+// terminal (CI logs); only failures with -q; one JSON object on stdout with
+// --json. Progress and status go to stderr, data to stdout. It is a
+// mirror.Reporter.
+type output struct {
+	ios   *IO
+	json  bool
+	quiet bool
+
+	mu       sync.Mutex
+	progress *mpb.Progress
+	bar      *mpb.Bar
+	done     int
+	total    int
+}
+
+func newOutput(ios *IO, g *globals) *output {
+	return &output{ios: ios, json: g.JSON, quiet: g.Quiet}
+}
+
+// bar reports whether a progress bar is drawn.
+func (o *output) barMode() bool { return o.ios.ErrIsTerminal && !o.quiet && !o.json }
+
+// lines reports whether a line per action is printed.
+func (o *output) lineMode() bool { return !o.ios.ErrIsTerminal && !o.quiet && !o.json }
+
+// Begin starts a phase.
+func (o *output) Begin(kind string, ops int, bytes int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.finishBar()
+	if !o.barMode() || ops == 0 {
+		return
+	}
+	o.done, o.total = 0, ops
+	o.progress = mpb.New(mpb.WithOutput(o.ios.ErrOut), mpb.WithWidth(40))
+	total := bytes
+	unit := decor.CountersKibiByte("% .1f / % .1f")
+	if bytes == 0 {
+		total = int64(ops) // deletes: count operations
+		unit = decor.Any(func(decor.Statistics) string { return "" })
+	}
+	verb := map[string]string{"upload": "uploading", "delete": "deleting", "fetch": "fetching"}[kind]
+	o.bar = o.progress.AddBar(total,
+		mpb.PrependDecorators(decor.Name(verb+" ", decor.WC{W: 10}), unit),
+		mpb.AppendDecorators(decor.Any(func(decor.Statistics) string {
+			o.mu.Lock()
+			defer o.mu.Unlock()
+			return fmt.Sprintf(" %d/%d files", o.done, o.total)
+		})),
+	)
+}
+
+// Done reports one operation.
+func (o *output) Done(op mirror.Op, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.done++
+	if o.bar != nil {
+		if op.Size > 0 {
+			o.bar.IncrInt64(op.Size)
+		} else if op.Kind == "delete" {
+			o.bar.IncrInt64(1)
+		}
+	}
+	switch {
+	case err != nil:
+		o.printf("failed: %s %s: %v\n", op.Kind, op.Path, err)
+	case o.lineMode():
+		past := map[string]string{"upload": "uploaded", "delete": "deleted", "fetch": "fetched"}[op.Kind]
+		if op.Size > 0 || op.Kind != "delete" {
+			fmt.Fprintf(o.ios.ErrOut, "%s %s (%s)\n", past, op.Path, humanBytes(op.Size))
+		} else {
+			fmt.Fprintf(o.ios.ErrOut, "%s %s\n", past, op.Path)
+		}
+	}
+}
+
+// printf writes a line to stderr above the bar, if one is drawn.
+func (o *output) printf(format string, a ...any) {
+	if o.progress != nil {
+		fmt.Fprintf(o.progress, format, a...)
+		return
+	}
+	fmt.Fprintf(o.ios.ErrOut, format, a...)
+}
+
+// Status prints a status line (not with -q or --json).
+func (o *output) Status(format string, a ...any) {
+	o.Finish()
+	if !o.quiet && !o.json {
+		fmt.Fprintf(o.ios.ErrOut, format+"\n", a...)
+	}
+}
+
+// Warn prints a warning (not with -q).
+func (o *output) Warn(msg string) {
+	if !o.quiet {
+		o.mu.Lock()
+		o.printf("warning: %s\n", msg)
+		o.mu.Unlock()
+	}
+}
+
+// Finish stops the bar.
+func (o *output) Finish() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.finishBar()
+}
+
+func (o *output) finishBar() {
+	if o.progress == nil {
+		return
+	}
+	o.bar.SetTotal(-1, true)
+	p := o.progress
+	o.progress, o.bar = nil, nil
+	o.mu.Unlock()
+	p.Wait()
+	o.mu.Lock()
+}
+
+// JSON prints v as the one JSON object on stdout (only with --json).
+func (o *output) JSON(v any) {
+	if !o.json {
+		return
+	}
+	b, _ := json.MarshalIndent(v, "", "  ")
+	fmt.Fprintf(o.ios.Out, "%s\n", b)
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

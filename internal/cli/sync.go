@@ -1,0 +1,143 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/hoster-dev/hoster/pkg/gen"
+	"github.com/hoster-dev/hoster/pkg/mirror"
+	"github.com/spf13/cobra"
+)
+
+func init() { commands = append(commands, newSyncCmd) }
+
+type syncOptions struct {
+	DryRun     bool
+	Jobs       int
+	AllowEmpty bool
+	MaxDelete  int
+}
+
+func newSyncCmd(ios *IO, g *globals) *cobra.Command {
+	o := syncOptions{}
+	cmd := &cobra.Command{
+		Use:   "sync [ROOT]",
+		Short: "Generate every game, then mirror ROOT's games to the server",
+		Long: `sync runs hoster gen on ROOT (default .), then mirrors every game under it
+(<domain>/<game>/ with hoster-game.json) to the server: files that are new or
+changed are uploaded, server files that are gone locally are deleted. Deletes
+run last, and not at all when an upload failed. Hidden entries, node_modules
+and names starting with "_" are neither pushed nor deleted.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			root := "."
+			if len(args) == 1 {
+				root = args[0]
+			}
+			if o.Jobs < 1 {
+				return withExit(ExitUsage, fmt.Errorf("--jobs must be at least 1, not %d", o.Jobs))
+			}
+			if o.MaxDelete < 0 {
+				return withExit(ExitUsage, fmt.Errorf("--max-delete must not be negative"))
+			}
+			ctx, stop := signal.NotifyContext(ctxOrBackground(cmd.Context()), os.Interrupt)
+			defer stop()
+			return runSync(ctx, ios, g, root, o)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan (uploads, deletes) and change nothing")
+	f.IntVar(&o.Jobs, "jobs", 8, "transfers at a time")
+	f.BoolVar(&o.AllowEmpty, "allow-empty", false, "let a ROOT with no game delete the server's games")
+	f.IntVar(&o.MaxDelete, "max-delete", 0, "refuse a sync that would delete more than N server files (0: no limit)")
+	return cmd
+}
+
+// syncReport is the --json summary of a sync.
+type syncReport struct {
+	mirror.SyncSummary
+	Elapsed float64         `json:"elapsed"`
+	DryRun  bool            `json:"dryRun"`
+	Uploads []plannedUpload `json:"uploads,omitempty"` // the plan, in a dry run
+	Deletes []string        `json:"deletes,omitempty"`
+}
+
+type plannedUpload struct {
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+}
+
+func runSync(ctx context.Context, ios *IO, g *globals, root string, o syncOptions) error {
+	start := time.Now()
+	out := newOutput(ios, g)
+	if st, err := os.Stat(root); err != nil || !st.IsDir() {
+		return withExit(ExitUsage, fmt.Errorf("syncing: %s is not a directory", root))
+	}
+	// Configuration first: a misconfigured sync should not spend time generating.
+	client, err := connect(ctx, g, out, o.Jobs)
+	if err != nil {
+		return err
+	}
+	res, err := gen.Generate(root)
+	if err != nil {
+		return withExit(ExitFailed, fmt.Errorf("generating: %w", err))
+	}
+	for _, p := range res.Problems() {
+		fmt.Fprintf(ios.ErrOut, "%s\n", p)
+	}
+	if res.Failed() {
+		return withExit(ExitFailed, errors.New("generating failed, so nothing was pushed; fix the problems above and sync again"))
+	}
+
+	sum, err := mirror.Sync(ctx, root, client, mirror.SyncOptions{
+		Jobs: o.Jobs, DryRun: o.DryRun,
+		Plan: mirror.PlanOptions{AllowEmpty: o.AllowEmpty, MaxDelete: o.MaxDelete},
+	}, out)
+	out.Finish()
+	if err != nil {
+		if errors.Is(err, mirror.ErrEmptyRoot) {
+			return withExit(ExitUsage, err)
+		}
+		return withExit(ExitFailed, fmt.Errorf("syncing: %w", err))
+	}
+	report := syncReport{SyncSummary: sum, Elapsed: time.Since(start).Seconds(), DryRun: o.DryRun}
+
+	if o.DryRun {
+		for _, u := range sum.Plan.Uploads {
+			report.Uploads = append(report.Uploads, plannedUpload{u.Path, u.Size})
+			if !g.JSON {
+				fmt.Fprintf(ios.Out, "upload %s %d\n", u.Path, u.Size)
+			}
+		}
+		for _, d := range sum.Plan.Deletes {
+			report.Deletes = append(report.Deletes, d.Path)
+			if !g.JSON {
+				fmt.Fprintf(ios.Out, "delete %s\n", d.Path)
+			}
+		}
+		out.JSON(report)
+		out.Status("dry run: would upload %d files (%s) and delete %d; %d unchanged; nothing was changed",
+			len(sum.Plan.Uploads), humanBytes(sum.Plan.UploadBytes()), sum.Plan.DeleteFiles(), sum.Unchanged)
+		return nil
+	}
+	out.JSON(report)
+	out.Status("synced %s: %d uploaded (%s), %d deleted, %d unchanged in %.1fs",
+		root, sum.Uploaded, humanBytes(sum.Bytes), sum.Deleted, sum.Unchanged, report.Elapsed)
+	if len(sum.Failures) > 0 {
+		{
+			for _, f := range sum.Failures {
+				fmt.Fprintf(ios.ErrOut, "failed: %s %s: %s\n", f.Op, f.Path, f.Error)
+			}
+		}
+		msg := fmt.Sprintf("%d of %d transfers failed", len(sum.Failures), len(sum.Plan.Uploads)+len(sum.Plan.Deletes))
+		if sum.DeletesSkipped {
+			msg += "; " + mirror.ErrUploadsFailed.Error()
+		}
+		return withExit(ExitFailed, errors.New(msg))
+	}
+	return nil
+}

@@ -1,0 +1,260 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/server"
+)
+
+const testToken = "feedfacefeedfacefeedfacefeedfacefeedfacefeedfacefeedfacefeedface"
+
+type cliEnv struct {
+	t     *testing.T
+	dir   string // working directory with hoster.json
+	sites string
+	games string
+	url   string
+	puts  atomic.Int32
+	dels  atomic.Int32
+}
+
+// newCLIEnv starts a real server and writes a config file for it.
+func newCLIEnv(t *testing.T, variant api.Variant) *cliEnv {
+	e := &cliEnv{t: t, dir: t.TempDir()}
+	e.sites = filepath.Join(e.dir, "sites")
+	e.games = filepath.Join(t.TempDir(), "hoster-games")
+	srv, err := server.New(server.Options{GamesRoot: e.games, Token: testToken, Variant: variant})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := srv.Handler()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case "PUT":
+			e.puts.Add(1)
+		case "DELETE":
+			e.dels.Add(1)
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { ts.Close(); srv.Close() })
+	e.url = ts.URL
+	e.writeConfig(map[string]string{"hoster-config-server": ts.URL, "hoster-config-apiToken": testToken})
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(e.dir, "xdg"))
+	t.Setenv("HOSTER_CONFIG_SERVER", "")
+	t.Setenv("HOSTER_CONFIG_APITOKEN", "")
+	t.Setenv("HOSTER_CONFIG_CERTSHA256", "")
+	return e
+}
+
+func (e *cliEnv) writeConfig(m map[string]string) {
+	b, _ := json.Marshal(m)
+	os.WriteFile(filepath.Join(e.dir, "hoster.json"), b, 0o600)
+}
+
+func (e *cliEnv) game(name string, files map[string]string) {
+	dir := filepath.Join(e.sites, "example.com", name)
+	files["hoster-game.json"] = `{"tickRate": 20, "sendRate": 10, "capacity": 4, "origins": ["*"]}`
+	for rel, body := range files {
+		p := filepath.Join(dir, rel)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(body), 0o644)
+	}
+}
+
+// run runs hoster in e.dir and returns stdout, stderr and the exit status.
+func (e *cliEnv) run(tty bool, args ...string) (string, string, int) {
+	e.t.Helper()
+	wd, _ := os.Getwd()
+	os.Chdir(e.dir)
+	defer os.Chdir(wd)
+	var out, errOut bytes.Buffer
+	code := run(&IO{Out: &out, ErrOut: &errOut, ErrIsTerminal: tty}, args)
+	if strings.Contains(out.String()+errOut.String(), testToken) {
+		e.t.Fatalf("hoster %v printed the token", args)
+	}
+	return out.String(), errOut.String(), code
+}
+
+func TestSyncOutputModes(t *testing.T) {
+	e := newCLIEnv(t, api.Variant1)
+	e.game("arena", map[string]string{"index.html": "<p>hi</p>", "hoster-commands/go/run.js": "export default function () {}"})
+
+	// Pipe: one line per action on stderr, nothing on stdout.
+	out, errOut, code := e.run(false, "sync", "sites")
+	if code != 0 || out != "" {
+		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"uploaded example.com/arena/index.html (9 B)", "uploaded example.com/arena/hoster.server.js", "synced sites: 6 uploaded"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	// A second sync changes nothing: no PUT, no DELETE.
+	e.puts.Store(0)
+	out, errOut, code = e.run(false, "--json", "sync", "sites")
+	var rep struct {
+		Uploaded, Deleted, Unchanged int
+		Bytes                        int64
+		Failures                     []any
+		Elapsed                      float64
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
+		t.Fatalf("--json: exit %d, %v\n%s\n%s", code, err, out, errOut)
+	}
+	if rep.Uploaded != 0 || rep.Unchanged != 6 || rep.Failures == nil || e.puts.Load() != 0 || e.dels.Load() != 0 {
+		t.Fatalf("no-op sync: %+v, %d PUTs", rep, e.puts.Load())
+	}
+	// Quiet prints nothing on success.
+	os.WriteFile(filepath.Join(e.sites, "example.com/arena/index.html"), []byte("changed"), 0o644)
+	out, errOut, code = e.run(false, "-q", "sync", "sites")
+	if code != 0 || out != "" || errOut != "" {
+		t.Fatalf("-q: exit %d %q %q", code, out, errOut)
+	}
+	// A terminal gets a bar (which mpb draws only on a real terminal), not
+	// a line per action, and the summary.
+	os.WriteFile(filepath.Join(e.sites, "example.com/arena/index.html"), []byte("again"), 0o644)
+	_, errOut, code = e.run(true, "sync", "sites")
+	if code != 0 || strings.Contains(errOut, "uploaded example.com") || !strings.Contains(errOut, "synced sites: 1 uploaded") {
+		t.Fatalf("terminal: exit %d:\n%s", code, errOut)
+	}
+}
+
+func TestSyncDryRun(t *testing.T) {
+	e := newCLIEnv(t, api.Variant2)
+	e.game("arena", map[string]string{"a.txt": "a"})
+	os.MkdirAll(filepath.Join(e.games, "example.com/arena"), 0o755)
+	os.WriteFile(filepath.Join(e.games, "example.com/arena/old.txt"), []byte("o"), 0o644)
+	out, errOut, code := e.run(false, "sync", "--dry-run", "sites")
+	if code != 0 || e.puts.Load() != 0 || e.dels.Load() != 0 {
+		t.Fatalf("dry run: exit %d, %d puts\n%s", code, e.puts.Load(), errOut)
+	}
+	if !strings.Contains(out, "upload example.com/arena/a.txt 1\n") || !strings.Contains(out, "delete example.com/arena/old.txt\n") || !strings.Contains(errOut, "nothing was changed") {
+		t.Fatalf("dry run plan:\n%s\n%s", out, errOut)
+	}
+	planned := strings.Count(out, "\n")
+	_, _, code = e.run(false, "sync", "sites")
+	if code != 0 || int(e.puts.Load())+int(e.dels.Load()) != planned {
+		t.Fatalf("the real run did %d+%d, the plan said %d", e.puts.Load(), e.dels.Load(), planned)
+	}
+}
+
+func TestSyncFailures(t *testing.T) {
+	e := newCLIEnv(t, api.Variant1)
+	e.game("arena", map[string]string{"hoster-instance/tick.js": "export default function (i, dt) { ( }"})
+	_, errOut, code := e.run(false, "sync", "sites")
+	if code != ExitFailed || e.puts.Load() != 0 || !strings.Contains(errOut, "tick.js:1:") || !strings.Contains(errOut, "nothing was pushed") {
+		t.Fatalf("gen failure: exit %d, %d puts\n%s", code, e.puts.Load(), errOut)
+	}
+
+	// A wrong token: the 404 is explained.
+	e.game("arena", map[string]string{"hoster-instance/tick.js": "export default function (i, dt) {}"})
+	e.writeConfig(map[string]string{"hoster-config-server": e.url, "hoster-config-apiToken": strings.Repeat("0", 64)})
+	_, errOut, code = e.run(false, "sync", "sites")
+	if code != ExitFailed || !strings.Contains(errOut, "token may be wrong") {
+		t.Fatalf("wrong token: exit %d\n%s", code, errOut)
+	}
+
+	// The empty-root rail is a usage error that names --allow-empty.
+	e.writeConfig(map[string]string{"hoster-config-server": e.url, "hoster-config-apiToken": testToken})
+	os.MkdirAll(filepath.Join(e.games, "a.com/g"), 0o755)
+	os.WriteFile(filepath.Join(e.games, "a.com/g/x"), []byte("x"), 0o644)
+	empty := filepath.Join(e.dir, "empty")
+	os.Mkdir(empty, 0o755)
+	_, errOut, code = e.run(false, "sync", empty)
+	if code != ExitUsage || !strings.Contains(errOut, "--allow-empty") {
+		t.Fatalf("empty root: exit %d\n%s", code, errOut)
+	}
+}
+
+func TestConfiguration(t *testing.T) {
+	e := newCLIEnv(t, api.Variant1)
+	e.game("arena", map[string]string{})
+
+	// No server anywhere: exit 2.
+	os.Remove(filepath.Join(e.dir, "hoster.json"))
+	if _, errOut, code := e.run(false, "sync", "sites"); code != ExitUsage || !strings.Contains(errOut, "no server configured") {
+		t.Fatalf("no server: %d %s", code, errOut)
+	}
+	// Server but no token: exit 2.
+	if _, errOut, code := e.run(false, "--server", e.url, "sync", "sites"); code != ExitUsage || !strings.Contains(errOut, "no API token") {
+		t.Fatalf("no token: %d %s", code, errOut)
+	}
+	// The environment gives the token; the flag --token-file wins over it.
+	t.Setenv("HOSTER_CONFIG_APITOKEN", "wrong-"+testToken[6:])
+	tokFile := filepath.Join(e.dir, "token")
+	os.WriteFile(tokFile, []byte(testToken+"\n"), 0o600)
+	if _, errOut, code := e.run(false, "--server", e.url, "--token-file", tokFile, "sync", "sites"); code != 0 {
+		t.Fatalf("flag over env: %d %s", code, errOut)
+	}
+	// The environment wins over the file.
+	t.Setenv("HOSTER_CONFIG_APITOKEN", testToken)
+	e.writeConfig(map[string]string{"hoster-config-server": e.url, "hoster-config-apiToken": "file-token-is-wrong"})
+	if _, errOut, code := e.run(false, "sync", "sites"); code != 0 {
+		t.Fatalf("env over file: %d %s", code, errOut)
+	}
+	// $XDG_CONFIG_HOME/hoster/hoster.json is read when ./hoster.json is absent.
+	t.Setenv("HOSTER_CONFIG_APITOKEN", "")
+	os.Remove(filepath.Join(e.dir, "hoster.json"))
+	xdg := filepath.Join(e.dir, "xdg", "hoster")
+	os.MkdirAll(xdg, 0o755)
+	b, _ := json.Marshal(map[string]string{"hoster-config-server": e.url, "hoster-config-apiToken": testToken})
+	os.WriteFile(filepath.Join(xdg, "hoster.json"), b, 0o600)
+	if _, errOut, code := e.run(false, "sync", "sites"); code != 0 {
+		t.Fatalf("xdg config: %d %s", code, errOut)
+	}
+	// A malformed or unknown-keyed config file is exit 2 naming the file, not its content.
+	os.WriteFile(filepath.Join(e.dir, "hoster.json"), []byte(`{"hoster-config-apiToken": "`+testToken+`",`), 0o600)
+	if _, errOut, code := e.run(false, "sync", "sites"); code != ExitUsage || !strings.Contains(errOut, "hoster.json") {
+		t.Fatalf("malformed config: %d %s", code, errOut)
+	}
+	os.WriteFile(filepath.Join(e.dir, "hoster.json"), []byte(`{"hoster-config-sever": "x"}`), 0o600)
+	if _, errOut, code := e.run(false, "sync", "sites"); code != ExitUsage || !strings.Contains(errOut, `unknown key "hoster-config-sever"`) {
+		t.Fatalf("unknown key: %d %s", code, errOut)
+	}
+	if _, _, code := e.run(false, "sync", "--jobs", "0", "sites"); code != ExitUsage {
+		t.Fatalf("--jobs 0: %d", code)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	e := newCLIEnv(t, api.Variant1)
+	out, errOut, code := e.run(false, "version")
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("api %d", api.Version)) || !strings.Contains(out, "server "+e.url+" api 1") {
+		t.Fatalf("version: %d\n%s%s", code, out, errOut)
+	}
+	out, _, code = e.run(false, "--json", "version")
+	var v struct{ API, ServerAPI int }
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || v.API != api.Version || v.ServerAPI != 1 {
+		t.Fatalf("version --json: %d %s", code, out)
+	}
+	for _, tc := range []struct {
+		serverAPI int
+		want      string
+	}{{api.Version + 1, "upgrade hoster\n"}, {api.Version - 1, "upgrade hoster-server"}} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, `{"api": %d}`, tc.serverAPI)
+		}))
+		e.writeConfig(map[string]string{"hoster-config-server": srv.URL, "hoster-config-apiToken": testToken})
+		_, errOut, code := e.run(false, "version")
+		if code != ExitVersion || !strings.Contains(errOut, tc.want) {
+			t.Errorf("server api %d: exit %d\n%s", tc.serverAPI, code, errOut)
+		}
+		// Every other command refuses too.
+		e.game("arena", map[string]string{})
+		if _, _, code := e.run(false, "sync", "sites"); code != ExitVersion {
+			t.Errorf("sync against api %d: exit %d, want 3", tc.serverAPI, code)
+		}
+		srv.Close()
+	}
+}

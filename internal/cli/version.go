@@ -1,0 +1,113 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hoster-dev/hoster/internal/version"
+	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/spf13/cobra"
+)
+
+func init() { commands = append(commands, newVersionCmd) }
+
+func newVersionCmd(ios *IO, g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the client's version and API version, and the server's when one is configured",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runVersion(cmd.Context(), ios, g)
+		},
+	}
+}
+
+func runVersion(ctx context.Context, ios *IO, g *globals) error {
+	out := newOutput(ios, g)
+	info := map[string]any{"version": version.Version, "api": api.Version}
+	cfg, err := loadConfig(g)
+	if err != nil {
+		return err
+	}
+	if !g.JSON {
+		fmt.Fprintf(ios.Out, "hoster %s\napi %d\n", version.Version, api.Version)
+	}
+	if cfg.Server == "" {
+		out.JSON(info)
+		return nil
+	}
+	client, err := newClient(cfg, out, 1)
+	if err != nil {
+		return err
+	}
+	v, err := client.Version(ctxOrBackground(ctx))
+	if err != nil {
+		out.JSON(info)
+		return withExit(ExitFailed, err)
+	}
+	info["serverApi"] = v.API
+	info["server"] = cfg.Server
+	if !g.JSON {
+		fmt.Fprintf(ios.Out, "server %s api %d\n", cfg.Server, v.API)
+	}
+	out.JSON(info)
+	return apiMismatch(v.API)
+}
+
+// apiMismatch says which side must upgrade when the API versions differ.
+func apiMismatch(server int) error {
+	switch {
+	case server == api.Version:
+		return nil
+	case server > api.Version:
+		return withExit(ExitVersion, fmt.Errorf("the server speaks API %d and this hoster speaks API %d: upgrade hoster", server, api.Version))
+	default:
+		return withExit(ExitVersion, fmt.Errorf("the server speaks API %d and this hoster speaks API %d: upgrade hoster-server", server, api.Version))
+	}
+}
+
+// connect resolves the configuration, builds a client and checks the API
+// version, as every command that talks to the server does first.
+func connect(ctx context.Context, g *globals, out *output, conns int) (*api.Client, error) {
+	cfg, err := loadConfig(g)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.requireServer(true); err != nil {
+		return nil, err
+	}
+	client, err := newClient(cfg, out, conns)
+	if err != nil {
+		return nil, err
+	}
+	v, err := client.Version(ctx)
+	if err != nil {
+		if errors.Is(err, api.ErrNotFound) {
+			return nil, withExit(ExitFailed, fmt.Errorf("%w; or %s is not a hoster-server", err, cfg.Server))
+		}
+		return nil, withExit(ExitFailed, err)
+	}
+	if err := apiMismatch(v.API); err != nil {
+		return nil, err
+	}
+	return client, nil
+}
+
+func newClient(cfg config, out *output, conns int) (*api.Client, error) {
+	c, err := api.NewClient(api.ClientConfig{
+		Server: cfg.Server, Token: cfg.Token, CertSHA256: cfg.CertSHA256,
+		Warn: out.Warn, Conns: conns,
+	})
+	if err != nil {
+		return nil, withExit(ExitUsage, err)
+	}
+	return c, nil
+}
+
+func ctxOrBackground(ctx context.Context) context.Context {
+	if ctx == nil {
+		return context.Background()
+	}
+	return ctx
+}
