@@ -69,7 +69,9 @@ var ErrEmptyRoot = errors.New("the sites root holds no game, so every server gam
 func MakePlan(local *Local, remote api.Tree, opts PlanOptions) (Plan, error) {
 	var p Plan
 	for _, f := range local.Files {
-		if remote[f.Path] == f.Hash {
+		// Presence is checked, not just equality: a file the server lacks
+		// is not hashed, and "" must never pass for a match.
+		if h, ok := remote[f.Path]; ok && f.Hash != "" && h == f.Hash {
 			p.Unchanged++
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hoster-dev/hoster/pkg/api"
 )
@@ -59,17 +60,29 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 	if err != nil {
 		return SyncSummary{}, err
 	}
-	// The server hashes its tree while we hash ours.
+	// The server hashes its tree while we hash ours. Once its tree has
+	// arrived, a file it does not have needs no hash: it is uploaded anyway.
 	type treeResult struct {
 		tree api.Tree
 		err  error
 	}
 	treeCh := make(chan treeResult, 1)
+	var arrived atomic.Pointer[api.Tree]
 	go func() {
 		t, err := remote.Tree(ctx)
+		if err == nil {
+			arrived.Store(&t)
+		}
 		treeCh <- treeResult{t, err}
 	}()
-	hashErr := local.Hash()
+	hashErr := local.HashNeeded(func(path string) bool {
+		t := arrived.Load()
+		if t == nil {
+			return true
+		}
+		_, has := (*t)[path]
+		return has
+	})
 	tr := <-treeCh
 	if hashErr != nil {
 		return SyncSummary{}, hashErr

@@ -144,8 +144,8 @@ func TestNoOpSecondSyncAndChanges(t *testing.T) {
 				write(t, f.root, fmt.Sprintf("a.com/g%d/hoster-game.json", i%3), cfg)
 				write(t, f.root, fmt.Sprintf("a.com/g%d/f%d.txt", i%3, i), strings.Repeat("x", i*100))
 			}
-			if _, err := f.sync(t, SyncOptions{}); err != nil {
-				t.Fatal(err)
+			if sum, err := f.sync(t, SyncOptions{}); err != nil || sum.Uploaded != 23 || len(f.serverFiles(t)) != 23 {
+				t.Fatalf("first sync: %v, %+v, server holds %d files", err, sum, len(f.serverFiles(t)))
 			}
 			f.cnt.reset()
 			sum, err := f.sync(t, SyncOptions{})
@@ -295,5 +295,18 @@ func TestManaged(t *testing.T) {
 		if Managed(p) != want {
 			t.Errorf("Managed(%q) = %v", p, !want)
 		}
+	}
+}
+
+// An unhashed local file (the server lacks it, so it was never hashed) is
+// always uploaded: an empty hash must never match an absent remote entry.
+func TestPlanUnhashedIsUploaded(t *testing.T) {
+	local := &Local{Games: []string{"a.com/g"}, Files: map[string]*File{
+		"a.com/g/new": {Path: "a.com/g/new", Size: 3},
+		"a.com/g/old": {Path: "a.com/g/old", Size: 3, Hash: "abc"},
+	}}
+	p, err := MakePlan(local, api.Tree{"a.com/g/old": "abc"}, PlanOptions{})
+	if err != nil || len(p.Uploads) != 1 || p.Uploads[0].Path != "a.com/g/new" || p.Unchanged != 1 {
+		t.Fatalf("plan %+v, %v", p, err)
 	}
 }

@@ -102,7 +102,13 @@ func Walk(root string) (*Local, error) {
 }
 
 // Hash fills in every file's sha256, on all cores.
-func (l *Local) Hash() error {
+func (l *Local) Hash() error { return l.HashNeeded(nil) }
+
+// HashNeeded hashes the files for which need returns true (all when need is
+// nil), on all cores; the others keep an empty Hash. need is asked just
+// before each file is hashed, so it may start answering mid-way, for
+// instance once the server's tree has arrived and shows which files it has.
+func (l *Local) HashNeeded(need func(path string) bool) error {
 	files := make([]*File, 0, len(l.Files))
 	for _, f := range l.Files {
 		files = append(files, f)
@@ -118,6 +124,9 @@ func (l *Local) Hash() error {
 			defer wg.Done()
 			buf := make([]byte, 256<<10)
 			for f := range work {
+				if need != nil && !need(f.Path) {
+					continue
+				}
 				if err := hashFile(f, buf); err != nil {
 					select {
 					case errs <- err:

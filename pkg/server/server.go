@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hoster-dev/hoster/pkg/api"
@@ -60,6 +61,7 @@ type Server struct {
 	tokenSum  [32]byte
 	routes    map[string]http.Handler
 	log       *slog.Logger
+	warming   atomic.Bool
 }
 
 // New opens the games root and builds the server.
@@ -86,10 +88,10 @@ func New(opts Options) (*Server, error) {
 	s := &Server{
 		opts:      opts,
 		store:     st,
-		debouncer: store.NewDebouncer(opts.ReloadDebounce, opts.OnReload),
-		tokenSum:  sha256.Sum256([]byte(opts.Token)),
 		log:       opts.Logger,
+		tokenSum:  sha256.Sum256([]byte(opts.Token)),
 	}
+	s.debouncer = store.NewDebouncer(opts.ReloadDebounce, s.reload)
 	s.routes = map[string]http.Handler{
 		"GET " + api.PathVersion: http.HandlerFunc(s.version),
 		"GET " + api.PathTree:    http.HandlerFunc(s.tree),
@@ -259,6 +261,25 @@ func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, api.DeleteResult{Deleted: api.Bool(true)})
+}
+
+// reload runs after a push went quiet: the game is reloaded, and the tree's
+// hash cache is warmed in the background, so the next sync's tree request
+// costs about a stat per file instead of hashing what was just written. The
+// warm-up reads the files from disk like any request; it changes nothing of
+// what a tree request answers.
+func (s *Server) reload(domain, game string) {
+	if s.opts.OnReload != nil {
+		s.opts.OnReload(domain, game)
+	}
+	if s.warming.CompareAndSwap(false, true) {
+		go func() {
+			defer s.warming.Store(false)
+			if _, err := s.store.Tree(); err != nil {
+				s.log.Warn("warming the tree's hash cache", "err", err)
+			}
+		}()
+	}
 }
 
 func (s *Server) markChanged(rel string) {

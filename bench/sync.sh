@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Compares `hoster sync` with rsync (to an rsync daemon, --checksum --delete)
+# and rclone (to `rclone serve webdav`, --checksum), all on loopback, on the
+# same generated tree: first push, no-op, and 1% modified + 1% deleted.
+#
+#   bench/sync.sh [FILES MIB]       default 2000 200; try 20000 1024
+#   RCLONE=0 bench/sync.sh ...      leave rclone out (its first push of 1 GB takes minutes)
+#
+# Needs rsync and rclone (apt-get install rsync rclone); builds hoster itself.
+set -euo pipefail
+FILES=${1:-2000}
+MIB=${2:-200}
+RCLONE=${RCLONE:-1}
+cd "$(dirname "$0")/.."
+for tool in rsync rclone; do
+	command -v $tool >/dev/null || { echo "bench/sync.sh: $tool is missing (apt-get install rsync rclone)" >&2; exit 2; }
+done
+go build -o bin/hoster ./cmd/hoster
+go build -o bin/hoster-server ./cmd/hoster-server
+W=$(mktemp -d /tmp/hoster-bench-sync.XXXXXX)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$W"; }
+trap cleanup EXIT
+
+go run ./bench/gentree -dir "$W/src" -files "$FILES" -mib "$MIB"
+bin/hoster gen "$W/src" >/dev/null          # every tool sees the same files
+
+# hoster-server
+mkdir -p "$W/hoster/srv"
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$W/hoster/srv/hoster-token"
+bin/hoster-server serve --hosting-root "$W/hoster/srv" --logs-root "$W/hoster/logs" \
+	--listen 127.0.0.1:18787 --ask-listen 127.0.0.1:18788 >"$W/hoster/server.log" 2>&1 &
+pids+=($!)
+printf '{"hoster-config-server": "http://127.0.0.1:18787", "hoster-config-apiToken": "%s"}' \
+	"$(cat "$W/hoster/srv/hoster-token")" > "$W/hoster/hoster.json"
+
+# rsync daemon
+mkdir -p "$W/rsync/dest"
+cat > "$W/rsync/rsyncd.conf" <<CONF
+use chroot = false
+[bench]
+path = $W/rsync/dest
+read only = false
+uid = $(id -u)
+gid = $(id -g)
+CONF
+rsync --daemon --no-detach --config="$W/rsync/rsyncd.conf" --address=127.0.0.1 --port=18730 &
+pids+=($!)
+
+# rclone webdav
+mkdir -p "$W/rclone/dest"
+rclone serve webdav "$W/rclone/dest" --addr 127.0.0.1:18731 >"$W/rclone/serve.log" 2>&1 &
+pids+=($!)
+sleep 2
+
+now() { date +%s.%N; }
+timeit() { local s e; s=$(now); "$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; return 1; }; e=$(now); echo "$e - $s" | bc; }
+run_hoster() { timeit bin/hoster --config "$W/hoster/hoster.json" -q sync "$W/src"; }
+run_rsync()  { timeit rsync -r --checksum --delete "$W/src/" rsync://127.0.0.1:18730/bench/; }
+run_rclone() { RCLONE_WEBDAV_URL=http://127.0.0.1:18731 timeit rclone sync --checksum "$W/src" :webdav: ; }
+
+tools=(hoster rsync)
+[ "$RCLONE" = 1 ] && tools+=(rclone)
+declare -A first noop change
+for t in "${tools[@]}"; do first[$t]=$(run_$t); done
+for t in "${tools[@]}"; do noop[$t]=$(run_$t); done
+go run ./bench/gentree -dir "$W/src" -modify
+for t in "${tools[@]}"; do change[$t]=$(run_$t); done
+
+# The mirrors must agree with the source.
+diff -r --exclude='.*' "$W/src" "$W/hoster/srv/hoster-games" >/dev/null && echo "hoster mirror: identical"
+diff -r "$W/src" "$W/rsync/dest" >/dev/null && echo "rsync mirror: identical"
+
+printf '\n%s files, %s MiB, %s cores (%s)\n' "$FILES" "$MIB" "$(nproc)" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+printf '%-8s %12s %12s %14s\n' tool "first push" "no-op" "1% change"
+for t in "${tools[@]}"; do
+	printf '%-8s %11.2fs %11.2fs %13.2fs\n' "$t" "${first[$t]}" "${noop[$t]}" "${change[$t]}"
+done
