@@ -68,8 +68,10 @@ go run ./bench/gentree -dir "$W/src" -modify
 for t in "${tools[@]}"; do change[$t]=$(run_$t); done
 
 # The mirrors must agree with the source.
-diff -r --exclude='.*' "$W/src" "$W/hoster/srv/hoster-games" >/dev/null && echo "hoster mirror: identical"
-diff -r "$W/src" "$W/rsync/dest" >/dev/null && echo "rsync mirror: identical"
+for t in hoster rsync; do
+	dest="$W/rsync/dest"; [ $t = hoster ] && dest="$W/hoster/srv/hoster-games"
+	if d=$(diff -r "$W/src" "$dest" 2>&1); then echo "$t mirror: identical"; else echo "$t mirror DIFFERS:"; echo "$d" | head -5; fi
+done
 
 printf '\n%s files, %s MiB, %s cores (%s)\n' "$FILES" "$MIB" "$(nproc)" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 printf '%-8s %12s %12s %14s\n' tool "first push" "no-op" "1% change"
