@@ -5,16 +5,19 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/hoster-dev/hoster/pkg/accesslog"
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/health"
 	"github.com/hoster-dev/hoster/pkg/server"
+	"github.com/hoster-dev/hoster/pkg/tools"
 )
 
-// parts are the pieces of a running server besides the Sync API: the game
-// runtime, the tools routes, the samplers and the access log. buildParts is
-// the one place they are wired.
+// parts are the pieces of a running server besides the Sync API: the tools
+// routes, the health sampler, the access log, and (once it exists) the game
+// runtime. buildParts is the one place they are wired.
 type parts struct {
 	routes   map[string]http.Handler         // authenticated tools routes
-	games    http.Handler                    // everything outside /api
+	games    http.Handler                    // everything outside /api; nil answers 404
 	ask      http.Handler                    // the --ask-listen handler
 	onReload func(domain, game string)       // after a sync's quiet period
 	wrap     func(http.Handler) http.Handler // access logging, if on
@@ -24,8 +27,33 @@ type parts struct {
 
 func buildParts(ctx context.Context, o serveOptions, variant api.Variant, log *slog.Logger) (*parts, error) {
 	p := &parts{
-		routes: map[string]http.Handler{},
-		ask:    http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { server.NotFound(w) }),
+		routes: tools.Routes(tools.Options{
+			LogsRoot: o.LogsRoot, Variant: variant, StatsInterval: o.StatsInterval,
+			Snapshot: health.Snapshot, Logger: log,
+		}),
+		// No game runtime yet: the ask gate approves no domain, so Caddy
+		// requests no certificate.
+		ask: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { server.NotFound(w) }),
+	}
+
+	// Machine health every --stats-interval, with retention at start and daily.
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		(&health.Sampler{LogsRoot: o.LogsRoot, Interval: o.StatsInterval, Logger: log}).Run(sctx)
+	}()
+	p.stoppers = append(p.stoppers, func(context.Context) { cancel(); <-done })
+
+	if o.AccessLog {
+		al, err := accesslog.New(o.LogsRoot, log)
+		if err != nil {
+			cancel()
+			<-done
+			return nil, err
+		}
+		p.wrap = al.Middleware
+		p.closers = append(p.closers, al.Close)
 	}
 	return p, nil
 }
@@ -34,9 +62,11 @@ func (p *parts) shutdown(ctx context.Context) {
 	for _, stop := range p.stoppers {
 		stop(ctx)
 	}
+	p.stoppers = nil
 }
 
 func (p *parts) close() {
+	p.shutdown(context.Background())
 	for i := len(p.closers) - 1; i >= 0; i-- {
 		p.closers[i]()
 	}

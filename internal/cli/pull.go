@@ -1,0 +1,140 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"time"
+
+	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/mirror"
+	"github.com/spf13/cobra"
+)
+
+func init() {
+	commands = append(commands, newPullCmd("pull-logs", "Mirror the access logs", "web-logs", pullLogs),
+		newPullCmd("pull-stats", "Mirror the machine-health day-files", "server-logs", pullStats),
+		newPullCmd("pull-gamelogs", "Mirror the game-log tree (variant 1 servers)", "hoster-logs", pullGameLogs),
+		newPullAllCmd)
+}
+
+type puller func(ctx context.Context, c *api.Client, dir string, out *output) (mirror.PullSummary, error)
+
+func pullLogs(ctx context.Context, c *api.Client, dir string, out *output) (mirror.PullSummary, error) {
+	return mirror.PullLogs(ctx, c, dir, pullJobs, out)
+}
+
+func pullStats(ctx context.Context, c *api.Client, dir string, out *output) (mirror.PullSummary, error) {
+	return mirror.PullStats(ctx, c, dir, pullJobs, out)
+}
+
+func pullGameLogs(ctx context.Context, c *api.Client, dir string, out *output) (mirror.PullSummary, error) {
+	s, err := mirror.PullGameLogs(ctx, c, dir, pullJobs, out)
+	if errors.Is(err, api.ErrNotFound) {
+		return s, errNoGameLogs
+	}
+	return s, err
+}
+
+// errNoGameLogs is a variant 2 server's answer to the game-log listing.
+var errNoGameLogs = errors.New("this server has no game-log routes (it serves variant 2 of the API, which has none)")
+
+// pullJobs is how many frozen files are fetched at once.
+const pullJobs = 4
+
+// pullReport is the --json summary of a pull.
+type pullReport struct {
+	mirror.PullSummary
+	Elapsed float64  `json:"elapsed"`
+	Notes   []string `json:"notes,omitempty"`
+}
+
+func newPullCmd(name, short, sub string, pull puller) func(*IO, *globals) *cobra.Command {
+	return func(ios *IO, g *globals) *cobra.Command {
+		return &cobra.Command{
+			Use:   name + " [DIR]",
+			Short: short + " (default DIR hoster-mirror/" + sub + ")",
+			Args:  cobra.MaximumNArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				dir := filepath.Join("hoster-mirror", sub)
+				if len(args) == 1 {
+					dir = args[0]
+				}
+				return runPull(cmd, ios, g, []pullPart{{sub, dir, pull}}, false)
+			},
+		}
+	}
+}
+
+func newPullAllCmd(ios *IO, g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "pull [DIR]",
+		Short: "Mirror the access logs, health day-files and game logs into DIR/{web-logs,server-logs,hoster-logs} (default hoster-mirror)",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := "hoster-mirror"
+			if len(args) == 1 {
+				dir = args[0]
+			}
+			return runPull(cmd, ios, g, []pullPart{
+				{"web-logs", filepath.Join(dir, "web-logs"), pullLogs},
+				{"server-logs", filepath.Join(dir, "server-logs"), pullStats},
+				{"hoster-logs", filepath.Join(dir, "hoster-logs"), pullGameLogs},
+			}, true)
+		},
+	}
+}
+
+type pullPart struct {
+	name string
+	dir  string
+	pull puller
+}
+
+// runPull runs the parts in turn; with all set (hoster pull), a server
+// without game logs is a note, not a failure.
+func runPull(cmd *cobra.Command, ios *IO, g *globals, parts []pullPart, all bool) error {
+	start := time.Now()
+	ctx, stop := signal.NotifyContext(ctxOrBackground(cmd.Context()), os.Interrupt)
+	defer stop()
+	out := newOutput(ios, g)
+	client, err := connect(ctx, g, out, pullJobs)
+	if err != nil {
+		return err
+	}
+	rep := pullReport{PullSummary: mirror.PullSummary{Failures: []mirror.Failure{}}}
+	var errs []error
+	for _, p := range parts {
+		s, err := p.pull(ctx, client, p.dir, out)
+		out.Finish()
+		rep.Fetched += s.Fetched
+		rep.Bytes += s.Bytes
+		rep.Unchanged += s.Unchanged
+		rep.Failures = append(rep.Failures, s.Failures...)
+		switch {
+		case errors.Is(err, errNoGameLogs) && all:
+			rep.Notes = append(rep.Notes, "game logs skipped: "+err.Error())
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%s: %w", p.name, err))
+		}
+	}
+	rep.Elapsed = time.Since(start).Seconds()
+	out.JSON(rep)
+	for _, n := range rep.Notes {
+		out.Status("note: %s", n)
+	}
+	out.Status("pulled: %d files fetched (%s), %d unchanged in %.1fs", rep.Fetched, humanBytes(rep.Bytes), rep.Unchanged, rep.Elapsed)
+	for _, f := range rep.Failures {
+		fmt.Fprintf(ios.ErrOut, "failed: %s %s: %s\n", f.Op, f.Path, f.Error)
+	}
+	if len(errs) > 0 || len(rep.Failures) > 0 {
+		if len(rep.Failures) > 0 {
+			errs = append(errs, fmt.Errorf("%d files failed; the next run completes them", len(rep.Failures)))
+		}
+		return withExit(ExitFailed, errors.Join(errs...))
+	}
+	return nil
+}

@@ -1,0 +1,204 @@
+// Package accesslog writes {logs_root}/web-logs/access.log the way Caddy
+// does, for a hoster-server running without Caddy in front: one JSON line per
+// request with Caddy's field names and nesting (level, ts, logger, msg,
+// request{remote_ip, remote_port, proto, method, host, uri, headers, tls},
+// bytes_read, user_id, duration, size, status, resp_headers), credentials
+// redacted as Caddy redacts them, rolled by size with lumberjack using the
+// contract's settings (64 MiB, 50 files, 2160 hours, uncompressed), so the
+// rotated files are access-<time>.log beside it, as Caddy's are.
+package accesslog
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hoster-dev/hoster/pkg/api"
+	"gopkg.in/natefinch/lumberjack.v2"
+)
+
+// Log is an access log.
+type Log struct {
+	mu  sync.Mutex
+	out *lumberjack.Logger
+	log *slog.Logger
+}
+
+// New opens the access log under logsRoot.
+func New(logsRoot string, logger *slog.Logger) (*Log, error) {
+	dir := filepath.Join(logsRoot, api.WebLogsDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", dir, err)
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Log{log: logger, out: &lumberjack.Logger{
+		Filename:   filepath.Join(dir, api.AccessLogName),
+		MaxSize:    api.AccessLogRollSizeMiB,
+		MaxBackups: api.AccessLogRollKeep,
+		MaxAge:     api.AccessLogRollKeepForH / 24,
+		Compress:   false,
+		LocalTime:  false,
+	}}, nil
+}
+
+// Close closes the file.
+func (l *Log) Close() error { return l.out.Close() }
+
+// redacted are the headers Caddy logs as REDACTED by default.
+var redacted = map[string]bool{"Authorization": true, "Proxy-Authorization": true, "Cookie": true, "Set-Cookie": true}
+
+// line is one access line, in Caddy's shape.
+type line struct {
+	Level       string      `json:"level"`
+	TS          float64     `json:"ts"`
+	Logger      string      `json:"logger"`
+	Msg         string      `json:"msg"`
+	Request     request     `json:"request"`
+	BytesRead   int64       `json:"bytes_read"`
+	UserID      string      `json:"user_id"`
+	Duration    float64     `json:"duration"`
+	Size        int64       `json:"size"`
+	Status      int         `json:"status"`
+	RespHeaders http.Header `json:"resp_headers"`
+}
+
+type request struct {
+	RemoteIP   string      `json:"remote_ip"`
+	RemotePort string      `json:"remote_port"`
+	ClientIP   string      `json:"client_ip"`
+	Proto      string      `json:"proto"`
+	Method     string      `json:"method"`
+	Host       string      `json:"host"`
+	URI        string      `json:"uri"`
+	Headers    http.Header `json:"headers"`
+	TLS        *tlsInfo    `json:"tls,omitempty"`
+}
+
+type tlsInfo struct {
+	Resumed     bool   `json:"resumed"`
+	Version     uint16 `json:"version"`
+	CipherSuite uint16 `json:"cipher_suite"`
+	Proto       string `json:"proto"`
+	ServerName  string `json:"server_name"`
+}
+
+// Middleware logs every request that passes through next.
+func (l *Log) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+		body := &countingBody{ReadCloser: r.Body}
+		if r.Body != nil {
+			r.Body = body
+		}
+		next.ServeHTTP(rec, r)
+		l.write(r, rec, body.n, start)
+	})
+}
+
+func (l *Log) write(r *http.Request, rec *recorder, read int64, start time.Time) {
+	ip, port, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		ip = r.RemoteAddr
+	}
+	headers := http.Header{}
+	for k, v := range r.Header {
+		if redacted[k] {
+			v = []string{"REDACTED"}
+		}
+		headers[k] = v
+	}
+	resp := http.Header{}
+	for k, v := range rec.Header() {
+		if redacted[k] {
+			v = []string{"REDACTED"}
+		}
+		resp[k] = v
+	}
+	ln := line{
+		Level: "info", TS: float64(start.UnixNano()) / 1e9, Logger: "http.log.access", Msg: "handled request",
+		Request: request{RemoteIP: ip, RemotePort: port, ClientIP: ip, Proto: r.Proto, Method: r.Method,
+			Host: r.Host, URI: r.RequestURI, Headers: headers},
+		BytesRead: read, Duration: time.Since(start).Seconds(), Size: rec.size, Status: rec.status, RespHeaders: resp,
+	}
+	if r.TLS != nil {
+		ln.Request.TLS = &tlsInfo{Resumed: r.TLS.DidResume, Version: r.TLS.Version, CipherSuite: r.TLS.CipherSuite,
+			Proto: r.TLS.NegotiatedProtocol, ServerName: r.TLS.ServerName}
+	}
+	b, err := json.Marshal(ln)
+	if err != nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	// One write per line: lumberjack rolls between writes, never inside one.
+	if _, err := l.out.Write(append(b, '\n')); err != nil {
+		l.log.Warn("writing the access log", "err", err)
+	}
+}
+
+// recorder notes the status and size of a response. It passes hijacking
+// (WebSocket upgrades) and flushing through.
+type recorder struct {
+	http.ResponseWriter
+	status      int
+	size        int64
+	wroteHeader bool
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if !r.wroteHeader {
+		r.status, r.wroteHeader = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.wroteHeader = true
+	n, err := r.ResponseWriter.Write(b)
+	r.size += int64(n)
+	return n, err
+}
+
+func (r *recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	h, ok := r.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, errors.New("the connection cannot be hijacked")
+	}
+	r.status = http.StatusSwitchingProtocols
+	return h.Hijack()
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+type countingBody struct {
+	ReadCloser interface {
+		Read([]byte) (int, error)
+		Close() error
+	}
+	n int64
+}
+
+func (c *countingBody) Read(p []byte) (int, error) {
+	n, err := c.ReadCloser.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func (c *countingBody) Close() error { return c.ReadCloser.Close() }

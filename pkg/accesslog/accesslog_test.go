@@ -1,0 +1,93 @@
+package accesslog
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gorilla/websocket"
+)
+
+func TestCaddyShapedLines(t *testing.T) {
+	root := t.TempDir()
+	l, err := New(root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := websocket.Upgrader{}
+	h := l.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/ws" {
+			c, err := up.Upgrade(w, r, nil)
+			if err != nil {
+				t.Errorf("upgrade through the middleware: %v", err)
+				return
+			}
+			c.Close()
+			return
+		}
+		io.ReadAll(r.Body)
+		w.Header().Set("Set-Cookie", "s=1")
+		w.WriteHeader(201)
+		io.WriteString(w, "hello")
+	}))
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	req, _ := http.NewRequest("PUT", ts.URL+"/api/file?path=a.com/g/x", strings.NewReader("body!"))
+	req.Host = "example.com"
+	req.Header.Set("Authorization", "Bearer secret-token")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(ts.URL, "http")+"/ws", nil)
+	if err != nil {
+		t.Fatalf("websocket through the access log: %v", err)
+	}
+	c.Close()
+	l.Close()
+
+	f, _ := os.Open(filepath.Join(root, "web-logs", "access.log"))
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	var lines []map[string]any
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), "secret-token") {
+			t.Fatal("the token reached the access log")
+		}
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, m)
+	}
+	if len(lines) != 2 {
+		t.Fatalf("%d lines", len(lines))
+	}
+	m := lines[0]
+	req0 := m["request"].(map[string]any)
+	hdr := req0["headers"].(map[string]any)
+	if m["msg"] != "handled request" || m["level"] != "info" || !strings.HasPrefix(m["logger"].(string), "http.log.access") ||
+		req0["host"] != "example.com" || req0["method"] != "PUT" || req0["uri"] != "/api/file?path=a.com/g/x" ||
+		m["status"] != 201.0 || m["size"] != 5.0 || m["bytes_read"] != 5.0 || req0["remote_ip"] != "127.0.0.1" ||
+		hdr["Authorization"].([]any)[0] != "REDACTED" || m["resp_headers"].(map[string]any)["Set-Cookie"].([]any)[0] != "REDACTED" {
+		t.Fatalf("not Caddy's shape: %v", m)
+	}
+	for _, k := range []string{"ts", "duration", "user_id"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("missing %s", k)
+		}
+	}
+	if lines[1]["status"] != 101.0 {
+		t.Errorf("the upgrade logged status %v", lines[1]["status"])
+	}
+	if l.out.MaxSize != 64 || l.out.MaxBackups != 50 || l.out.MaxAge != 90 || l.out.Compress {
+		t.Errorf("rolling settings %+v are not the contract's", l.out)
+	}
+}

@@ -1,0 +1,83 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+)
+
+// Logs fetches the access-log listing.
+func (c *Client) Logs(ctx context.Context) (LogListing, error) {
+	var l LogListing
+	err := c.getJSON(ctx, "listing the access logs", ToolsPath(Version, PathLogs), &l)
+	return l, err
+}
+
+// Stats fetches the health day-file listing.
+func (c *Client) Stats(ctx context.Context) (StatsListing, error) {
+	var l StatsListing
+	err := c.getJSON(ctx, "listing the health day-files", ToolsPath(Version, PathStats), &l)
+	return l, err
+}
+
+// GameLogs fetches the game-log listing (variant 1 only: a variant 2 server
+// answers ErrNotFound).
+func (c *Client) GameLogs(ctx context.Context) (GameLogListing, error) {
+	var l GameLogListing
+	err := c.getJSON(ctx, "listing the game logs", ToolsPath(Version, PathGameLogs), &l)
+	return l, err
+}
+
+// Fetched is the answer to a file request, its body still to be read.
+type Fetched struct {
+	// Status is 200 or 206.
+	Status int
+	// Start is where the body begins in the file: the Content-Range start of
+	// a 206, 0 for a 200.
+	Start int64
+	// Length is the Content-Length, or -1 when unknown.
+	Length int64
+	// Body must be closed.
+	Body io.ReadCloser
+}
+
+var contentRange = regexp.MustCompile(`^bytes (\d+)-(\d+)/(\d+|\*)$`)
+
+// Fetch requests one of the tools routes' files (route is PathLogsFile,
+// PathStatsFile or PathGameLogsFile) from offset on; offset 0 asks for the
+// whole file. The body is streamed, never buffered.
+func (c *Client) Fetch(ctx context.Context, route string, query url.Values, offset int64) (*Fetched, error) {
+	op := "fetching " + route + "?" + query.Encode()
+	req := c.r.R().SetContext(ctx).SetQueryParamsFromValues(query).SetDoNotParseResponse(true)
+	if offset > 0 {
+		req.SetHeader("Range", fmt.Sprintf("bytes=%d-", offset))
+	}
+	resp, err := req.Get(ToolsPath(Version, route))
+	if err != nil {
+		return nil, answerError(op, resp, err)
+	}
+	body := resp.RawBody()
+	f := &Fetched{Status: resp.StatusCode(), Length: resp.RawResponse.ContentLength, Body: body}
+	switch f.Status {
+	case http.StatusOK:
+		return f, nil
+	case http.StatusPartialContent:
+		m := contentRange.FindStringSubmatch(resp.Header().Get("Content-Range"))
+		if m == nil {
+			body.Close()
+			return nil, &Error{Op: op, Status: f.Status, Msg: "a 206 without a valid Content-Range"}
+		}
+		f.Start, _ = strconv.ParseInt(m[1], 10, 64)
+		return f, nil
+	}
+	msg, _ := io.ReadAll(io.LimitReader(body, 4096))
+	body.Close()
+	if f.Status == http.StatusNotFound {
+		return nil, fmt.Errorf("%s: %w", op, ErrNotFound)
+	}
+	return nil, &Error{Op: op, Status: f.Status, Msg: serverMessage(msg)}
+}

@@ -1,0 +1,349 @@
+// Package tools serves the read-only tools API under /api/v1/: the access-log
+// listing and files, the machine-health day-files and live snapshot, and (in
+// variant 1) the game-log tree. Authentication and the uniform 404 are
+// pkg/server's; these handlers are mounted behind it.
+//
+// Only three things from a request ever reach the filesystem: a rotated log's
+// timestamp (looked up in a fresh listing, never used as a name), a stats
+// file name that matches <type>-YYYY-MM-DD.log exactly, and a game-log path
+// that matches <domain>/<game>/hoster-processes/<12 hex>/<family>-YYYY-MM-DD-HH.jsonl
+// exactly and is opened through an os.Root.
+//
+// Files are streamed by the contract's rules: Content-Type
+// application/octet-stream and Accept-Ranges bytes; "Range: bytes=N-" gives
+// 206 with Content-Range; an absent file, an unknown name or N at or past the
+// end gives an empty 200. A file that grows while it is sent is sent up to the
+// size it had when opened, matching Content-Length. Any other Range form
+// (bytes=N-M, suffixes, several ranges) is ignored and the whole file is sent
+// with 200, as RFC 9110 allows.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/game"
+)
+
+// Options configure the tools routes.
+type Options struct {
+	// LogsRoot is {logs_root}.
+	LogsRoot string
+	// Variant 2 has no game-log routes.
+	Variant api.Variant
+	// StatsInterval is reported in the stats listing; 0 means 15 s.
+	StatsInterval time.Duration
+	// Snapshot takes the live health snapshot; nil answers an empty one.
+	Snapshot func(context.Context) api.Health
+	// Logger receives failures; nil discards them.
+	Logger *slog.Logger
+}
+
+// Routes returns the handlers keyed "GET /api/v<N>/...", for
+// server.Options.Routes.
+func Routes(o Options) map[string]http.Handler {
+	if o.StatsInterval <= 0 {
+		o.StatsInterval = api.StatsIntervalMS * time.Millisecond
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	h := &handlers{o: o}
+	p := func(route string) string { return "GET " + api.ToolsPath(api.Version, route) }
+	routes := map[string]http.Handler{
+		p(api.PathLogs):      http.HandlerFunc(h.logs),
+		p(api.PathLogsFile):  http.HandlerFunc(h.logsFile),
+		p(api.PathStats):     http.HandlerFunc(h.stats),
+		p(api.PathStatsFile): http.HandlerFunc(h.statsFile),
+		p(api.PathStatsNow):  http.HandlerFunc(h.statsNow),
+	}
+	if o.Variant != api.Variant2 {
+		routes[p(api.PathGameLogs)] = http.HandlerFunc(h.gameLogs)
+		routes[p(api.PathGameLogsFile)] = http.HandlerFunc(h.gameLogsFile)
+	}
+	return routes
+}
+
+type handlers struct{ o Options }
+
+func (h *handlers) webLogs() string { return filepath.Join(h.o.LogsRoot, api.WebLogsDir) }
+
+// rotated lists the rotated access logs: access-*.log files beside
+// access.log, keyed by modification time in ms, oldest first. Names are
+// never parsed (Caddy's roller and naming have changed across versions).
+// Two files with the same ms are ordered by name and the later one is keyed
+// one ms later, so every key is unique and stable while the files are.
+type rotatedFile struct {
+	name string
+	ts   int64
+	size int64
+}
+
+func (h *handlers) rotated() []rotatedFile {
+	entries, err := os.ReadDir(h.webLogs())
+	if err != nil {
+		return nil
+	}
+	var files []rotatedFile
+	for _, e := range entries {
+		n := e.Name()
+		if !strings.HasPrefix(n, "access-") || !strings.HasSuffix(n, ".log") || !e.Type().IsRegular() {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		files = append(files, rotatedFile{name: n, ts: info.ModTime().UnixMilli(), size: info.Size()})
+	}
+	sort.Slice(files, func(i, j int) bool {
+		if files[i].ts != files[j].ts {
+			return files[i].ts < files[j].ts
+		}
+		return files[i].name < files[j].name
+	})
+	for i := 1; i < len(files); i++ {
+		if files[i].ts <= files[i-1].ts {
+			files[i].ts = files[i-1].ts + 1
+		}
+	}
+	return files
+}
+
+func (h *handlers) logs(w http.ResponseWriter, r *http.Request) {
+	l := api.LogListing{Rotated: []api.RotatedLog{}}
+	if fi, err := os.Stat(filepath.Join(h.webLogs(), api.AccessLogName)); err == nil && fi.Mode().IsRegular() {
+		l.Active = &api.ActiveLog{Size: fi.Size()}
+	}
+	for _, f := range h.rotated() {
+		l.Rotated = append(l.Rotated, api.RotatedLog{TS: f.ts, Size: f.size})
+	}
+	writeJSON(w, l)
+}
+
+func (h *handlers) logsFile(w http.ResponseWriter, r *http.Request) {
+	which := r.URL.Query().Get(api.QueryWhich)
+	if which == api.WhichActive {
+		serveFile(w, r, inRoot(h.webLogs(), api.AccessLogName))
+		return
+	}
+	ts, err := strconv.ParseInt(which, 10, 64)
+	if err == nil {
+		for _, f := range h.rotated() {
+			if f.ts == ts {
+				serveFile(w, r, inRoot(h.webLogs(), f.name))
+				return
+			}
+		}
+	}
+	serveFile(w, r, nil) // unknown: empty 200
+}
+
+// statsName matches a health day-file name exactly.
+var statsName = regexp.MustCompile(`^(cpu|memory|disk|diskio|netio)-(\d{4}-\d{2}-\d{2})\.log$`)
+
+// ParseStatsName validates a day-file name and returns its type and date.
+func ParseStatsName(name string) (typ, date string, ok bool) {
+	m := statsName.FindStringSubmatch(name)
+	if m == nil {
+		return "", "", false
+	}
+	if _, err := time.Parse(time.DateOnly, m[2]); err != nil {
+		return "", "", false
+	}
+	return m[1], m[2], true
+}
+
+func (h *handlers) stats(w http.ResponseWriter, r *http.Request) {
+	l := api.StatsListing{Interval: h.o.StatsInterval.Milliseconds(), Files: []api.StatsFile{}}
+	entries, _ := os.ReadDir(filepath.Join(h.o.LogsRoot, api.ServerLogsDir))
+	for _, e := range entries { // ReadDir sorts by name
+		typ, date, ok := ParseStatsName(e.Name())
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		if info, err := e.Info(); err == nil {
+			l.Files = append(l.Files, api.StatsFile{Name: e.Name(), Type: typ, Date: date, Size: info.Size()})
+		}
+	}
+	writeJSON(w, l)
+}
+
+func (h *handlers) statsFile(w http.ResponseWriter, r *http.Request) {
+	name := r.URL.Query().Get(api.QueryName)
+	if _, _, ok := ParseStatsName(name); !ok {
+		serveFile(w, r, nil)
+		return
+	}
+	serveFile(w, r, inRoot(filepath.Join(h.o.LogsRoot, api.ServerLogsDir), name))
+}
+
+func (h *handlers) statsNow(w http.ResponseWriter, r *http.Request) {
+	snap := api.Health{TS: time.Now().Unix()}
+	if h.o.Snapshot != nil {
+		snap = h.o.Snapshot(r.Context())
+	}
+	writeJSON(w, snap)
+}
+
+var (
+	processID   = regexp.MustCompile(`^[0-9a-f]{12}$`)
+	gameLogFile = regexp.MustCompile(`^(stats|snapshot)-(\d{4}-\d{2}-\d{2}-\d{2})\.jsonl$`)
+)
+
+// ValidGameLogPath reports whether p is exactly
+// <domain>/<game>/hoster-processes/<12 hex>/<stats|snapshot>-YYYY-MM-DD-HH.jsonl.
+func ValidGameLogPath(p string) bool {
+	segs := strings.Split(p, "/")
+	if len(segs) != 5 || !game.IsDomainName(segs[0]) || !game.IsGameName(segs[1]) ||
+		segs[2] != api.ProcessesDir || !processID.MatchString(segs[3]) {
+		return false
+	}
+	for _, s := range segs[:2] {
+		if s == ".." || strings.ContainsAny(s, "\\\x00") {
+			return false
+		}
+	}
+	m := gameLogFile.FindStringSubmatch(segs[4])
+	if m == nil {
+		return false
+	}
+	_, err := time.Parse("2006-01-02-15", m[2])
+	return err == nil
+}
+
+// GameLogHour returns the UTC hour a game-log file name is for.
+func GameLogHour(name string) (time.Time, bool) {
+	m := gameLogFile.FindStringSubmatch(name)
+	if m == nil {
+		return time.Time{}, false
+	}
+	t, err := time.Parse("2006-01-02-15", m[2])
+	return t, err == nil
+}
+
+func (h *handlers) gameLogsRoot() (*os.Root, error) {
+	return os.OpenRoot(filepath.Join(h.o.LogsRoot, api.GameLogsDir))
+}
+
+func (h *handlers) gameLogs(w http.ResponseWriter, r *http.Request) {
+	l := api.GameLogListing{Files: []api.GameLogFile{}}
+	root, err := h.gameLogsRoot()
+	if err == nil {
+		defer root.Close()
+		fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if d.IsDir() && strings.Count(p, "/") >= 4 {
+				return fs.SkipDir
+			}
+			if d.Type().IsRegular() && ValidGameLogPath(p) {
+				if info, err := d.Info(); err == nil {
+					l.Files = append(l.Files, api.GameLogFile{Path: p, Size: info.Size()})
+				}
+			}
+			return nil
+		})
+	}
+	sort.Slice(l.Files, func(i, j int) bool { return l.Files[i].Path < l.Files[j].Path })
+	writeJSON(w, l)
+}
+
+func (h *handlers) gameLogsFile(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Query().Get(api.QueryPath)
+	if !ValidGameLogPath(p) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		json.NewEncoder(w).Encode(api.ErrorBody{Error: api.ErrInvalidPath})
+		return
+	}
+	serveFile(w, r, inRoot(filepath.Join(h.o.LogsRoot, api.GameLogsDir), p))
+}
+
+// inRoot opens name inside dir through an os.Root, so no symlink planted in
+// a logs folder can lead outside it.
+func inRoot(dir, name string) func() (*os.File, error) {
+	return func() (*os.File, error) {
+		root, err := os.OpenRoot(dir)
+		if err != nil {
+			return nil, err
+		}
+		defer root.Close()
+		return root.Open(name)
+	}
+}
+
+// rangeStart parses "bytes=N-", the contract's one Range form.
+var rangeStart = regexp.MustCompile(`^bytes=(\d{1,18})-$`)
+
+// serveFile streams a file by the contract's rules; open == nil, or a file
+// that cannot be opened as a regular file, is an empty 200.
+func serveFile(w http.ResponseWriter, r *http.Request, open func() (*os.File, error)) {
+	hd := w.Header()
+	hd.Set("Content-Type", "application/octet-stream")
+	hd.Set("Accept-Ranges", "bytes")
+	var f *os.File
+	var size int64
+	if open != nil {
+		if fh, err := open(); err == nil {
+			if fi, err := fh.Stat(); err == nil && fi.Mode().IsRegular() {
+				f, size = fh, fi.Size()
+				defer fh.Close()
+			} else {
+				fh.Close()
+			}
+		}
+	}
+	empty := func() {
+		hd.Set("Content-Length", "0")
+		w.WriteHeader(http.StatusOK)
+	}
+	if f == nil {
+		empty()
+		return
+	}
+	var start int64
+	partial := false
+	if m := rangeStart.FindStringSubmatch(r.Header.Get("Range")); m != nil {
+		n, err := strconv.ParseInt(m[1], 10, 64)
+		if err != nil || n >= size {
+			empty()
+			return
+		}
+		start, partial = n, true
+	}
+	n := size - start
+	hd.Set("Content-Length", strconv.FormatInt(n, 10))
+	if partial {
+		hd.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, size-1, size))
+		w.WriteHeader(http.StatusPartialContent)
+	} else {
+		w.WriteHeader(http.StatusOK)
+	}
+	if r.Method == http.MethodHead {
+		return
+	}
+	io.Copy(w, io.NewSectionReader(f, start, n))
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	b, _ := json.Marshal(v)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.WriteHeader(http.StatusOK)
+	w.Write(append(b, '\n'))
+}

@@ -1,0 +1,285 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/server"
+)
+
+const token = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+type env struct {
+	url  string
+	logs string
+}
+
+func plant(t *testing.T, root, rel, body string, mtime time.Time) {
+	t.Helper()
+	p := filepath.Join(root, filepath.FromSlash(rel))
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !mtime.IsZero() {
+		os.Chtimes(p, mtime, mtime)
+	}
+}
+
+// start serves the tools routes behind the real server (auth, uniform 404).
+func start(t *testing.T, variant api.Variant) *env {
+	t.Helper()
+	e := &env{logs: t.TempDir()}
+	srv, err := server.New(server.Options{GamesRoot: filepath.Join(t.TempDir(), "g"), Token: token, Variant: variant,
+		Routes: Routes(Options{LogsRoot: e.logs, Variant: variant, Snapshot: func(context.Context) api.Health {
+			return api.Health{TS: 42, Hostname: "h"}
+		}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { ts.Close(); srv.Close() })
+	e.url = ts.URL
+	return e
+}
+
+func (e *env) get(t *testing.T, path string, rng string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", e.url+path, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	if rng != "" {
+		req.Header.Set("Range", rng)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+func TestListings(t *testing.T) {
+	e := start(t, api.Variant1)
+	base := time.UnixMilli(1790000000000)
+	plant(t, e.logs, "web-logs/access.log", "active\n", time.Time{})
+	plant(t, e.logs, "web-logs/access-2026-01-02T03-04-05.000.log", "second\n", base.Add(time.Hour))
+	plant(t, e.logs, "web-logs/access-zzz.log", "first\n", base) // names are never parsed
+	plant(t, e.logs, "web-logs/access-same-a.log", "a\n", base.Add(2*time.Hour))
+	plant(t, e.logs, "web-logs/access-same-b.log", "bb\n", base.Add(2*time.Hour))
+	plant(t, e.logs, "web-logs/other.log", "no", time.Time{})
+	plant(t, e.logs, "web-logs/access-old.log.gz", "no", time.Time{})
+	os.Symlink("/etc/passwd", filepath.Join(e.logs, "web-logs/access-link.log"))
+
+	_, body := e.get(t, "/api/v1/logs", "")
+	want := `{"active":{"size":7},"rotated":[{"ts":1790000000000,"size":6},{"ts":1790003600000,"size":7},{"ts":1790007200000,"size":2},{"ts":1790007200001,"size":3}]}`
+	if strings.TrimSpace(body) != want {
+		t.Fatalf("logs listing\n%s\nwant\n%s", body, want)
+	}
+	if _, b := e.get(t, "/api/v1/logs/file?which=1790000000000", ""); b != "first\n" {
+		t.Fatalf("rotated by ts: %q", b)
+	}
+	if _, b := e.get(t, "/api/v1/logs/file?which=1790007200001", ""); b != "bb\n" {
+		t.Fatalf("same-ms file: %q", b)
+	}
+
+	plant(t, e.logs, "server-logs/cpu-2026-11-21.log", "c1\n", time.Time{})
+	plant(t, e.logs, "server-logs/memory-2026-11-22.log", "m\n", time.Time{})
+	plant(t, e.logs, "server-logs/cpu-2026-13-40.log", "bad date", time.Time{})
+	plant(t, e.logs, "server-logs/gpu-2026-11-21.log", "unknown type", time.Time{})
+	_, body = e.get(t, "/api/v1/stats", "")
+	want = `{"interval":15000,"files":[{"name":"cpu-2026-11-21.log","type":"cpu","date":"2026-11-21","size":3},{"name":"memory-2026-11-22.log","type":"memory","date":"2026-11-22","size":2}]}`
+	if strings.TrimSpace(body) != want {
+		t.Fatalf("stats listing\n%s\nwant\n%s", body, want)
+	}
+	if _, b := e.get(t, "/api/v1/stats/now", ""); !strings.Contains(b, `"hostname":"h"`) {
+		t.Fatalf("stats/now: %s", b)
+	}
+
+	plant(t, e.logs, "hoster-logs/b.com/g/hoster-processes/0123456789ab/stats-2026-11-22-10.jsonl", "{}\n", time.Time{})
+	plant(t, e.logs, "hoster-logs/a.com/g/hoster-processes/0123456789ab/snapshot-2026-11-22-10.jsonl", "{}\n{}\n", time.Time{})
+	plant(t, e.logs, "hoster-logs/a.com/g/hoster-processes/NOTHEX/stats-2026-11-22-10.jsonl", "x", time.Time{})
+	plant(t, e.logs, "hoster-logs/a.com/g/elsewhere/0123456789ab/stats-2026-11-22-10.jsonl", "x", time.Time{})
+	_, body = e.get(t, "/api/v1/gamelogs", "")
+	want = `{"files":[{"path":"a.com/g/hoster-processes/0123456789ab/snapshot-2026-11-22-10.jsonl","size":6},{"path":"b.com/g/hoster-processes/0123456789ab/stats-2026-11-22-10.jsonl","size":3}]}`
+	if strings.TrimSpace(body) != want {
+		t.Fatalf("gamelogs listing\n%s\nwant\n%s", body, want)
+	}
+}
+
+func TestEmptyListings(t *testing.T) {
+	e := start(t, api.Variant1)
+	for path, want := range map[string]string{
+		"/api/v1/logs":     `{"active":null,"rotated":[]}`,
+		"/api/v1/stats":    `{"interval":15000,"files":[]}`,
+		"/api/v1/gamelogs": `{"files":[]}`,
+	} {
+		if _, b := e.get(t, path, ""); strings.TrimSpace(b) != want {
+			t.Errorf("%s = %s, want %s", path, b, want)
+		}
+	}
+}
+
+func TestFileStreaming(t *testing.T) {
+	e := start(t, api.Variant1)
+	plant(t, e.logs, "web-logs/access.log", "0123456789", time.Time{})
+	plant(t, e.logs, "server-logs/cpu-2026-11-21.log", "0123456789", time.Time{})
+	plant(t, e.logs, "hoster-logs/a.com/g/hoster-processes/0123456789ab/stats-2026-11-22-10.jsonl", "0123456789", time.Time{})
+	for _, path := range []string{
+		"/api/v1/logs/file?which=active",
+		"/api/v1/stats/file?name=cpu-2026-11-21.log",
+		"/api/v1/gamelogs/file?path=" + url.QueryEscape("a.com/g/hoster-processes/0123456789ab/stats-2026-11-22-10.jsonl"),
+	} {
+		for _, tc := range []struct {
+			rng, body, contentRange string
+			status                  int
+		}{
+			{"", "0123456789", "", 200},
+			{"bytes=0-", "0123456789", "bytes 0-9/10", 206},
+			{"bytes=4-", "456789", "bytes 4-9/10", 206},
+			{"bytes=9-", "9", "bytes 9-9/10", 206},
+			{"bytes=10-", "", "", 200}, // at the end: empty 200
+			{"bytes=99-", "", "", 200}, // past the end: empty 200
+			{"bytes=2-4", "0123456789", "", 200},
+			{"bytes=-3", "0123456789", "", 200},
+			{"items=2-", "0123456789", "", 200},
+		} {
+			resp, body := e.get(t, path, tc.rng)
+			if resp.StatusCode != tc.status || body != tc.body || resp.Header.Get("Content-Range") != tc.contentRange {
+				t.Errorf("%s Range %q: %d %q %q", path, tc.rng, resp.StatusCode, body, resp.Header.Get("Content-Range"))
+			}
+			if resp.Header.Get("Content-Type") != "application/octet-stream" || resp.Header.Get("Accept-Ranges") != "bytes" {
+				t.Errorf("%s: headers %v", path, resp.Header)
+			}
+		}
+	}
+	// Absent files and unknown names: empty 200.
+	for _, path := range []string{
+		"/api/v1/logs/file?which=123", "/api/v1/logs/file?which=", "/api/v1/logs/file?which=../../etc/passwd",
+		"/api/v1/stats/file?name=cpu-2026-11-20.log", "/api/v1/stats/file?name=../hoster-token",
+		"/api/v1/stats/file?name=", "/api/v1/stats/file?name=gpu-2026-11-21.log",
+	} {
+		resp, body := e.get(t, path, "")
+		if resp.StatusCode != 200 || body != "" || resp.Header.Get("Content-Length") != "0" {
+			t.Errorf("%s: %d %q", path, resp.StatusCode, body)
+		}
+	}
+}
+
+func TestTraversalAndSymlinks(t *testing.T) {
+	e := start(t, api.Variant1)
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "secret"), []byte("SECRET"), 0o644)
+	os.MkdirAll(filepath.Join(e.logs, "hoster-logs/a.com/g/hoster-processes"), 0o755)
+	os.Symlink(outside, filepath.Join(e.logs, "hoster-logs/a.com/g/hoster-processes/0123456789ab"))
+	os.Symlink(filepath.Join(outside, "secret"), filepath.Join(outside, "stats-2026-11-22-10.jsonl"))
+	os.MkdirAll(filepath.Join(e.logs, "web-logs"), 0o755)
+	os.Symlink(filepath.Join(outside, "secret"), filepath.Join(e.logs, "web-logs/access.log"))
+	os.MkdirAll(filepath.Join(e.logs, "server-logs"), 0o755)
+	os.Symlink(filepath.Join(outside, "secret"), filepath.Join(e.logs, "server-logs/cpu-2026-11-21.log"))
+
+	for _, path := range []string{
+		"a.com/g/hoster-processes/0123456789ab/stats-2026-11-22-10.jsonl", // through a symlinked dir
+		"../../etc/passwd", "/etc/passwd", "a.com/g/hoster-processes/0123456789ab/../../../../x",
+		"a.com/../hoster-processes/0123456789ab/stats-2026-11-22-10.jsonl", "a.com/g\x00/x", "a.com\\g",
+	} {
+		_, body := e.get(t, "/api/v1/gamelogs/file?path="+url.QueryEscape(path), "")
+		if strings.Contains(body, "SECRET") {
+			t.Errorf("gamelogs/file?path=%q leaked a file outside the root", path)
+		}
+	}
+	resp, body := e.get(t, "/api/v1/gamelogs/file?path="+url.QueryEscape("../x"), "")
+	if resp.StatusCode != 400 || !strings.Contains(body, "invalid path") {
+		t.Errorf("a path outside the layout: %d %s", resp.StatusCode, body)
+	}
+	for _, path := range []string{"/api/v1/logs/file?which=active", "/api/v1/stats/file?name=cpu-2026-11-21.log"} {
+		if _, body := e.get(t, path, ""); strings.Contains(body, "SECRET") {
+			t.Errorf("%s followed a symlink out of the logs root", path)
+		}
+	}
+	_, body = e.get(t, "/api/v1/gamelogs", "")
+	if strings.Contains(body, "stats-2026") {
+		t.Errorf("the listing followed a symlink: %s", body)
+	}
+}
+
+// A file growing while it is sent is sent up to the size it had when opened.
+func TestGrowthDuringSend(t *testing.T) {
+	logs := t.TempDir()
+	plant(t, logs, "web-logs/access.log", strings.Repeat("a", 4<<20), time.Time{})
+	h := Routes(Options{LogsRoot: logs})["GET /api/v1/logs/file"]
+	pr, pw := io.Pipe()
+	rec := &slowWriter{header: http.Header{}, w: pw}
+	done := make(chan struct{})
+	go func() {
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/logs/file?which=active", nil))
+		pw.Close()
+		close(done)
+	}()
+	// Read a little, then grow the file, then read the rest.
+	buf := make([]byte, 1024)
+	io.ReadFull(pr, buf)
+	f, _ := os.OpenFile(filepath.Join(logs, "web-logs/access.log"), os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(strings.Repeat("b", 1<<20))
+	f.Close()
+	rest, _ := io.ReadAll(pr)
+	<-done
+	got := int64(len(buf) + len(rest))
+	if cl := rec.header.Get("Content-Length"); cl != fmt.Sprint(4<<20) || got != 4<<20 || strings.Contains(string(rest), "b") {
+		t.Fatalf("sent %d bytes with Content-Length %s; want exactly the %d bytes present at open", got, cl, 4<<20)
+	}
+}
+
+type slowWriter struct {
+	header http.Header
+	w      io.Writer
+	status int
+}
+
+func (s *slowWriter) Header() http.Header         { return s.header }
+func (s *slowWriter) WriteHeader(code int)        { s.status = code }
+func (s *slowWriter) Write(b []byte) (int, error) { return s.w.Write(b) }
+
+func TestVariant2HasNoGameLogs(t *testing.T) {
+	e := start(t, api.Variant2)
+	plant(t, e.logs, "hoster-logs/a.com/g/hoster-processes/0123456789ab/stats-2026-11-22-10.jsonl", "x", time.Time{})
+	r1, b1 := e.get(t, "/api/v1/gamelogs", "")
+	r2, b2 := e.get(t, "/api/v1/nothing", "")
+	if r1.StatusCode != 404 || b1 != b2 || r2.StatusCode != 404 {
+		t.Fatalf("variant 2 gamelogs: %d %q vs unknown %d %q", r1.StatusCode, b1, r2.StatusCode, b2)
+	}
+	if r, _ := e.get(t, "/api/v2/logs", ""); r.StatusCode != 404 {
+		t.Fatal("a wrong version prefix must be the uniform 404")
+	}
+	var l api.LogListing
+	_, b := e.get(t, "/api/v1/logs", "")
+	if json.Unmarshal([]byte(b), &l) != nil {
+		t.Fatalf("variant 2 logs listing: %s", b)
+	}
+}
+
+func FuzzValidGameLogPath(f *testing.F) {
+	for _, p := range []string{"a.com/g/hoster-processes/0123456789ab/stats-2026-11-22-10.jsonl", "../x", "a.com/../../x", "/abs", "a.com/g/hoster-processes/0123456789ab/../../../../../etc/passwd"} {
+		f.Add(p)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		if !ValidGameLogPath(p) {
+			return
+		}
+		clean := filepath.Clean("/root/" + p)
+		if !strings.HasPrefix(clean, "/root/") || clean != "/root/"+p {
+			t.Fatalf("accepted %q, which is not a clean path inside the root", p)
+		}
+	})
+}
