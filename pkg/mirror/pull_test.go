@@ -19,6 +19,7 @@ import (
 )
 
 type pullEnv struct {
+	base   string // the server's URL
 	logs   string // server {logs_root}
 	mirror string
 	c      *api.Client
@@ -28,7 +29,7 @@ type pullEnv struct {
 	cutAt  int64          // when > 0, cut file answers after this many bytes
 }
 
-func newPullEnv(t *testing.T, variant api.Variant) *pullEnv {
+func newPullEnv(t testing.TB, variant api.Variant) *pullEnv {
 	t.Helper()
 	e := &pullEnv{logs: t.TempDir(), mirror: t.TempDir(), reqs: map[string]int{}}
 	srv, err := server.New(server.Options{GamesRoot: filepath.Join(t.TempDir(), "g"), Token: token, Variant: variant,
@@ -53,9 +54,12 @@ func newPullEnv(t *testing.T, variant api.Variant) *pullEnv {
 		}
 	}))
 	t.Cleanup(func() { ts.Close(); srv.Close() })
+	e.base = ts.URL
 	e.c, _ = api.NewClient(api.ClientConfig{Server: ts.URL, Token: token, Attempts: 1})
 	return e
 }
+
+func (e *pullEnv) urlFor(path string) string { return e.base + path }
 
 type countWriter struct {
 	http.ResponseWriter
@@ -92,7 +96,7 @@ func (e *pullEnv) reset() (map[string]int, int64) {
 	return r, b
 }
 
-func (e *pullEnv) appendTo(t *testing.T, rel, s string) {
+func (e *pullEnv) appendTo(t testing.TB, rel, s string) {
 	p := filepath.Join(e.logs, filepath.FromSlash(rel))
 	os.MkdirAll(filepath.Dir(p), 0o755)
 	f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
