@@ -1,0 +1,230 @@
+// Package integration runs the programs as users run them: built binaries,
+// Debian's caddy in front terminating TLS, and real sockets through it.
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// repoRoot is the module's root, two levels up from this package.
+func repoRoot(t *testing.T) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// buildBinaries builds hoster and hoster-server into a temporary directory.
+func buildBinaries(t *testing.T) string {
+	t.Helper()
+	bin := t.TempDir()
+	for _, name := range []string{"hoster", "hoster-server"} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(bin, name), "./cmd/"+name)
+		cmd.Dir = repoRoot(t)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("building %s: %v\n%s", name, err, out)
+		}
+	}
+	return bin
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// startProcess starts a long-running command and stops it at the end of the
+// test, logging its output if the test failed.
+func startProcess(t *testing.T, name string, cmd *exec.Cmd) {
+	t.Helper()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("%s output:\n%s", name, out.String())
+		}
+	})
+}
+
+func waitOK(t *testing.T, client *http.Client, url string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := client.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+			err = fmt.Errorf("status %s", resp.Status)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: %v", url, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestThroughCaddy is the deployment of the operator's guide on loopback:
+// hoster-server init, hoster-server serve, Debian's caddy with the generated
+// Caddyfile, then the client through Caddy with the pinned certificate.
+func TestThroughCaddy(t *testing.T) {
+	caddy, err := exec.LookPath("caddy")
+	if err != nil {
+		t.Skip("caddy is not installed (make test-deps installs Debian's caddy as root); skipping the proxy test")
+	}
+	if testing.Short() {
+		t.Skip("-short: skipping the proxy test")
+	}
+	bin := buildBinaries(t)
+	dir := t.TempDir()
+	hostingRoot, logsRoot := filepath.Join(dir, "srv"), filepath.Join(dir, "logs")
+	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	ask := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	httpsPort, httpPort := freePort(t), freePort(t)
+
+	// init: directories, token, certificate, Caddyfile.
+	initOut, err := exec.Command(filepath.Join(bin, "hoster-server"), "init",
+		"--hosting-root", hostingRoot, "--logs-root", logsRoot, "--ip", "127.0.0.1",
+		"--listen", listen, "--ask-listen", ask,
+		"--https-port", fmt.Sprint(httpsPort), "--http-port", fmt.Sprint(httpPort)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("hoster-server init: %v\n%s", err, initOut)
+	}
+	// The printed client settings are pasted as they are.
+	settings := regexp.MustCompile(`(?s)\{\s*"hoster-config-server".*?\}`).Find(initOut)
+	if settings == nil {
+		t.Fatalf("init printed no client settings:\n%s", initOut)
+	}
+	var cfg map[string]string
+	if err := json.Unmarshal(settings, &cfg); err != nil {
+		t.Fatalf("client settings do not parse: %v\n%s", err, settings)
+	}
+	configFile := filepath.Join(dir, "hoster.json")
+	if err := os.WriteFile(configFile, settings, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	startProcess(t, "hoster-server", exec.Command(filepath.Join(bin, "hoster-server"), "serve",
+		"--hosting-root", hostingRoot, "--logs-root", logsRoot,
+		"--listen", listen, "--ask-listen", ask, "--reload-debounce", "100ms"))
+	caddyCmd := exec.Command(caddy, "run", "--adapter", "caddyfile", "--config", filepath.Join(hostingRoot, "Caddyfile"))
+	caddyCmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
+	startProcess(t, "caddy", caddyCmd)
+
+	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	base := cfg["hoster-config-server"]
+	waitOK(t, insecure, base+"/api/version")
+
+	hoster := func(args ...string) (string, int) {
+		cmd := exec.Command(filepath.Join(bin, "hoster"), append([]string{"--config", configFile}, args...)...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+filepath.Join(dir, "none"))
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(out), cfg["hoster-config-apiToken"]) {
+			t.Fatalf("hoster %v printed the token", args)
+		}
+		return string(out), code
+	}
+
+	if out, code := hoster("version"); code != 0 || !strings.Contains(out, "1") {
+		t.Fatalf("hoster version: exit %d\n%s", code, out)
+	}
+
+	// Sync a copy of the example sites through Caddy with the pinned certificate.
+	sites := filepath.Join(dir, "sites")
+	if err := os.CopyFS(sites, os.DirFS(filepath.Join(repoRoot(t), "examples", "sites"))); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := hoster("sync", sites); code != 0 {
+		t.Fatalf("hoster sync: exit %d\n%s", code, out)
+	}
+	for _, f := range []string{"hoster-game.json", "hoster.server.js", "hoster.client.js"} {
+		if _, err := os.Stat(filepath.Join(hostingRoot, "hoster-games", "example.com", "arena", f)); err != nil {
+			t.Errorf("after sync, the server lacks %s: %v", f, err)
+		}
+	}
+	// A wrong pin is refused.
+	badConfig := filepath.Join(dir, "bad.json")
+	bad := map[string]string{}
+	for k, v := range cfg {
+		bad[k] = v
+	}
+	bad["hoster-config-certSha256"] = strings.Repeat("ab", 32)
+	b, _ := json.Marshal(bad)
+	os.WriteFile(badConfig, b, 0o600)
+	if out, code := hoster("--config", badConfig, "version"); code == 0 || !strings.Contains(out, strings.Repeat("ab", 32)) {
+		t.Errorf("a wrong pin must fail naming the fingerprints: exit %d\n%s", code, out)
+	}
+
+	// Pull Caddy's own access log back: real Caddy lines, byte for byte.
+	mirror := filepath.Join(dir, "mirror")
+	if out, code := hoster("pull", mirror); code != 0 {
+		t.Fatalf("hoster pull: exit %d\n%s", code, out)
+	}
+	got, err := os.ReadFile(filepath.Join(mirror, "web-logs", "access.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(filepath.Join(logsRoot, "web-logs", "access.log"))
+	if !bytes.HasPrefix(want, got) || len(got) == 0 {
+		t.Fatalf("the mirrored access log is not a prefix of Caddy's (%d vs %d bytes)", len(got), len(want))
+	}
+	sc := bufio.NewScanner(bytes.NewReader(got))
+	lines := 0
+	for sc.Scan() {
+		var line struct {
+			Logger  string
+			Msg     string
+			Request struct{ Host, URI string }
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatalf("access line does not parse: %v: %s", err, sc.Text())
+		}
+		if !strings.HasPrefix(line.Logger, "http.log.access") || line.Msg != "handled request" || line.Request.Host == "" {
+			t.Fatalf("not a Caddy access line: %s", sc.Text())
+		}
+		if strings.Contains(sc.Text(), cfg["hoster-config-apiToken"]) {
+			t.Fatal("Caddy's access log holds the token")
+		}
+		lines++
+	}
+	if lines == 0 {
+		t.Fatal("no access lines mirrored")
+	}
+}
