@@ -1,0 +1,328 @@
+package runtime
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// maxQueued is how many bytes may wait for a slow socket before it is cut.
+const maxQueued = 1 << 20
+
+// pingEvery keeps idle connections alive; a peer silent for 3 pings is gone.
+const pingEvery = 20 * time.Second
+
+// seat is a player's place in an instance, kept for ResumeGrace after the
+// socket drops so the player can come back with its resume token.
+type seat struct {
+	token  string
+	in     *Instance
+	player string
+	conn   *conn       // nil while disconnected
+	grace  *time.Timer // running while disconnected
+}
+
+// conn is one player's socket.
+type conn struct {
+	ws   *websocket.Conn
+	rt   *Runtime
+	seat *seat
+
+	mu       sync.Mutex
+	queue    [][]byte
+	queued   int
+	update   bool // an update is queued or being written: skip rounds
+	closed   bool
+	closeMsg []byte
+	wake     chan struct{}
+	gone     chan struct{}
+}
+
+var upgrader = websocket.Upgrader{
+	ReadBufferSize:  4096,
+	WriteBufferSize: 4096,
+	// The game's origins are checked before the upgrade, in serveSocket.
+	CheckOrigin: func(*http.Request) bool { return true },
+}
+
+// serveSocket checks the Origin, upgrades, and seats the player: on its
+// resume token's seat when valid, else in an instance with room.
+func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) {
+	if origin := r.Header.Get("Origin"); origin != "" && !g.cfg.AllowsOrigin(origin) {
+		http.Error(w, "origin not allowed", http.StatusForbidden)
+		return
+	}
+	if !websocket.IsWebSocketUpgrade(r) {
+		http.NotFound(w, r)
+		return
+	}
+	ws, err := upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return
+	}
+	c := &conn{ws: ws, rt: rt, wake: make(chan struct{}, 1), gone: make(chan struct{})}
+	go c.writeLoop()
+
+	q := r.URL.Query()
+	params := map[string]string{}
+	for k, v := range q {
+		if k != "resume" && len(v) > 0 {
+			params[k] = v[0]
+		}
+	}
+	if s := rt.resume(q.Get("resume"), g, c); s != nil {
+		c.seat = s
+	} else {
+		in := rt.place(g)
+		in.mu.Lock()
+		in.nextID++
+		player := fmt.Sprintf("p%d", in.nextID)
+		in.mu.Unlock()
+		s := &seat{token: newID() + newID(), in: in, player: player, conn: c}
+		rt.mu.Lock()
+		rt.seats[s.token] = s
+		rt.mu.Unlock()
+		c.seat = s
+		if !in.enqueue(event{kind: "join", player: player, params: params, conn: c, seat: s}) {
+			c.closeWith(1011, "the game instance is closing")
+			return
+		}
+	}
+	c.readLoop()
+}
+
+// resume reattaches c to the seat of token, if it is valid for this game.
+func (rt *Runtime) resume(token string, g *Game, c *conn) *seat {
+	if token == "" {
+		return nil
+	}
+	rt.mu.Lock()
+	s := rt.seats[token]
+	if s == nil || s.conn != nil || s.in.domain != g.Domain || s.in.name != g.Name || s.grace == nil || !s.grace.Stop() {
+		rt.mu.Unlock()
+		return nil
+	}
+	s.grace, s.conn = nil, c
+	rt.mu.Unlock()
+	if !s.in.enqueue(event{kind: "resume", player: s.player, conn: c, seat: s}) {
+		return nil
+	}
+	return s
+}
+
+// disconnected starts the resume grace of c's seat; when it runs out, the
+// player leaves the game.
+func (rt *Runtime) disconnected(c *conn) {
+	s := c.seat
+	if s == nil {
+		return
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if s.conn != c {
+		return
+	}
+	s.conn = nil
+	s.in.mu.Lock()
+	if s.in.conns[s.player] == c {
+		delete(s.in.conns, s.player)
+	}
+	stopping := s.in.stopping
+	s.in.mu.Unlock()
+	if stopping {
+		return
+	}
+	s.grace = time.AfterFunc(rt.o.ResumeGrace, func() {
+		rt.mu.Lock()
+		if s.conn != nil || rt.seats[s.token] != s {
+			rt.mu.Unlock()
+			return
+		}
+		delete(rt.seats, s.token)
+		rt.mu.Unlock()
+		s.in.enqueue(event{kind: "leave", player: s.player})
+		s.in.release()
+	})
+}
+
+// dropSeats forgets the seats of a stopped instance.
+func (rt *Runtime) dropSeats(in *Instance) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	for tok, s := range rt.seats {
+		if s.in == in {
+			if s.grace != nil {
+				s.grace.Stop()
+			}
+			delete(rt.seats, tok)
+		}
+	}
+}
+
+// readLoop reads commands until the socket ends: a malformed frame or a bad
+// command gets an error frame and the socket stays open; too large a frame or
+// too many commands closes it (1008).
+func (c *conn) readLoop() {
+	defer c.rt.disconnected(c)
+	defer c.closeWith(1000, "")
+	ws := c.ws
+	ws.SetReadLimit(c.rt.o.MaxFrame)
+	deadline := func() { ws.SetReadDeadline(time.Now().Add(3 * pingEvery)) }
+	deadline()
+	ws.SetPongHandler(func(string) error { deadline(); return nil })
+	window, count := time.Now(), 0
+	for {
+		kind, data, err := ws.ReadMessage()
+		if err != nil {
+			if errors.Is(err, websocket.ErrReadLimit) {
+				c.closeWith(websocket.ClosePolicyViolation, "frame too large")
+			}
+			return
+		}
+		deadline()
+		if now := time.Now(); now.Sub(window) >= time.Second {
+			window, count = now, 0
+		}
+		if count++; count > c.rt.o.MaxCommandsPerSecond {
+			c.closeWith(websocket.ClosePolicyViolation, "too many commands")
+			return
+		}
+		if kind != websocket.TextMessage {
+			c.sendError("frames must be text: JSON {\"c\": command, \"a\": {arguments}}")
+			continue
+		}
+		var m struct {
+			C string          `json:"c"`
+			A json.RawMessage `json:"a"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		if err := dec.Decode(&m); err != nil || m.C == "" {
+			c.sendError("malformed message: want JSON {\"c\": command, \"a\": {arguments}}")
+			continue
+		}
+		in := c.seat.in
+		schema, ok := in.cmds[m.C]
+		if !ok {
+			c.sendError(fmt.Sprintf("unknown command %q", m.C))
+			continue
+		}
+		var args any
+		if len(m.A) > 0 {
+			if err := json.Unmarshal(m.A, &args); err != nil {
+				c.sendError("malformed arguments")
+				continue
+			}
+		}
+		if err := schema.Validate(args); err != nil {
+			c.sendError(err.Error())
+			continue
+		}
+		if args == nil {
+			m.A = json.RawMessage("{}")
+		}
+		in.enqueue(event{kind: "cmd", player: c.seat.player, name: m.C, args: m.A})
+	}
+}
+
+func (c *conn) sendError(msg string) {
+	b, _ := json.Marshal(map[string]string{"t": "error", "error": msg})
+	c.enqueue(b, false)
+}
+
+// ready reports whether c can take an update this round.
+func (c *conn) ready() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.update && !c.closed
+}
+
+// enqueue queues a message for the writer without ever blocking the caller.
+func (c *conn) enqueue(msg []byte, update bool) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	if c.queued+len(msg) > maxQueued {
+		c.mu.Unlock()
+		c.closeWith(websocket.ClosePolicyViolation, "too slow a reader")
+		return
+	}
+	c.queue = append(c.queue, msg)
+	c.queued += len(msg)
+	if update {
+		c.update = true
+	}
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// closeWith sends a close frame (after what is queued) and ends the socket.
+func (c *conn) closeWith(code int, reason string) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	c.closeMsg = websocket.FormatCloseMessage(code, reason)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// writeLoop writes queued messages with a deadline each, and pings.
+func (c *conn) writeLoop() {
+	defer close(c.gone)
+	defer c.ws.Close()
+	ping := time.NewTicker(pingEvery)
+	defer ping.Stop()
+	timeout := c.rt.o.WriteTimeout
+	for {
+		select {
+		case <-c.wake:
+		case <-ping.C:
+			if c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(timeout)) != nil {
+				c.closeWith(1006, "")
+				return
+			}
+			continue
+		}
+		for {
+			c.mu.Lock()
+			if len(c.queue) == 0 {
+				c.update = false
+				closeMsg := c.closeMsg
+				c.mu.Unlock()
+				if closeMsg != nil {
+					c.ws.WriteControl(websocket.CloseMessage, closeMsg, time.Now().Add(time.Second))
+					return
+				}
+				break
+			}
+			msg := c.queue[0]
+			c.queue = c.queue[1:]
+			c.queued -= len(msg)
+			c.mu.Unlock()
+			c.ws.SetWriteDeadline(time.Now().Add(timeout))
+			if err := c.ws.WriteMessage(websocket.TextMessage, msg); err != nil {
+				// Stuck past the write deadline, or gone: drop the socket.
+				c.mu.Lock()
+				c.closed = true
+				c.mu.Unlock()
+				return
+			}
+		}
+	}
+}

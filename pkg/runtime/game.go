@@ -1,0 +1,100 @@
+package runtime
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/dop251/goja"
+	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/game"
+	"github.com/hoster-dev/hoster/pkg/gen"
+)
+
+// Game is one loaded game: its configuration, its compiled module (shared
+// by all its instances, compiled once per version), its command schemas, its
+// browser library, and its live instances.
+type Game struct {
+	Domain, Name string
+
+	cfg      game.Config
+	program  *goja.Program
+	commands map[string]game.Args
+
+	client     []byte
+	clientMod  time.Time
+	clientETag string
+
+	mu        sync.Mutex
+	instances map[string]*Instance
+}
+
+// Key is "<domain>/<game>".
+func (g *Game) Key() string { return g.Domain + "/" + g.Name }
+
+// loadGame reads and checks a game folder: a valid hoster-game.json and a
+// generated hoster.server.js that compiles, loads and exposes a registry.
+func loadGame(dir, domain, name string) (*Game, error) {
+	cfgBytes, err := os.ReadFile(filepath.Join(dir, api.GameConfigFile))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", api.GameConfigFile, err)
+	}
+	cfg, err := game.ParseConfig(cfgBytes)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", api.GameConfigFile, err)
+	}
+	src, err := os.ReadFile(filepath.Join(dir, api.ServerModule))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s (run hoster gen): %w", api.ServerModule, err)
+	}
+	program, err := goja.Compile(api.ServerModule, string(src), false)
+	if err != nil {
+		return nil, fmt.Errorf("compiling %s: %w", api.ServerModule, err)
+	}
+	vm, _, err := gen.Load(program)
+	if err != nil {
+		return nil, fmt.Errorf("loading %s: %w", api.ServerModule, err)
+	}
+	v, err := vm.RunString(`(function () {
+		var c = {};
+		Object.keys(__hoster.commands || {}).forEach(function (n) {
+			if (typeof __hoster.commands[n].run !== "function") throw new Error("command " + n + " has no run function");
+			c[n] = __hoster.commands[n].args || {};
+		});
+		if (!__hoster.player || !__hoster.player.fields || !__hoster.entities || !__hoster.instance) throw new Error("the registry is incomplete");
+		return JSON.stringify(c);
+	})()`)
+	if err != nil {
+		return nil, fmt.Errorf("reading the registry: %w", err)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(v.String()), &raw); err != nil {
+		return nil, fmt.Errorf("reading the registry: %w", err)
+	}
+	g := &Game{Domain: domain, Name: name, cfg: cfg, program: program, commands: map[string]game.Args{}, instances: map[string]*Instance{}}
+	for n, a := range raw {
+		args, err := game.ParseArgs(a)
+		if err != nil {
+			return nil, fmt.Errorf("command %s: %w", n, err)
+		}
+		g.commands[n] = args
+	}
+	clientPath := filepath.Join(dir, api.ClientLibrary)
+	if b, err := os.ReadFile(clientPath); err == nil {
+		g.client = b
+		if fi, err := os.Stat(clientPath); err == nil {
+			g.clientMod = fi.ModTime()
+		}
+		sum := sha256.Sum256(b)
+		g.clientETag = `"` + hex.EncodeToString(sum[:12]) + `"`
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("reading %s: %w", api.ClientLibrary, err)
+	}
+	return g, nil
+}

@@ -1,0 +1,342 @@
+package runtime
+
+import (
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/dop251/goja"
+	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/game"
+)
+
+//go:embed prelude.js
+var preludeSrc string
+
+var prelude = goja.MustCompile("hoster-prelude.js", preludeSrc, false)
+
+// maxCatchUp is how many steps behind schedule an instance may fall before
+// its schedule restarts from now instead of bursting ticks to catch up.
+const maxCatchUp = 5
+
+// Instance is one running copy of a game.
+type Instance struct {
+	id     string
+	rt     *Runtime
+	domain string
+	name   string
+	cfg    game.Config
+	cmds   map[string]game.Args
+	prog   *goja.Program
+	log    *slog.Logger
+
+	mu       sync.Mutex
+	events   []event
+	seats    int              // players placed here, connected or within their resume grace
+	conns    map[string]*conn // connected players by id
+	nextID   int
+	stopping bool
+	empty    *time.Timer
+
+	quit chan struct{}
+	done chan struct{}
+}
+
+// event is a change queued for the next tick, applied in arrival order.
+type event struct {
+	kind   string // join, leave, resume, cmd
+	player string
+	params map[string]string
+	name   string
+	args   json.RawMessage
+	conn   *conn // join and resume: who to welcome
+	seat   *seat
+}
+
+func newID() string {
+	b := make([]byte, api.IDBytes)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// place puts a new player in the fullest live instance with room, or a new
+// instance, and reserves the seat so capacity can never be exceeded.
+func (rt *Runtime) place(g *Game) *Instance {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var best *Instance
+	for _, in := range g.instances {
+		in.mu.Lock()
+		ok := !in.stopping && in.seats < in.cfg.Capacity
+		if ok && (best == nil || in.seats > best.seats) {
+			best = in
+		}
+		in.mu.Unlock()
+	}
+	if best == nil {
+		best = &Instance{id: newID(), rt: rt, domain: g.Domain, name: g.Name, cfg: g.cfg, cmds: g.commands, prog: g.program,
+			conns: map[string]*conn{}, quit: make(chan struct{}), done: make(chan struct{})}
+		best.log = rt.log.With("game", g.Key(), "instance", best.id)
+		g.instances[best.id] = best
+		go best.run()
+	}
+	best.mu.Lock()
+	best.seats++
+	if best.empty != nil {
+		best.empty.Stop()
+		best.empty = nil
+	}
+	best.mu.Unlock()
+	return best
+}
+
+func (in *Instance) enqueue(ev event) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.stopping {
+		return false
+	}
+	in.events = append(in.events, ev)
+	return true
+}
+
+// release frees a seat; an instance left empty is disposed after EmptyGrace.
+func (in *Instance) release() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.seats--
+	if in.seats == 0 && !in.stopping {
+		in.empty = time.AfterFunc(in.rt.o.EmptyGrace, func() {
+			in.mu.Lock()
+			idle := in.seats == 0
+			in.mu.Unlock()
+			if idle {
+				in.stop(1001, "the instance is empty")
+			}
+		})
+	}
+}
+
+// stop closes every connection with code and reason and ends the instance.
+func (in *Instance) stop(code int, reason string) {
+	in.mu.Lock()
+	if in.stopping {
+		in.mu.Unlock()
+		return
+	}
+	in.stopping = true
+	conns := make([]*conn, 0, len(in.conns))
+	for _, c := range in.conns {
+		conns = append(conns, c)
+	}
+	for _, ev := range in.events { // joined but not yet welcomed
+		if ev.conn != nil {
+			conns = append(conns, ev.conn)
+		}
+	}
+	in.events = nil
+	in.mu.Unlock()
+	close(in.quit)
+	for _, c := range conns {
+		c.closeWith(code, reason)
+	}
+	if g := in.rt.lookup(in.domain, in.name); g != nil {
+		g.mu.Lock()
+		if g.instances[in.id] == in {
+			delete(g.instances, in.id)
+		}
+		g.mu.Unlock()
+	}
+	in.rt.dropSeats(in)
+}
+
+// vm is an instance's JavaScript side.
+type vm struct {
+	rt     *goja.Runtime
+	tick   goja.Callable
+	send   goja.Callable
+	budget time.Duration
+}
+
+// call runs fn under the hook budget: an overrun interrupts it.
+func (v *vm) call(fn goja.Callable, args ...goja.Value) (goja.Value, error) {
+	timer := time.AfterFunc(v.budget, func() { v.rt.Interrupt("a hook ran longer than " + v.budget.String()) })
+	res, err := fn(goja.Undefined(), args...)
+	timer.Stop()
+	v.rt.ClearInterrupt()
+	return res, err
+}
+
+func (in *Instance) start() (*vm, error) {
+	r := goja.New()
+	r.SetMaxCallStackSize(4096)
+	v := &vm{rt: r, budget: in.rt.o.HookBudget}
+	r.Set("__log", func(msg string) { in.log.Info("game log", "msg", msg) })
+	timer := time.AfterFunc(v.budget, func() { r.Interrupt("loading ran longer than " + v.budget.String()) })
+	_, err := r.RunProgram(in.prog)
+	if err == nil {
+		_, err = r.RunProgram(prelude)
+	}
+	timer.Stop()
+	r.ClearInterrupt()
+	if err != nil {
+		return nil, err
+	}
+	var ok1, ok2, ok3 bool
+	var initFn goja.Callable
+	initFn, ok1 = goja.AssertFunction(r.Get("__init"))
+	v.tick, ok2 = goja.AssertFunction(r.Get("__tick"))
+	v.send, ok3 = goja.AssertFunction(r.Get("__send"))
+	if !ok1 || !ok2 || !ok3 {
+		return nil, errors.New("the runtime prelude is broken")
+	}
+	if _, err := v.call(initFn, r.ToValue(in.id)); err != nil {
+		return nil, fmt.Errorf("create: %w", err)
+	}
+	return v, nil
+}
+
+// run is the instance's goroutine: the fixed-step tick loop.
+func (in *Instance) run() {
+	defer close(in.done)
+	v, err := in.start()
+	if err != nil {
+		in.fail(err)
+		return
+	}
+	step := time.Second / time.Duration(in.cfg.TickRate)
+	sendStep := time.Second / time.Duration(in.cfg.SendRate)
+	start := time.Now()
+	last, nextSend := start, start
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	<-timer.C
+	for n := int64(1); ; n++ {
+		target := start.Add(time.Duration(n) * step)
+		if wait := time.Until(target); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-timer.C:
+			case <-in.quit:
+				return
+			}
+		} else if -wait > maxCatchUp*step {
+			start, n = time.Now(), 0 // stalled: restart the schedule, no burst
+		}
+		select {
+		case <-in.quit:
+			return
+		default:
+		}
+		now := time.Now()
+		dt := now.Sub(last).Seconds()
+		last = now
+
+		in.mu.Lock()
+		events := in.events
+		in.events = nil
+		in.mu.Unlock()
+		payload, joins := encodeEvents(events)
+		if _, err := v.call(v.tick, v.rt.ToValue(dt), v.rt.ToValue(now.UnixMilli()), v.rt.ToValue(payload)); err != nil {
+			in.fail(err)
+			return
+		}
+		for _, ev := range joins {
+			in.welcome(ev)
+		}
+		if !now.Before(nextSend) {
+			nextSend = nextSend.Add(sendStep)
+			if nextSend.Before(now) {
+				nextSend = now.Add(sendStep)
+			}
+			if err := in.sendRound(v); err != nil {
+				in.fail(err)
+				return
+			}
+		}
+	}
+}
+
+func encodeEvents(events []event) (string, []event) {
+	list := make([]any, 0, len(events))
+	var joins []event
+	for _, ev := range events {
+		switch ev.kind {
+		case "join":
+			list = append(list, []any{"join", ev.player, ev.params})
+			joins = append(joins, ev)
+		case "leave":
+			list = append(list, []any{"leave", ev.player})
+		case "resume":
+			list = append(list, []any{"resume", ev.player})
+			joins = append(joins, ev)
+		case "cmd":
+			list = append(list, []any{"cmd", ev.player, ev.name, ev.args})
+		}
+	}
+	b, _ := json.Marshal(list)
+	return string(b), joins
+}
+
+// welcome attaches a joined (or resumed) player's connection and greets it.
+func (in *Instance) welcome(ev event) {
+	in.mu.Lock()
+	if old := in.conns[ev.player]; old != nil && old != ev.conn {
+		defer old.closeWith(4000, "replaced by a newer connection of the same player")
+	}
+	in.conns[ev.player] = ev.conn
+	in.mu.Unlock()
+	msg, _ := json.Marshal(map[string]any{
+		"t": "welcome", "game": in.domain + "/" + in.name, "instance": in.id, "player": ev.player,
+		"tickRate": in.cfg.TickRate, "sendRate": in.cfg.SendRate, "resume": ev.seat.token,
+	})
+	ev.conn.enqueue(msg, false)
+}
+
+// sendRound gives every ready viewer its delta.
+func (in *Instance) sendRound(v *vm) error {
+	in.mu.Lock()
+	ready := make([]any, 0, len(in.conns))
+	for id, c := range in.conns {
+		if c.ready() {
+			ready = append(ready, id)
+		}
+	}
+	in.mu.Unlock()
+	if len(ready) == 0 {
+		return nil
+	}
+	res, err := v.call(v.send, v.rt.ToValue(ready))
+	if err != nil {
+		return err
+	}
+	out, _ := res.Export().([]any)
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for i := 0; i+1 < len(out); i += 2 {
+		id, _ := out[i].(string)
+		msg, _ := out[i+1].(string)
+		if c := in.conns[id]; c != nil {
+			c.enqueue([]byte(msg), true)
+		}
+	}
+	return nil
+}
+
+// fail closes the instance after a hook threw or overran; other instances
+// and games carry on.
+func (in *Instance) fail(err error) {
+	in.log.Error("instance closed: a hook failed", "err", err)
+	reason := "the game instance failed"
+	var ex *goja.InterruptedError
+	if errors.As(err, &ex) {
+		reason = "the game instance was stopped: a hook ran too long"
+	}
+	in.stop(1011, reason)
+}

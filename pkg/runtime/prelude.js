@@ -1,0 +1,145 @@
+// The runtime's side of an instance, run once in each instance's goja
+// runtime after the game's hoster.server.js. Game state never leaves
+// JavaScript: Go calls __tick once per tick with every queued event, and
+// __send once per send round, which returns finished update messages.
+var __R = __hoster;
+var __inst = null;
+var __viewers = {}; // player id -> {known: {thing id -> [field values]}, seq}
+var __now = 0;
+var __nextEntity = 0;
+var __pf = Object.keys(__R.player.fields).sort();
+var __ef = {};
+Object.keys(__R.entities).forEach(function (t) { __ef[t] = Object.keys(__R.entities[t].fields).sort(); });
+var __counts = [0, 0, 0]; // appeared, changed, gone, since the last __takeCounts
+
+function __init(id) {
+  __inst = {
+    id: id,
+    state: {},
+    players: {},
+    entities: {},
+    spawn: function (type, fields) {
+      if (!Object.prototype.hasOwnProperty.call(__R.entities, type)) {
+        throw new Error("spawn: unknown entity type " + JSON.stringify(type));
+      }
+      var e = {};
+      for (var k in fields) e[k] = fields[k];
+      e.id = "e" + (++__nextEntity);
+      e.type = type;
+      __inst.entities[e.id] = e;
+      return e;
+    },
+    remove: function (id) { delete __inst.entities[id]; },
+    now: function () { return __now; },
+    log: function () { __log(Array.prototype.map.call(arguments, String).join(" ")); }
+  };
+  if (__R.instance.create) __R.instance.create(__inst);
+}
+
+// __tick applies the queued events in order, then ticks (when dt > 0).
+// events: JSON [["join", id, params] | ["leave", id] | ["resume", id] | ["cmd", id, name, args]]
+function __tick(dt, now, events) {
+  __now = now;
+  var evs = JSON.parse(events);
+  for (var i = 0; i < evs.length; i++) {
+    var ev = evs[i], p;
+    if (ev[0] === "join") {
+      p = { id: ev[1] };
+      __inst.players[p.id] = p;
+      __viewers[p.id] = { known: {}, seq: 0 };
+      if (__R.player.join) __R.player.join(__inst, p, ev[2]);
+    } else if (ev[0] === "leave") {
+      p = __inst.players[ev[1]];
+      if (p && __R.player.leave) __R.player.leave(__inst, p);
+      delete __inst.players[ev[1]];
+      delete __viewers[ev[1]];
+    } else if (ev[0] === "resume") {
+      if (__viewers[ev[1]]) __viewers[ev[1]].known = {};
+    } else if (ev[0] === "cmd") {
+      p = __inst.players[ev[1]];
+      if (p) __R.commands[ev[2]].run(__inst, p, ev[3]);
+    }
+  }
+  if (dt > 0) {
+    if (__R.instance.tick) __R.instance.tick(__inst, dt);
+    var ids = Object.keys(__inst.entities);
+    for (var j = 0; j < ids.length; j++) {
+      var e = __inst.entities[ids[j]];
+      if (!e) continue;
+      var t = __R.entities[e.type];
+      if (t && t.tick) t.tick(__inst, e, dt);
+    }
+  }
+}
+
+function __values(obj, fields) {
+  var v = new Array(fields.length);
+  for (var i = 0; i < fields.length; i++) {
+    var x = obj[fields[i]];
+    v[i] = x === undefined || (typeof x === "number" && !isFinite(x)) ? null : x;
+  }
+  return v;
+}
+
+function __object(fields, values) {
+  var o = {};
+  for (var i = 0; i < fields.length; i++) o[fields[i]] = values[i];
+  return o;
+}
+
+// __send computes, for each ready viewer, the delta against what it last
+// received, and returns [viewer id, message, ...] for those with changes.
+// A viewer not ready this round keeps its last-received state, so its next
+// update merges everything it missed.
+function __send(ready) {
+  var things = [], id;
+  for (id in __inst.players) things.push([id, "player", __inst.players[id], __pf]);
+  for (id in __inst.entities) {
+    var e = __inst.entities[id];
+    things.push([id, e.type, e, __ef[e.type] || []]);
+  }
+  var vals = new Array(things.length);
+  for (var i = 0; i < things.length; i++) vals[i] = __values(things[i][2], things[i][3]);
+  var visible = __R.player.visible;
+  var out = [];
+  for (var r = 0; r < ready.length; r++) {
+    var vid = ready[r], v = __viewers[vid], me = __inst.players[vid];
+    if (!v || !me) continue;
+    var known = v.known, seen = {}, appear = [], change = [], gone = [];
+    for (var k = 0; k < things.length; k++) {
+      var th = things[k];
+      if (visible && !visible(__inst, me, th[2])) continue;
+      seen[th[0]] = true;
+      var cur = vals[k], old = known[th[0]];
+      if (!old) {
+        appear.push({ id: th[0], type: th[1], f: __object(th[3], cur) });
+        known[th[0]] = cur;
+        continue;
+      }
+      var f = null;
+      for (var n = 0; n < cur.length; n++) {
+        if (old[n] !== cur[n]) (f = f || {})[th[3][n]] = cur[n];
+      }
+      if (f) {
+        change.push({ id: th[0], f: f });
+        known[th[0]] = cur;
+      }
+    }
+    for (id in known) {
+      if (!seen[id]) { gone.push(id); delete known[id]; }
+    }
+    if (appear.length || change.length || gone.length) {
+      var m = { t: "update", seq: ++v.seq };
+      if (appear.length) m.appear = appear;
+      if (change.length) m.change = change;
+      if (gone.length) m.gone = gone;
+      __counts[0] += appear.length; __counts[1] += change.length; __counts[2] += gone.length;
+      out.push(vid, JSON.stringify(m));
+    }
+  }
+  return out;
+}
+
+function __sizes() {
+  return [Object.keys(__inst.players).length, Object.keys(__inst.entities).length];
+}

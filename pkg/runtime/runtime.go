@@ -1,0 +1,265 @@
+// Package runtime runs the games: it loads each game's generated
+// hoster.server.js, runs instances of it that tick at the game's rate, takes
+// players on the game's WebSocket, and sends each viewer only what changed
+// for it.
+//
+// # Shape
+//
+// Each instance owns a goja runtime and one goroutine; the game's compiled
+// program is shared. Game state never leaves JavaScript: once per tick the
+// instance makes one call with every queued join, leave and command (as one
+// JSON string), and once per send round one call that computes every ready
+// viewer's appear/change/gone delta in JavaScript and returns finished
+// messages. Each call runs under an interrupt timer and a bounded call stack;
+// a hook that throws or overruns closes its instance (close code 1011) and
+// nothing else.
+//
+// Ticks follow a fixed-step schedule from the instance's start, so compute
+// time never accumulates as drift; after a stall of more than a few steps the
+// schedule restarts from now instead of bursting to catch up, and dt is the
+// time actually elapsed.
+//
+// Each connection has a reader (validating commands against args.json and
+// answering a bad one with an error frame at once) and a writer goroutine
+// with a write deadline. A viewer whose previous update is still being
+// written skips the round; its next update is computed against what it last
+// received, so it gets one merged delta. A viewer stuck past the write
+// deadline, or queueing more than the byte cap, is disconnected.
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/game"
+)
+
+// Options configure a Runtime. Zero values take the defaults given.
+type Options struct {
+	// GamesRoot is {hosting_root}/hoster-games.
+	GamesRoot string
+	// Logger receives what happens to games and instances.
+	Logger *slog.Logger
+	// ResumeGrace is how long a dropped player may come back: 30 s.
+	ResumeGrace time.Duration
+	// EmptyGrace is how long an instance with no player lives on: 10 s.
+	EmptyGrace time.Duration
+	// HookBudget bounds one call into a game's JavaScript: 250 ms.
+	HookBudget time.Duration
+	// WriteTimeout bounds one socket write: 10 s.
+	WriteTimeout time.Duration
+	// MaxFrame is the largest frame a player may send: 16 KiB.
+	MaxFrame int64
+	// MaxCommandsPerSecond per player: 100.
+	MaxCommandsPerSecond int
+}
+
+// Runtime is the game side of hoster-server.
+type Runtime struct {
+	o   Options
+	log *slog.Logger
+
+	mu     sync.RWMutex
+	games  map[string]map[string]*Game // domain -> game name -> game
+	seats  map[string]*seat            // resume token -> seat
+	closed bool
+}
+
+// New discovers the games under GamesRoot; a broken game is skipped with a
+// logged reason and never affects the others.
+func New(o Options) (*Runtime, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.ResumeGrace, 30*time.Second)
+	def(&o.EmptyGrace, 10*time.Second)
+	def(&o.HookBudget, 250*time.Millisecond)
+	def(&o.WriteTimeout, 10*time.Second)
+	if o.MaxFrame <= 0 {
+		o.MaxFrame = 16 << 10
+	}
+	if o.MaxCommandsPerSecond <= 0 {
+		o.MaxCommandsPerSecond = 100
+	}
+	rt := &Runtime{o: o, log: o.Logger, games: map[string]map[string]*Game{}, seats: map[string]*seat{}}
+	domains, err := os.ReadDir(o.GamesRoot)
+	if err != nil && !os.IsNotExist(err) {
+		return nil, fmt.Errorf("reading the games root: %w", err)
+	}
+	for _, d := range domains {
+		if !d.IsDir() || !game.IsDomainName(d.Name()) {
+			continue
+		}
+		games, _ := os.ReadDir(filepath.Join(o.GamesRoot, d.Name()))
+		for _, g := range games {
+			if g.IsDir() && game.IsGameName(g.Name()) {
+				rt.Reload(d.Name(), g.Name())
+			}
+		}
+	}
+	return rt, nil
+}
+
+// Games lists the loaded games as "<domain>/<game>", sorted.
+func (rt *Runtime) Games() []string {
+	rt.mu.RLock()
+	defer rt.mu.RUnlock()
+	var out []string
+	for _, gs := range rt.games {
+		for _, g := range gs {
+			out = append(out, g.Key())
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (rt *Runtime) lookup(domain, name string) *Game {
+	rt.mu.RLock()
+	defer rt.mu.RUnlock()
+	return rt.games[domain][name]
+}
+
+// Reload loads domain/game again after a sync: a new or changed game serves
+// its new code to new instances; a game that fails to load keeps its running
+// version (the reason is logged); a game whose folder is gone closes its
+// instances with a message to their players.
+func (rt *Runtime) Reload(domain, name string) {
+	dir := filepath.Join(rt.o.GamesRoot, domain, name)
+	log := rt.log.With("game", domain+"/"+name)
+	if _, err := os.Stat(dir); os.IsNotExist(err) || !game.IsDomainName(domain) || !game.IsGameName(name) {
+		rt.mu.Lock()
+		old := rt.games[domain][name]
+		delete(rt.games[domain], name)
+		if len(rt.games[domain]) == 0 {
+			delete(rt.games, domain)
+		}
+		rt.mu.Unlock()
+		if old != nil {
+			log.Info("game removed; closing its instances")
+			old.closeAll(1001, "the game was removed")
+		}
+		return
+	}
+	g, err := loadGame(dir, domain, name)
+	if err != nil {
+		if _, ok := os.Stat(filepath.Join(dir, api.GameConfigFile)); ok == nil || !os.IsNotExist(ok) {
+			log.Warn("game not loaded; the running version, if any, keeps serving", "reason", err)
+		}
+		return
+	}
+	rt.mu.Lock()
+	if rt.games[domain] == nil {
+		rt.games[domain] = map[string]*Game{}
+	}
+	old := rt.games[domain][name]
+	if old != nil {
+		// Running instances keep the code they started with; new ones get
+		// the new version.
+		old.mu.Lock()
+		g.instances = old.instances
+		old.mu.Unlock()
+	}
+	rt.games[domain][name] = g
+	rt.mu.Unlock()
+	log.Info("game loaded", "tickRate", g.cfg.TickRate, "sendRate", g.cfg.SendRate, "capacity", g.cfg.Capacity)
+}
+
+// AskHandler answers Caddy's on-demand TLS question on --ask-listen:
+// GET /ask?domain=NAME is 200 when NAME has a valid game, else 404.
+func (rt *Runtime) AskHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		domain := strings.ToLower(r.URL.Query().Get("domain"))
+		rt.mu.RLock()
+		ok := r.URL.Path == "/ask" && len(rt.games[domain]) > 0
+		rt.mu.RUnlock()
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+}
+
+// ServeHTTP serves the game routes: GET /<game>/hoster.client.js and the
+// game socket at /<game>, the domain chosen by Host (any port ignored).
+func (rt *Runtime) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	rest := strings.TrimPrefix(r.URL.Path, "/")
+	name, file, _ := strings.Cut(rest, "/")
+	g := rt.lookup(host, name)
+	switch {
+	case g == nil || (r.Method != http.MethodGet && r.Method != http.MethodHead):
+		http.NotFound(w, r)
+	case file == api.ClientLibrary && g.client != nil:
+		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+		w.Header().Set("ETag", g.clientETag)
+		w.Header().Set("Cache-Control", "no-cache") // revalidate: a sync may change it
+		http.ServeContent(w, r, api.ClientLibrary, g.clientMod, strings.NewReader(string(g.client)))
+	case file == "" && !strings.HasSuffix(rest, "/"):
+		rt.serveSocket(w, r, g)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// Shutdown sends every player a going-away close and stops every instance.
+func (rt *Runtime) Shutdown(ctx context.Context) error {
+	rt.mu.Lock()
+	rt.closed = true
+	var games []*Game
+	for _, gs := range rt.games {
+		for _, g := range gs {
+			games = append(games, g)
+		}
+	}
+	rt.mu.Unlock()
+	for _, g := range games {
+		g.closeAll(1001, "the server is shutting down")
+	}
+	for _, g := range games {
+		for _, in := range g.snapshot() {
+			select {
+			case <-in.done:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	return nil
+}
+
+func (g *Game) snapshot() []*Instance {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]*Instance, 0, len(g.instances))
+	for _, in := range g.instances {
+		out = append(out, in)
+	}
+	return out
+}
+
+func (g *Game) closeAll(code int, reason string) {
+	for _, in := range g.snapshot() {
+		in.stop(code, reason)
+	}
+}

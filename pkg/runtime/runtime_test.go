@@ -1,0 +1,449 @@
+package runtime
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/hoster-dev/hoster/pkg/gen"
+)
+
+// writeGame writes a game's definition files under root/domain/name.
+func writeGame(t *testing.T, root, domain, name string, files map[string]string) {
+	t.Helper()
+	for rel, body := range files {
+		p := filepath.Join(root, domain, name, rel)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func cfg(capacity int) string {
+	return fmt.Sprintf(`{"tickRate": 50, "sendRate": 25, "capacity": %d, "origins": ["https://good.example"]}`, capacity)
+}
+
+// lab is a small game that exercises the runtime.
+func lab(capacity int) map[string]string {
+	return map[string]string{
+		"hoster-game.json":                cfg(capacity),
+		"hoster-player/fields.json":       `{"name": "string", "x": "number"}`,
+		"hoster-player/join.js":           `export default function (i, p, params) { p.name = params.name || "anon"; p.x = 0; }`,
+		"hoster-entities/box/fields.json": `{"n": "integer"}`,
+		"hoster-instance/create.js":       `export default function (i) { i.spawn("box", {n: 1}); }`,
+		"hoster-commands/move/args.json":  `{"dx": {"type": "number", "min": -1, "max": 1}}`,
+		"hoster-commands/move/run.js":     `export default function (i, p, a) { p.x += a.dx; }`,
+		"hoster-commands/spin/args.json":  `{}`,
+		"hoster-commands/spin/run.js":     `export default function () { for (;;) {} }`,
+		"hoster-commands/recurse/run.js":  `function f(n) { return f(n + 1) + 1; } export default function () { f(0); }`,
+	}
+}
+
+type env struct {
+	rt   *Runtime
+	url  string
+	root string
+}
+
+func start(t *testing.T, games map[string]map[string]string) *env {
+	t.Helper()
+	root := t.TempDir()
+	for key, files := range games {
+		domain, name, _ := strings.Cut(key, "/")
+		writeGame(t, root, domain, name, files)
+	}
+	if res, err := gen.Generate(root); err != nil || res.Failed() {
+		t.Fatalf("generating the test games: %v %v", err, res.Problems())
+	}
+	rt, err := New(Options{GamesRoot: root, EmptyGrace: 200 * time.Millisecond, ResumeGrace: 2 * time.Second, HookBudget: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(rt)
+	t.Cleanup(func() { rt.Shutdown(t.Context()); ts.Close() })
+	return &env{rt: rt, url: ts.URL, root: root}
+}
+
+type client struct {
+	t      *testing.T
+	ws     *websocket.Conn
+	msgs   chan map[string]any
+	me     string
+	inst   string
+	resume string
+	// what this client mirrors
+	mu        sync.Mutex
+	things    map[string]map[string]any
+	closeCode int
+}
+
+func (e *env) dial(t *testing.T, host, path string, h http.Header) (*client, *http.Response, error) {
+	t.Helper()
+	if h == nil {
+		h = http.Header{}
+	}
+	h.Set("Host", host)
+	ws, resp, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(e.url, "http")+path, h)
+	if err != nil {
+		return nil, resp, err
+	}
+	c := &client{t: t, ws: ws, msgs: make(chan map[string]any, 1000), things: map[string]map[string]any{}}
+	go func() {
+		defer close(c.msgs)
+		for {
+			var m map[string]any
+			if err := ws.ReadJSON(&m); err != nil {
+				if ce, ok := err.(*websocket.CloseError); ok {
+					c.mu.Lock()
+					c.closeCode = ce.Code
+					c.mu.Unlock()
+				}
+				return
+			}
+			c.apply(m)
+			c.msgs <- m
+		}
+	}()
+	t.Cleanup(func() { ws.Close() })
+	return c, resp, nil
+}
+
+func (e *env) join(t *testing.T, host, game, name string) *client {
+	t.Helper()
+	c, _, err := e.dial(t, host, "/"+game+"?name="+name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := c.next("welcome")
+	c.me, c.inst = w["player"].(string), w["instance"].(string)
+	c.resume, _ = w["resume"].(string)
+	return c
+}
+
+func (c *client) apply(m map[string]any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m["t"] == "welcome" {
+		c.things = map[string]map[string]any{}
+	}
+	if m["t"] != "update" {
+		return
+	}
+	if l, ok := m["appear"].([]any); ok {
+		for _, x := range l {
+			a := x.(map[string]any)
+			f := a["f"].(map[string]any)
+			f["type"] = a["type"]
+			c.things[a["id"].(string)] = f
+		}
+	}
+	if l, ok := m["change"].([]any); ok {
+		for _, x := range l {
+			ch := x.(map[string]any)
+			for k, v := range ch["f"].(map[string]any) {
+				c.things[ch["id"].(string)][k] = v
+			}
+		}
+	}
+	if l, ok := m["gone"].([]any); ok {
+		for _, x := range l {
+			delete(c.things, x.(string))
+		}
+	}
+}
+
+// next waits for a message of type typ, failing after a generous timeout.
+func (c *client) next(typ string) map[string]any {
+	c.t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case m, ok := <-c.msgs:
+			if !ok {
+				c.t.Fatalf("socket closed while waiting for %q (code %d)", typ, c.code())
+			}
+			if m["t"] == typ {
+				return m
+			}
+		case <-timeout:
+			c.t.Fatalf("no %q message", typ)
+		}
+	}
+}
+
+// until waits until the mirrored state satisfies ok.
+func (c *client) until(what string, ok func(map[string]map[string]any) bool) {
+	c.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		c.mu.Lock()
+		done := ok(c.things)
+		c.mu.Unlock()
+		if done {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.t.Fatalf("never saw: %s", what)
+}
+
+// drain discards the messages received so far.
+func (c *client) drain() {
+	for {
+		select {
+		case <-c.msgs:
+		default:
+			return
+		}
+	}
+}
+
+func (c *client) code() int { c.mu.Lock(); defer c.mu.Unlock(); return c.closeCode }
+
+func (c *client) send(cmd string, args any) {
+	if err := c.ws.WriteJSON(map[string]any{"c": cmd, "a": args}); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *client) closed(t *testing.T) int {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case _, ok := <-c.msgs:
+			if !ok {
+				return c.code()
+			}
+		case <-timeout:
+			t.Fatal("the socket was not closed")
+		}
+	}
+}
+
+func TestJoinAppearChangeGone(t *testing.T) {
+	e := start(t, map[string]map[string]string{"a.example/lab": lab(4)})
+	ada := e.join(t, "a.example", "lab", "ada")
+	if len(ada.inst) != 12 {
+		t.Fatalf("instance id %q is not 6 bytes of hex", ada.inst)
+	}
+	ada.until("herself and the box", func(m map[string]map[string]any) bool {
+		return m[ada.me] != nil && m[ada.me]["name"] == "ada" && m[ada.me]["type"] == "player" && len(m) == 2
+	})
+	bob := e.join(t, "a.example:8443", "lab", "bob") // a port in Host is ignored
+	if bob.inst != ada.inst {
+		t.Fatal("the second player must join the instance with room")
+	}
+	ada.until("bob appear", func(m map[string]map[string]any) bool { return m[bob.me] != nil && m[bob.me]["name"] == "bob" })
+	bob.send("move", map[string]any{"dx": 1})
+	ada.until("bob's x change", func(m map[string]map[string]any) bool { return m[bob.me]["x"] == 1.0 })
+	// Only changed fields travel, and seq increases.
+	ada.drain()
+	var last float64
+	for i := 0; i < 3; i++ {
+		bob.send("move", map[string]any{"dx": 0.5})
+		u := ada.next("update")
+		if seq := u["seq"].(float64); seq <= last {
+			t.Fatalf("seq went from %v to %v", last, seq)
+		} else {
+			last = seq
+		}
+		if ch, ok := u["change"].([]any); ok {
+			f := ch[0].(map[string]any)["f"].(map[string]any)
+			if _, has := f["name"]; has {
+				t.Fatalf("an unchanged field was sent: %v", f)
+			}
+		}
+		if _, has := u["appear"]; has {
+			t.Fatalf("an update repeated an appear: %v", u)
+		}
+	}
+	bob.ws.Close()
+	// bob leaves when his resume grace ends.
+	ada.until("bob gone", func(m map[string]map[string]any) bool { return m[bob.me] == nil })
+}
+
+func TestCommandErrorsKeepTheSocket(t *testing.T) {
+	e := start(t, map[string]map[string]string{"a.example/lab": lab(4)})
+	c := e.join(t, "a.example", "lab", "x")
+	for _, tc := range []struct {
+		frame string
+		want  string
+	}{
+		{`{"c": "jump", "a": {}}`, `unknown command "jump"`},
+		{`{"c": "move", "a": {"dx": 5}}`, `argument "dx" must be at most 1`},
+		{`{"c": "move", "a": {}}`, `missing argument "dx"`},
+		{`{"c": "move", "a": {"dx": 0, "dy": 1}}`, `unknown argument "dy"`},
+		{`{"c": "move", "a": "dx"}`, `arguments must be an object`},
+		{`not json`, `malformed message`},
+		{`{"a": {}}`, `malformed message`},
+	} {
+		c.ws.WriteMessage(websocket.TextMessage, []byte(tc.frame))
+		if got := c.next("error")["error"].(string); !strings.Contains(got, tc.want) {
+			t.Errorf("%s: error %q, want %q", tc.frame, got, tc.want)
+		}
+	}
+	c.ws.WriteMessage(websocket.BinaryMessage, []byte{1, 2})
+	c.next("error")
+	c.send("move", map[string]any{"dx": 1})
+	c.until("the socket still works", func(m map[string]map[string]any) bool { return m[c.me]["x"] == 1.0 })
+}
+
+func TestCapacityStartsAnotherInstance(t *testing.T) {
+	e := start(t, map[string]map[string]string{"a.example/lab": lab(2)})
+	var wg sync.WaitGroup
+	clients := make([]*client, 5)
+	for i := range clients {
+		wg.Add(1)
+		go func() { defer wg.Done(); clients[i] = e.join(t, "a.example", "lab", fmt.Sprint(i)) }()
+	}
+	wg.Wait()
+	per := map[string]int{}
+	for _, c := range clients {
+		per[c.inst]++
+	}
+	if len(per) != 3 {
+		t.Fatalf("5 players, capacity 2: instances %v, want 3", per)
+	}
+	for id, n := range per {
+		if n > 2 {
+			t.Fatalf("instance %s holds %d players, over capacity 2", id, n)
+		}
+	}
+}
+
+func TestOriginAndRouting(t *testing.T) {
+	e := start(t, map[string]map[string]string{
+		"a.example/lab":  lab(4),
+		"b.example/lab":  lab(4),
+		"b.example/solo": lab(1),
+	})
+	// Origin refused with 403 before the upgrade; an allowed one passes.
+	_, resp, err := e.dial(t, "a.example", "/lab", http.Header{"Origin": {"https://evil.example"}})
+	if err == nil || resp == nil || resp.StatusCode != 403 {
+		t.Fatalf("bad origin: %v %v", err, resp)
+	}
+	if _, _, err := e.dial(t, "a.example", "/lab", http.Header{"Origin": {"https://good.example"}}); err != nil {
+		t.Fatalf("good origin: %v", err)
+	}
+	// Same game name on two domains: two games, two instances.
+	a := e.join(t, "a.example", "lab", "a")
+	b := e.join(t, "B.Example", "lab", "b")
+	if w := a.inst; w == b.inst {
+		t.Fatal("two domains shared an instance")
+	}
+	for _, tc := range []struct{ host, path string }{{"c.example", "/lab"}, {"a.example", "/nope"}, {"a.example", "/lab/x"}, {"a.example", "/"}} {
+		req, _ := http.NewRequest("GET", e.url+tc.path, nil)
+		req.Host = tc.host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 404 {
+			t.Errorf("%s%s: %d, want 404", tc.host, tc.path, resp.StatusCode)
+		}
+	}
+	// The library, with validators so browsers revalidate.
+	req, _ := http.NewRequest("GET", e.url+"/lab/hoster.client.js", nil)
+	req.Host = "b.example"
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	etag := resp.Header.Get("ETag")
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "b.example/lab") || etag == "" || resp.Header.Get("Last-Modified") == "" {
+		t.Fatalf("client library: %d etag %q", resp.StatusCode, etag)
+	}
+	req.Header.Set("If-None-Match", etag)
+	resp, _ = http.DefaultClient.Do(req)
+	resp.Body.Close()
+	if resp.StatusCode != 304 {
+		t.Fatalf("revalidation: %d, want 304", resp.StatusCode)
+	}
+	// The ask gate.
+	ask := httptest.NewServer(e.rt.AskHandler())
+	defer ask.Close()
+	for domain, want := range map[string]int{"a.example": 200, "B.EXAMPLE": 200, "c.example": 404, "": 404} {
+		resp, _ := http.Get(ask.URL + "/ask?domain=" + domain)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("ask %q: %d, want %d", domain, resp.StatusCode, want)
+		}
+	}
+}
+
+func TestRunawayHookIsolated(t *testing.T) {
+	e := start(t, map[string]map[string]string{"a.example/lab": lab(4), "b.example/lab": lab(4)})
+	victim := e.join(t, "a.example", "lab", "v")
+	other := e.join(t, "b.example", "lab", "o")
+	victim.send("spin", map[string]any{})
+	if code := victim.closed(t); code != 1011 {
+		t.Fatalf("runaway instance closed with %d, want 1011", code)
+	}
+	// The other game keeps ticking and sending.
+	other.send("move", map[string]any{"dx": 1})
+	other.until("the other game still answers", func(m map[string]map[string]any) bool { return m[other.me]["x"] == 1.0 })
+	// Unbounded recursion is stopped too.
+	r := e.join(t, "a.example", "lab", "r")
+	r.send("recurse", nil)
+	if code := r.closed(t); code != 1011 {
+		t.Fatalf("recursing instance closed with %d, want 1011", code)
+	}
+}
+
+func TestResume(t *testing.T) {
+	e := start(t, map[string]map[string]string{"a.example/lab": lab(4)})
+	c := e.join(t, "a.example", "lab", "ada")
+	c.send("move", map[string]any{"dx": 1})
+	c.until("moved", func(m map[string]map[string]any) bool { return m[c.me]["x"] == 1.0 })
+	c.ws.Close()
+	r, _, err := e.dial(t, "a.example", "/lab?resume="+c.resume, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := r.next("welcome")
+	if w["player"] != c.me || w["instance"] != c.inst {
+		t.Fatalf("resumed as %v in %v, want %s in %s", w["player"], w["instance"], c.me, c.inst)
+	}
+	r.me = c.me
+	r.until("a full appear of what it sees, state kept", func(m map[string]map[string]any) bool {
+		return m[c.me] != nil && m[c.me]["x"] == 1.0 && len(m) == 2
+	})
+	// A bad token is just a new player.
+	n, _, _ := e.dial(t, "a.example", "/lab?resume=nonsense", nil)
+	if w := n.next("welcome"); w["player"] == c.me {
+		t.Fatal("a bad resume token took over a seat")
+	}
+}
+
+// A viewer that stops reading never slows its instance: the others keep
+// playing. (Its disconnection once writes block past the deadline is not
+// shown here: the kernel's socket buffers absorb minutes of updates.)
+func TestSlowReaderDoesNotSlowOthers(t *testing.T) {
+	e := start(t, map[string]map[string]string{"a.example/lab": lab(4)})
+	e.rt.o.WriteTimeout = 200 * time.Millisecond
+	slow, _, err := e.dial(t, "a.example", "/lab?name=slow", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast := e.join(t, "a.example", "lab", "fast")
+	// The slow client stops reading; the other keeps playing and seeing moves.
+	slow.ws.UnderlyingConn().(interface{ CloseRead() error }).CloseRead()
+	for i := 0; i < 50; i++ {
+		fast.send("move", map[string]any{"dx": 1})
+		time.Sleep(2 * time.Millisecond)
+	}
+	fast.until("its own moves", func(m map[string]map[string]any) bool { return m[fast.me]["x"] == 50.0 })
+}
