@@ -4,17 +4,18 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 
 	"github.com/hoster-dev/hoster/pkg/accesslog"
 	"github.com/hoster-dev/hoster/pkg/api"
 	"github.com/hoster-dev/hoster/pkg/health"
-	"github.com/hoster-dev/hoster/pkg/server"
+	"github.com/hoster-dev/hoster/pkg/runtime"
 	"github.com/hoster-dev/hoster/pkg/tools"
 )
 
-// parts are the pieces of a running server besides the Sync API: the tools
-// routes, the health sampler, the access log, and (once it exists) the game
-// runtime. buildParts is the one place they are wired.
+// parts are the pieces of a running server besides the Sync API: the game
+// runtime, the tools routes, the health sampler and the access log.
+// buildParts is the one place they are wired.
 type parts struct {
 	routes   map[string]http.Handler         // authenticated tools routes
 	games    http.Handler                    // everything outside /api; nil answers 404
@@ -31,10 +32,14 @@ func buildParts(ctx context.Context, o serveOptions, variant api.Variant, log *s
 			LogsRoot: o.LogsRoot, Variant: variant, StatsInterval: o.StatsInterval,
 			Snapshot: health.Snapshot, Logger: log,
 		}),
-		// No game runtime yet: the ask gate approves no domain, so Caddy
-		// requests no certificate.
-		ask: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { server.NotFound(w) }),
 	}
+
+	rt, err := runtime.New(runtime.Options{GamesRoot: filepath.Join(o.HostingRoot, api.GamesDir), Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	p.games, p.ask, p.onReload = rt, rt.AskHandler(), rt.Reload
+	p.stoppers = append(p.stoppers, func(ctx context.Context) { rt.Shutdown(ctx) })
 
 	// Machine health every --stats-interval, with retention at start and daily.
 	sctx, cancel := context.WithCancel(ctx)

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 )
 
 // repoRoot is the module's root, two levels up from this package.
@@ -191,6 +193,41 @@ func TestThroughCaddy(t *testing.T) {
 	if out, code := hoster("--config", badConfig, "version"); code == 0 || !strings.Contains(out, strings.Repeat("ab", 32)) {
 		t.Errorf("a wrong pin must fail naming the fingerprints: exit %d\n%s", code, out)
 	}
+
+	// A game socket through Caddy: TLS by IP, Host selects the domain.
+	waitOK(t, insecure, "http://"+ask+"/ask?domain=example.com")
+	dialer := websocket.Dialer{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, HandshakeTimeout: 10 * time.Second}
+	wsURL := strings.Replace(base, "https://", "wss://", 1) + "/arena?name=caddy"
+	conn, resp, err := dialer.Dial(wsURL, http.Header{"Host": {"example.com"}, "Origin": {"https://example.com"}})
+	if err != nil {
+		status := ""
+		if resp != nil {
+			status = resp.Status
+		}
+		t.Fatalf("game socket through caddy: %v %s", err, status)
+	}
+	defer conn.Close()
+	conn.SetReadDeadline(time.Now().Add(15 * time.Second))
+	var welcome struct{ T, Game, Player string }
+	if err := conn.ReadJSON(&welcome); err != nil || welcome.T != "welcome" || welcome.Game != "example.com/arena" {
+		t.Fatalf("welcome through caddy: %+v, %v", welcome, err)
+	}
+	if err := conn.WriteJSON(map[string]any{"c": "move", "a": map[string]any{"dx": 1, "dy": 0}}); err != nil {
+		t.Fatal(err)
+	}
+	for seen := false; !seen; {
+		var m struct {
+			T      string
+			Change []struct{ ID string }
+		}
+		if err := conn.ReadJSON(&m); err != nil {
+			t.Fatalf("waiting for an update through caddy: %v", err)
+		}
+		for _, c := range m.Change {
+			seen = seen || c.ID == welcome.Player
+		}
+	}
+	conn.Close()
 
 	// Pull Caddy's own access log back: real Caddy lines, byte for byte.
 	mirror := filepath.Join(dir, "mirror")
