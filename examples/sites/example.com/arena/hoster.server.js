@@ -85,10 +85,9 @@
 
   // hoster-player/join.js
   function join(instance, player, params) {
-    const { x, y } = randomSpot();
     player.name = String(params.name || "player").slice(0, 16);
-    player.x = x;
-    player.y = y;
+    player.x = Math.round(SIZE / 2 - 10 + Math.random() * 20);
+    player.y = Math.round(SIZE / 2 - 10 + Math.random() * 20);
     player.score = 0;
     player.vx = 0;
     player.vy = 0;

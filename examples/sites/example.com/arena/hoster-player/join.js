@@ -1,11 +1,11 @@
-import { randomSpot } from "../lib/arena.js";
+import { SIZE } from "../lib/arena.js";
 
-// A player arrives; params are the socket URL's query (?name=...).
+// A player arrives; params are the socket URL's query (?name=...). Players
+// start near the middle, within sight of each other, so they meet.
 export default function join(instance, player, params) {
-  const { x, y } = randomSpot();
   player.name = String(params.name || "player").slice(0, 16);
-  player.x = x;
-  player.y = y;
+  player.x = Math.round(SIZE / 2 - 10 + Math.random() * 20);
+  player.y = Math.round(SIZE / 2 - 10 + Math.random() * 20);
   player.score = 0;
   player.vx = 0;
   player.vy = 0;
