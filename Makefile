@@ -21,8 +21,11 @@ test: test-deps ## vet and run every test (installs caddy and chromium when it c
 test-deps: ## install what the integration tests need, when missing and possible
 	@sh scripts/test-deps.sh
 
-bench: ## run the benchmarks and the bench/ scripts (long)
+bench: ## run the benchmarks and the bench/ scripts (long: about 10 minutes)
 	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 60m ./...
+	$(GO) run ./bench/load -players 500 -seconds 20
+	$(GO) run ./bench/load -players 2000 -seconds 20
+	bash bench/sync.sh 2000 200
 
 lint: ## gofmt and go vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }

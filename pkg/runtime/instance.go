@@ -247,6 +247,9 @@ func (in *Instance) run() {
 			in.fail(err)
 			return
 		}
+		if observe := in.rt.o.Observe; observe != nil {
+			observe("tick", time.Since(now))
+		}
 		for _, ev := range joins {
 			in.welcome(ev)
 		}
@@ -255,9 +258,13 @@ func (in *Instance) run() {
 			if nextSend.Before(now) {
 				nextSend = now.Add(sendStep)
 			}
+			sent := time.Now()
 			if err := in.sendRound(v); err != nil {
 				in.fail(err)
 				return
+			}
+			if observe := in.rt.o.Observe; observe != nil {
+				observe("send", time.Since(sent))
 			}
 		}
 	}

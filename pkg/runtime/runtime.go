@@ -62,6 +62,9 @@ type Options struct {
 	MaxFrame int64
 	// MaxCommandsPerSecond per player: 100.
 	MaxCommandsPerSecond int
+	// Observe, if set, is told how long each tick ("tick") and each send
+	// round ("send") took, from the instance goroutines: keep it cheap.
+	Observe func(kind string, d time.Duration)
 }
 
 // Runtime is the game side of hoster-server.
