@@ -207,7 +207,9 @@ func (c *conn) readLoop() {
 			continue
 		}
 		in := c.seat.in
+		in.mu.Lock()
 		schema, ok := in.cmds[m.C]
+		in.mu.Unlock()
 		if !ok {
 			c.sendError(fmt.Sprintf("unknown command %q", m.C))
 			continue

@@ -36,13 +36,14 @@ type Instance struct {
 	prog   *goja.Program
 	log    *slog.Logger
 
-	mu       sync.Mutex
-	events   []event
-	seats    int              // players placed here, connected or within their resume grace
-	conns    map[string]*conn // connected players by id
-	nextID   int
-	stopping bool
-	empty    *time.Timer
+	mu        sync.Mutex
+	events    []event
+	seats     int              // players placed here, connected or within their resume grace
+	conns     map[string]*conn // connected players by id
+	nextID    int
+	stopping  bool
+	empty     *time.Timer
+	upgradeTo *Game // new code to move to before the next tick
 
 	quit chan struct{}
 	done chan struct{}
@@ -158,10 +159,9 @@ func (in *Instance) stop(code int, reason string) {
 
 // vm is an instance's JavaScript side.
 type vm struct {
-	rt     *goja.Runtime
-	tick   goja.Callable
-	send   goja.Callable
-	budget time.Duration
+	rt                              *goja.Runtime
+	init, tick, send, export, adopt goja.Callable
+	budget                          time.Duration
 }
 
 // call runs fn under the hook budget: an overrun interrupts it.
@@ -173,13 +173,14 @@ func (v *vm) call(fn goja.Callable, args ...goja.Value) (goja.Value, error) {
 	return res, err
 }
 
-func (in *Instance) start() (*vm, error) {
+// newVM loads prog and the prelude in a fresh goja runtime.
+func (in *Instance) newVM(prog *goja.Program) (*vm, error) {
 	r := goja.New()
 	r.SetMaxCallStackSize(4096)
 	v := &vm{rt: r, budget: in.rt.o.HookBudget}
 	r.Set("__log", func(msg string) { in.log.Info("game log", "msg", msg) })
 	timer := time.AfterFunc(v.budget, func() { r.Interrupt("loading ran longer than " + v.budget.String()) })
-	_, err := r.RunProgram(in.prog)
+	_, err := r.RunProgram(prog)
 	if err == nil {
 		_, err = r.RunProgram(prelude)
 	}
@@ -188,17 +189,47 @@ func (in *Instance) start() (*vm, error) {
 	if err != nil {
 		return nil, err
 	}
-	var ok1, ok2, ok3 bool
-	var initFn goja.Callable
-	initFn, ok1 = goja.AssertFunction(r.Get("__init"))
-	v.tick, ok2 = goja.AssertFunction(r.Get("__tick"))
-	v.send, ok3 = goja.AssertFunction(r.Get("__send"))
-	if !ok1 || !ok2 || !ok3 {
+	var ok [5]bool
+	v.init, ok[0] = goja.AssertFunction(r.Get("__init"))
+	v.tick, ok[1] = goja.AssertFunction(r.Get("__tick"))
+	v.send, ok[2] = goja.AssertFunction(r.Get("__send"))
+	v.export, ok[3] = goja.AssertFunction(r.Get("__export"))
+	v.adopt, ok[4] = goja.AssertFunction(r.Get("__adopt"))
+	if ok != [5]bool{true, true, true, true, true} {
 		return nil, errors.New("the runtime prelude is broken")
 	}
-	if _, err := v.call(initFn, r.ToValue(in.id)); err != nil {
+	return v, nil
+}
+
+func (in *Instance) start() (*vm, error) {
+	v, err := in.newVM(in.prog)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := v.call(v.init, v.rt.ToValue(in.id)); err != nil {
 		return nil, fmt.Errorf("create: %w", err)
 	}
+	return v, nil
+}
+
+// upgrade moves the instance to new code between two ticks: the old code
+// serialises (or hands over its state object), the new code restores. On any
+// failure the old code keeps running and nobody notices but the log.
+func (in *Instance) upgrade(old *vm, g *Game) (*vm, error) {
+	dump, err := old.call(old.export)
+	if err != nil {
+		return old, fmt.Errorf("serialising with the old code: %w", err)
+	}
+	v, err := in.newVM(g.program)
+	if err != nil {
+		return old, fmt.Errorf("loading the new code: %w", err)
+	}
+	if _, err := v.call(v.adopt, dump); err != nil {
+		return old, fmt.Errorf("restoring with the new code: %w", err)
+	}
+	in.mu.Lock()
+	in.prog, in.cfg, in.cmds = g.program, g.cfg, g.commands
+	in.mu.Unlock()
 	return v, nil
 }
 
@@ -210,8 +241,10 @@ func (in *Instance) run() {
 		in.fail(err)
 		return
 	}
+	in.mu.Lock()
 	step := time.Second / time.Duration(in.cfg.TickRate)
 	sendStep := time.Second / time.Duration(in.cfg.SendRate)
+	in.mu.Unlock()
 	start := time.Now()
 	last, nextSend := start, start
 	timer := time.NewTimer(0)
@@ -241,7 +274,23 @@ func (in *Instance) run() {
 		in.mu.Lock()
 		events := in.events
 		in.events = nil
+		next := in.upgradeTo
+		in.upgradeTo = nil
 		in.mu.Unlock()
+		if next != nil {
+			nv, err := in.upgrade(v, next)
+			if err != nil {
+				in.log.Warn("hot reload failed; the old code keeps running", "err", err)
+			} else {
+				v = nv
+				in.log.Info("moved to the new code")
+				in.mu.Lock()
+				step = time.Second / time.Duration(in.cfg.TickRate)
+				sendStep = time.Second / time.Duration(in.cfg.SendRate)
+				in.mu.Unlock()
+				start, n, nextSend = now, 0, now
+			}
+		}
 		payload, joins := encodeEvents(events)
 		if _, err := v.call(v.tick, v.rt.ToValue(dt), v.rt.ToValue(now.UnixMilli()), v.rt.ToValue(payload)); err != nil {
 			in.fail(err)

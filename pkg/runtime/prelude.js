@@ -12,7 +12,7 @@ var __ef = {};
 Object.keys(__R.entities).forEach(function (t) { __ef[t] = Object.keys(__R.entities[t].fields).sort(); });
 var __counts = [0, 0, 0]; // appeared, changed, gone, since the last __takeCounts
 
-function __init(id) {
+function __make(id) {
   __inst = {
     id: id,
     state: {},
@@ -33,7 +33,38 @@ function __init(id) {
     now: function () { return __now; },
     log: function () { __log(Array.prototype.map.call(arguments, String).join(" ")); }
   };
+}
+
+function __init(id) {
+  __make(id);
   if (__R.instance.create) __R.instance.create(__inst);
+}
+
+// __export hands a live instance to new code: its players, entities,
+// viewers' last-sent state, and either its serialised state (when this code
+// has a serialise hook) or its state object as it is.
+function __export() {
+  var out = { id: __inst.id, players: __inst.players, entities: __inst.entities, viewers: __viewers, nextEntity: __nextEntity };
+  if (__R.instance.serialise) out.saved = __R.instance.serialise(__inst);
+  else out.state = __inst.state;
+  return JSON.stringify(out);
+}
+
+// __adopt takes over an instance exported by older code; restore rebuilds
+// the state when this code has the hook and the old code serialised.
+function __adopt(json) {
+  var x = JSON.parse(json);
+  __make(x.id);
+  __inst.players = x.players;
+  __inst.entities = x.entities;
+  __viewers = x.viewers;
+  __nextEntity = x.nextEntity;
+  if ("saved" in x && __R.instance.restore) {
+    __inst.state = {};
+    __R.instance.restore(__inst, x.saved);
+  } else {
+    __inst.state = "state" in x ? x.state : (x.saved !== undefined ? x.saved : {});
+  }
 }
 
 // __tick applies the queued events in order, then ticks (when dt > 0).

@@ -172,11 +172,16 @@ func (rt *Runtime) Reload(domain, name string) {
 	}
 	old := rt.games[domain][name]
 	if old != nil {
-		// Running instances keep the code they started with; new ones get
-		// the new version.
 		old.mu.Lock()
 		g.instances = old.instances
 		old.mu.Unlock()
+		// Live instances move to the new code at their next tick, keeping
+		// their players connected.
+		for _, in := range g.snapshot() {
+			in.mu.Lock()
+			in.upgradeTo = g
+			in.mu.Unlock()
+		}
 	}
 	rt.games[domain][name] = g
 	rt.mu.Unlock()

@@ -3,6 +3,7 @@ package runtime
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -64,7 +65,7 @@ func start(t *testing.T, games map[string]map[string]string) *env {
 	if res, err := gen.Generate(root); err != nil || res.Failed() {
 		t.Fatalf("generating the test games: %v %v", err, res.Problems())
 	}
-	rt, err := New(Options{GamesRoot: root, EmptyGrace: 200 * time.Millisecond, ResumeGrace: 2 * time.Second, HookBudget: 200 * time.Millisecond})
+	rt, err := New(Options{Logger: testLogger(t), GamesRoot: root, EmptyGrace: 200 * time.Millisecond, ResumeGrace: 2 * time.Second, HookBudget: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,4 +447,16 @@ func TestSlowReaderDoesNotSlowOthers(t *testing.T) {
 		time.Sleep(2 * time.Millisecond)
 	}
 	fast.until("its own moves", func(m map[string]map[string]any) bool { return m[fast.me]["x"] == 50.0 })
+}
+
+// testLogger sends the runtime's log to the test's, shown when it fails.
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, nil))
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
 }

@@ -1,0 +1,84 @@
+package runtime
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/hoster-dev/hoster/pkg/gen"
+)
+
+func TestHotReload(t *testing.T) {
+	files := lab(4)
+	files["hoster-instance/serialise.js"] = `export default function (i) { return { moves: i.state.moves || 0 }; }`
+	files["hoster-instance/restore.js"] = `export default function (i, s) { i.state = { moves: s.moves, restored: true }; }`
+	files["hoster-commands/move/run.js"] = `export default function (i, p, a) { p.x += a.dx; i.state.moves = (i.state.moves || 0) + 1; }`
+	e := start(t, map[string]map[string]string{"a.example/lab": files})
+	c := e.join(t, "a.example", "lab", "ada")
+	c.send("move", map[string]any{"dx": 1})
+	c.until("moved once", func(m map[string]map[string]any) bool { return m[c.me]["x"] == 1.0 })
+
+	// Push new code: a move now counts ten times, and the state says how it got here.
+	dir := filepath.Join(e.root, "a.example", "lab")
+	os.WriteFile(filepath.Join(dir, "hoster-commands/move/run.js"),
+		[]byte(`export default function (i, p, a) { p.x += 10 * a.dx; i.state.moves++; p.name = i.state.restored ? "restored" : "lost"; }`), 0o644)
+	if res, err := gen.Generate(e.root); err != nil || res.Failed() {
+		t.Fatal(err, res.Problems())
+	}
+	c.drain()
+	e.rt.Reload("a.example", "lab")
+	c.send("move", map[string]any{"dx": 1})
+	c.until("the new behaviour on the same socket, state restored", func(m map[string]map[string]any) bool {
+		return m[c.me]["x"] == 11.0 && m[c.me]["name"] == "restored"
+	})
+	for {
+		select {
+		case m := <-c.msgs:
+			if m["t"] == "welcome" || m["appear"] != nil {
+				t.Fatalf("the reload re-greeted the player: %v", m)
+			}
+			continue
+		default:
+		}
+		break
+	}
+
+	// A broken push: the old (new) code keeps serving.
+	os.WriteFile(filepath.Join(dir, "hoster.server.js"), []byte("this is not javascript {"), 0o644)
+	e.rt.Reload("a.example", "lab")
+	c.send("move", map[string]any{"dx": 1})
+	c.until("still serving after a broken push", func(m map[string]map[string]any) bool { return m[c.me]["x"] == 21.0 })
+	if len(e.rt.Games()) != 1 {
+		t.Fatal("a broken push unloaded the game")
+	}
+
+	// The game's folder deleted: its players are told and closed.
+	os.RemoveAll(dir)
+	e.rt.Reload("a.example", "lab")
+	if code := c.closed(t); code != 1001 {
+		t.Fatalf("deleted game closed with %d, want 1001", code)
+	}
+	if len(e.rt.Games()) != 0 {
+		t.Fatal("a deleted game is still listed")
+	}
+}
+
+// Without serialise and restore, the state object is carried over as it is.
+func TestHotReloadKeepsStateWithoutHooks(t *testing.T) {
+	files := lab(4)
+	files["hoster-commands/move/run.js"] = `export default function (i, p, a) { i.state.n = (i.state.n || 0) + 1; p.x = i.state.n; }`
+	e := start(t, map[string]map[string]string{"a.example/lab": files})
+	c := e.join(t, "a.example", "lab", "ada")
+	c.send("move", map[string]any{"dx": 1})
+	c.send("move", map[string]any{"dx": 1})
+	c.until("two moves", func(m map[string]map[string]any) bool { return m[c.me]["x"] == 2.0 })
+	dir := filepath.Join(e.root, "a.example", "lab")
+	os.WriteFile(filepath.Join(dir, "hoster-commands/move/run.js"),
+		[]byte(`export default function (i, p, a) { i.state.n += 100; p.x = i.state.n; }`), 0o644)
+	if res, err := gen.Generate(e.root); err != nil || res.Failed() {
+		t.Fatal(err, res.Problems())
+	}
+	e.rt.Reload("a.example", "lab")
+	c.send("move", map[string]any{"dx": 1})
+	c.until("state carried over", func(m map[string]map[string]any) bool { return m[c.me]["x"] == 102.0 })
+}
