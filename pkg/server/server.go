@@ -86,10 +86,10 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		opts:      opts,
-		store:     st,
-		log:       opts.Logger,
-		tokenSum:  sha256.Sum256([]byte(opts.Token)),
+		opts:     opts,
+		store:    st,
+		log:      opts.Logger,
+		tokenSum: sha256.Sum256([]byte(opts.Token)),
 	}
 	s.debouncer = store.NewDebouncer(opts.ReloadDebounce, s.reload)
 	s.routes = map[string]http.Handler{
