@@ -20,6 +20,7 @@ type syncOptions struct {
 	Jobs       int
 	AllowEmpty bool
 	MaxDelete  int
+	Watch      bool
 }
 
 func newSyncCmd(ios *IO, g *globals) *cobra.Command {
@@ -46,6 +47,9 @@ and names starting with "_" are neither pushed nor deleted.`,
 			}
 			ctx, stop := signal.NotifyContext(ctxOrBackground(cmd.Context()), os.Interrupt)
 			defer stop()
+			if o.Watch {
+				return watchSync(ctx, ios, g, root, o)
+			}
 			return runSync(ctx, ios, g, root, o)
 		},
 	}
@@ -54,6 +58,7 @@ and names starting with "_" are neither pushed nor deleted.`,
 	f.IntVar(&o.Jobs, "jobs", 8, "transfers at a time")
 	f.BoolVar(&o.AllowEmpty, "allow-empty", false, "let a ROOT with no game delete the server's games")
 	f.IntVar(&o.MaxDelete, "max-delete", 0, "refuse a sync that would delete more than N server files (0: no limit)")
+	f.BoolVar(&o.Watch, "watch", false, "after syncing, regenerate and sync again on every save, until Ctrl-C")
 	return cmd
 }
 
@@ -138,6 +143,32 @@ func runSync(ctx context.Context, ios *IO, g *globals, root string, o syncOption
 			msg += "; " + mirror.ErrUploadsFailed.Error()
 		}
 		return withExit(ExitFailed, errors.New(msg))
+	}
+	return nil
+}
+
+// watchSync syncs, then again after every burst of saves under root, until
+// ctx ends. A failed round is reported and the watch goes on; only a usage
+// or configuration error on the first round stops it.
+func watchSync(ctx context.Context, ios *IO, g *globals, root string, o syncOptions) error {
+	if o.DryRun {
+		return withExit(ExitUsage, errors.New("--watch and --dry-run do not go together"))
+	}
+	report := func(err error) {
+		if err != nil {
+			fmt.Fprintf(ios.ErrOut, "hoster: %v\n", err)
+		}
+	}
+	err := runSync(ctx, ios, g, root, o)
+	var ee *exitError
+	if errors.As(err, &ee) && (ee.code == ExitUsage || ee.code == ExitVersion) {
+		return err
+	}
+	report(err)
+	fmt.Fprintf(ios.ErrOut, "watching %s for changes; Ctrl-C stops\n", root)
+	werr := mirror.Watch(ctx, root, 200*time.Millisecond, func() { report(runSync(ctx, ios, g, root, o)) })
+	if werr != nil {
+		return withExit(ExitFailed, werr)
 	}
 	return nil
 }

@@ -2,15 +2,19 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hoster-dev/hoster/pkg/api"
 	"github.com/hoster-dev/hoster/pkg/server"
@@ -258,3 +262,53 @@ func TestVersion(t *testing.T) {
 		srv.Close()
 	}
 }
+
+func TestSyncWatch(t *testing.T) {
+	e := newCLIEnv(t, api.Variant1)
+	e.game("arena", map[string]string{"a.txt": "one"})
+	wd, _ := os.Getwd()
+	os.Chdir(e.dir)
+	defer os.Chdir(wd)
+	ctx, cancel := context.WithCancel(context.Background())
+	var errOut syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- watchSync(ctx, &IO{Out: io.Discard, ErrOut: &errOut}, &globals{}, "sites", syncOptions{Jobs: 2})
+	}()
+	server := filepath.Join(e.games, "example.com/arena/a.txt")
+	waitFor := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			if b, _ := os.ReadFile(server); string(b) == want {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Fatalf("the server never got %q\n%s", want, errOut.String())
+	}
+	waitFor("one")
+	time.Sleep(300 * time.Millisecond)
+	os.WriteFile(filepath.Join(e.sites, "example.com/arena/a.txt"), []byte("two"), 0o644)
+	waitFor("two")
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errOut.String(), "watching sites") {
+		t.Fatalf("output:\n%s", errOut.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the watcher's goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

@@ -1,0 +1,95 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/hoster-dev/hoster/pkg/deploy"
+)
+
+// The local development loop: a player stays connected while the author
+// saves a hook and hoster sync --watch pushes it; the player's next move
+// runs the new code, on the same socket.
+func TestWatchReloadsLive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	bin := buildBinaries(t)
+	dir := t.TempDir()
+	srv := filepath.Join(dir, "srv")
+	os.MkdirAll(srv, 0o755)
+	token, _ := deploy.NewToken()
+	deploy.WriteToken(filepath.Join(srv, "hoster-token"), token)
+	listen, ask := fmt.Sprintf("127.0.0.1:%d", freePort(t)), fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	startProcess(t, "hoster-server", exec.Command(filepath.Join(bin, "hoster-server"), "serve",
+		"--hosting-root", srv, "--logs-root", filepath.Join(dir, "logs"), "--listen", listen, "--ask-listen", ask,
+		"--reload-debounce", "100ms"))
+	waitOK(t, http.DefaultClient, "http://"+listen+"/api/version")
+
+	sites := filepath.Join(dir, "sites")
+	os.CopyFS(sites, os.DirFS(filepath.Join(repoRoot(t), "examples", "sites")))
+	cfg, _ := json.Marshal(map[string]string{"hoster-config-server": "http://" + listen, "hoster-config-apiToken": token})
+	os.WriteFile(filepath.Join(dir, "hoster.json"), cfg, 0o600)
+	watch := exec.Command(filepath.Join(bin, "hoster"), "--config", filepath.Join(dir, "hoster.json"), "sync", "--watch", sites)
+	startProcess(t, "hoster sync --watch", watch)
+	waitOK(t, http.DefaultClient, "http://"+ask+"/ask?domain=example.com")
+
+	conn, _, err := websocket.DefaultDialer.Dial("ws://"+listen+"/arena?name=dev", http.Header{"Host": {"example.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var welcome struct{ Player string }
+	conn.ReadJSON(&welcome)
+	names := make(chan string, 100)
+	go func() {
+		defer close(names)
+		for {
+			var m struct {
+				Appear, Change []struct {
+					ID string
+					F  map[string]any
+				}
+			}
+			if conn.ReadJSON(&m) != nil {
+				return
+			}
+			for _, c := range append(m.Appear, m.Change...) {
+				if name, ok := c.F["name"].(string); ok && c.ID == welcome.Player {
+					names <- name
+				}
+			}
+		}
+	}()
+
+	// The author makes a move rename the player, and saves.
+	run := filepath.Join(sites, "example.com", "arena", "hoster-commands", "move", "run.js")
+	os.WriteFile(run, []byte(`export default function run(instance, player, args) { player.name = "edited"; }`), 0o644)
+	saved := time.Now()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case <-tick.C:
+			conn.WriteJSON(map[string]any{"c": "move", "a": map[string]any{"dx": 0, "dy": 0}})
+		case name, ok := <-names:
+			if !ok {
+				t.Fatal("the socket closed during the reload")
+			}
+			if name == "edited" {
+				t.Logf("the new code answered %v after the save, on the same socket", time.Since(saved).Round(10*time.Millisecond))
+				return
+			}
+		case <-deadline:
+			t.Fatal("the edited hook never ran")
+		}
+	}
+}
