@@ -34,12 +34,16 @@ func buildParts(ctx context.Context, o serveOptions, variant api.Variant, log *s
 		}),
 	}
 
-	rt, err := runtime.New(runtime.Options{GamesRoot: filepath.Join(o.HostingRoot, api.GamesDir), Logger: log})
+	rt, err := runtime.New(runtime.Options{
+		GamesRoot: filepath.Join(o.HostingRoot, api.GamesDir), Logger: log,
+		LogsRoot: o.LogsRoot, GamelogInterval: o.GamelogInterval,
+	})
 	if err != nil {
 		return nil, err
 	}
 	p.games, p.ask, p.onReload = rt, rt.AskHandler(), rt.Reload
 	p.stoppers = append(p.stoppers, func(ctx context.Context) { rt.Shutdown(ctx) })
+	log.Info("game telemetry", "process", rt.Process())
 
 	// Machine health every --stats-interval, with retention at start and daily.
 	sctx, cancel := context.WithCancel(ctx)

@@ -26,6 +26,7 @@ type seat struct {
 	player string
 	conn   *conn       // nil while disconnected
 	grace  *time.Timer // running while disconnected
+	joined time.Time   // for the playtime of the session
 }
 
 // conn is one player's socket.
@@ -84,7 +85,7 @@ func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) 
 		in.nextID++
 		player := fmt.Sprintf("p%d", in.nextID)
 		in.mu.Unlock()
-		s := &seat{token: newID() + newID(), in: in, player: player, conn: c}
+		s := &seat{token: newID() + newID(), in: in, player: player, conn: c, joined: rt.now()}
 		rt.mu.Lock()
 		rt.seats[s.token] = s
 		rt.mu.Unlock()
@@ -146,7 +147,7 @@ func (rt *Runtime) disconnected(c *conn) {
 		}
 		delete(rt.seats, s.token)
 		rt.mu.Unlock()
-		s.in.enqueue(event{kind: "leave", player: s.player})
+		s.in.enqueue(event{kind: "leave", player: s.player, seat: s})
 		s.in.release()
 	})
 }
@@ -228,6 +229,11 @@ func (c *conn) readLoop() {
 		if args == nil {
 			m.A = json.RawMessage("{}")
 		}
+		in.mu.Lock()
+		in.tel.commands[m.C]++
+		in.tel.cmdBytes.Sum += float64(len(data))
+		in.tel.cmdBytes.Count++
+		in.mu.Unlock()
 		in.enqueue(event{kind: "cmd", player: c.seat.player, name: m.C, args: m.A})
 	}
 }
@@ -244,17 +250,18 @@ func (c *conn) ready() bool {
 	return !c.update && !c.closed
 }
 
-// enqueue queues a message for the writer without ever blocking the caller.
-func (c *conn) enqueue(msg []byte, update bool) {
+// enqueue queues a message for the writer without ever blocking the caller,
+// and reports whether it was taken (not on a closed or cut connection).
+func (c *conn) enqueue(msg []byte, update bool) bool {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return
+		return false
 	}
 	if c.queued+len(msg) > maxQueued {
 		c.mu.Unlock()
 		c.closeWith(websocket.ClosePolicyViolation, "too slow a reader")
-		return
+		return false
 	}
 	c.queue = append(c.queue, msg)
 	c.queued += len(msg)
@@ -266,6 +273,7 @@ func (c *conn) enqueue(msg []byte, update bool) {
 	case c.wake <- struct{}{}:
 	default:
 	}
+	return true
 }
 
 // closeWith sends a close frame (after what is queued) and ends the socket.

@@ -44,6 +44,7 @@ type Instance struct {
 	stopping  bool
 	empty     *time.Timer
 	upgradeTo *Game // new code to move to before the next tick
+	tel       counters
 
 	quit chan struct{}
 	done chan struct{}
@@ -84,6 +85,7 @@ func (rt *Runtime) place(g *Game) *Instance {
 		best = &Instance{id: newID(), rt: rt, domain: g.Domain, name: g.Name, cfg: g.cfg, cmds: g.commands, prog: g.program,
 			conns: map[string]*conn{}, quit: make(chan struct{}), done: make(chan struct{})}
 		best.log = rt.log.With("game", g.Key(), "instance", best.id)
+		best.tel.reset()
 		g.instances[best.id] = best
 		go best.run()
 	}
@@ -161,6 +163,7 @@ func (in *Instance) stop(code int, reason string) {
 type vm struct {
 	rt                              *goja.Runtime
 	init, tick, send, export, adopt goja.Callable
+	sizes, counts, snapshot         goja.Callable
 	budget                          time.Duration
 }
 
@@ -189,13 +192,16 @@ func (in *Instance) newVM(prog *goja.Program) (*vm, error) {
 	if err != nil {
 		return nil, err
 	}
-	var ok [5]bool
+	var ok [8]bool
 	v.init, ok[0] = goja.AssertFunction(r.Get("__init"))
 	v.tick, ok[1] = goja.AssertFunction(r.Get("__tick"))
 	v.send, ok[2] = goja.AssertFunction(r.Get("__send"))
 	v.export, ok[3] = goja.AssertFunction(r.Get("__export"))
 	v.adopt, ok[4] = goja.AssertFunction(r.Get("__adopt"))
-	if ok != [5]bool{true, true, true, true, true} {
+	v.sizes, ok[5] = goja.AssertFunction(r.Get("__sizes"))
+	v.counts, ok[6] = goja.AssertFunction(r.Get("__takeCounts"))
+	v.snapshot, ok[7] = goja.AssertFunction(r.Get("__snapshot"))
+	if ok != [8]bool{true, true, true, true, true, true, true, true} {
 		return nil, errors.New("the runtime prelude is broken")
 	}
 	return v, nil
@@ -216,6 +222,13 @@ func (in *Instance) start() (*vm, error) {
 // serialises (or hands over its state object), the new code restores. On any
 // failure the old code keeps running and nobody notices but the log.
 func (in *Instance) upgrade(old *vm, g *Game) (*vm, error) {
+	// The old runtime's delta counts move to Go before it is dropped.
+	a, ch, gn := in.takeDeltaCounts(old)
+	in.mu.Lock()
+	in.tel.delta.Appeared += a
+	in.tel.delta.Changed += ch
+	in.tel.delta.Gone += gn
+	in.mu.Unlock()
 	dump, err := old.call(old.export)
 	if err != nil {
 		return old, fmt.Errorf("serialising with the old code: %w", err)
@@ -247,6 +260,9 @@ func (in *Instance) run() {
 	in.mu.Unlock()
 	start := time.Now()
 	last, nextSend := start, start
+	clock := in.rt.now
+	nextStats := clock().Add(in.rt.o.GamelogInterval)
+	hour := clock().UTC().Truncate(time.Hour)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	<-timer.C
@@ -299,6 +315,7 @@ func (in *Instance) run() {
 		if observe := in.rt.o.Observe; observe != nil {
 			observe("tick", time.Since(now))
 		}
+		in.count(events, now)
 		for _, ev := range joins {
 			in.welcome(ev)
 		}
@@ -315,6 +332,17 @@ func (in *Instance) run() {
 			if observe := in.rt.o.Observe; observe != nil {
 				observe("send", time.Since(sent))
 			}
+		}
+		if t := clock(); !t.Before(nextStats) {
+			in.statsLine(v, t)
+			nextStats = nextStats.Add(in.rt.o.GamelogInterval)
+			if nextStats.Before(t) {
+				nextStats = t.Add(in.rt.o.GamelogInterval)
+			}
+		}
+		if t := clock(); t.UTC().Truncate(time.Hour).After(hour) {
+			hour = t.UTC().Truncate(time.Hour)
+			in.snapshotLine(v, t)
 		}
 	}
 }
@@ -378,8 +406,9 @@ func (in *Instance) sendRound(v *vm) error {
 	for i := 0; i+1 < len(out); i += 2 {
 		id, _ := out[i].(string)
 		msg, _ := out[i+1].(string)
-		if c := in.conns[id]; c != nil {
-			c.enqueue([]byte(msg), true)
+		if c := in.conns[id]; c != nil && c.enqueue([]byte(msg), true) {
+			in.tel.updBytes.Sum += float64(len(msg))
+			in.tel.updBytes.Count++
 		}
 	}
 	return nil
@@ -395,4 +424,23 @@ func (in *Instance) fail(err error) {
 		reason = "the game instance was stopped: a hook ran too long"
 	}
 	in.stop(1011, reason)
+}
+
+// count adds applied joins and leaves to the interval's telemetry; a leave
+// completes its session's playtime (a player still connected is not counted).
+func (in *Instance) count(events []event, now time.Time) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for _, ev := range events {
+		switch ev.kind {
+		case "join":
+			in.tel.arrivals++
+		case "leave":
+			in.tel.departures++
+			if ev.seat != nil {
+				in.tel.playtime.Sum += in.rt.now().Sub(ev.seat.joined).Seconds()
+				in.tel.playtime.Count++
+			}
+		}
+	}
 }

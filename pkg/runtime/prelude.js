@@ -174,3 +174,17 @@ function __send(ready) {
 function __sizes() {
   return [Object.keys(__inst.players).length, Object.keys(__inst.entities).length];
 }
+
+// __takeCounts returns [appeared, changed, gone] since the last call.
+function __takeCounts() {
+  var c = __counts;
+  __counts = [0, 0, 0];
+  return c;
+}
+
+// __snapshot is what a snapshot line records: serialise's value, or the state.
+function __snapshot() {
+  var v = __R.instance.serialise ? __R.instance.serialise(__inst) : __inst.state;
+  var s = JSON.stringify(v);
+  return s === undefined ? "null" : s;
+}

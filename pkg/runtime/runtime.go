@@ -65,6 +65,13 @@ type Options struct {
 	// Observe, if set, is told how long each tick ("tick") and each send
 	// round ("send") took, from the instance goroutines: keep it cheap.
 	Observe func(kind string, d time.Duration)
+	// LogsRoot is {logs_root}: game telemetry goes to hoster-logs/ below it.
+	// Empty writes none.
+	LogsRoot string
+	// GamelogInterval is the period of the stats lines: 60 s.
+	GamelogInterval time.Duration
+	// Now is the clock of the telemetry; nil is time.Now.
+	Now func() time.Time
 }
 
 // Runtime is the game side of hoster-server.
@@ -76,7 +83,18 @@ type Runtime struct {
 	games  map[string]map[string]*Game // domain -> game name -> game
 	seats  map[string]*seat            // resume token -> seat
 	closed bool
+
+	process    string // this process's id, minted at start
+	now        func() time.Time
+	logs       chan logLine
+	logsDone   chan struct{}
+	logsMu     sync.RWMutex
+	logsClosed bool
 }
+
+// Process is this process's id (6 random bytes, hex), the <process> of the
+// game-log tree.
+func (rt *Runtime) Process() string { return rt.process }
 
 // New discovers the games under GamesRoot; a broken game is skipped with a
 // logged reason and never affects the others.
@@ -99,7 +117,13 @@ func New(o Options) (*Runtime, error) {
 	if o.MaxCommandsPerSecond <= 0 {
 		o.MaxCommandsPerSecond = 100
 	}
-	rt := &Runtime{o: o, log: o.Logger, games: map[string]map[string]*Game{}, seats: map[string]*seat{}}
+	def(&o.GamelogInterval, 60*time.Second)
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	rt := &Runtime{o: o, log: o.Logger, games: map[string]map[string]*Game{}, seats: map[string]*seat{},
+		process: newID(), now: o.Now, logs: make(chan logLine, 4096), logsDone: make(chan struct{})}
+	go rt.writeLogs()
 	domains, err := os.ReadDir(o.GamesRoot)
 	if err != nil && !os.IsNotExist(err) {
 		return nil, fmt.Errorf("reading the games root: %w", err)
@@ -252,6 +276,18 @@ func (rt *Runtime) Shutdown(ctx context.Context) error {
 				return ctx.Err()
 			}
 		}
+	}
+	// Every line queued so far reaches its file before Shutdown returns.
+	rt.logsMu.Lock()
+	if !rt.logsClosed {
+		rt.logsClosed = true
+		close(rt.logs)
+	}
+	rt.logsMu.Unlock()
+	select {
+	case <-rt.logsDone:
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 	return nil
 }

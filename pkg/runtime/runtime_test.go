@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -57,6 +58,12 @@ type env struct {
 
 func start(t *testing.T, games map[string]map[string]string) *env {
 	t.Helper()
+	return startWith(t, games, nil)
+}
+
+// startWith is start with options adjusted by opt.
+func startWith(t *testing.T, games map[string]map[string]string, opt func(*Options)) *env {
+	t.Helper()
 	root := t.TempDir()
 	for key, files := range games {
 		domain, name, _ := strings.Cut(key, "/")
@@ -65,7 +72,11 @@ func start(t *testing.T, games map[string]map[string]string) *env {
 	if res, err := gen.Generate(root); err != nil || res.Failed() {
 		t.Fatalf("generating the test games: %v %v", err, res.Problems())
 	}
-	rt, err := New(Options{Logger: testLogger(t), GamesRoot: root, EmptyGrace: 200 * time.Millisecond, ResumeGrace: 2 * time.Second, HookBudget: 200 * time.Millisecond})
+	o := Options{Logger: testLogger(t), GamesRoot: root, EmptyGrace: 200 * time.Millisecond, ResumeGrace: 2 * time.Second, HookBudget: 200 * time.Millisecond}
+	if opt != nil {
+		opt(&o)
+	}
+	rt, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +113,12 @@ func (e *env) dial(t *testing.T, host, path string, h http.Header) (*client, *ht
 		defer close(c.msgs)
 		for {
 			var m map[string]any
-			if err := ws.ReadJSON(&m); err != nil {
+			_, raw, err := ws.ReadMessage()
+			if err == nil {
+				err = json.Unmarshal(raw, &m)
+				m["_bytes"] = len(raw) // the frame's size, for telemetry checks
+			}
+			if err != nil {
 				if ce, ok := err.(*websocket.CloseError); ok {
 					c.mu.Lock()
 					c.closeCode = ce.Code

@@ -1,0 +1,142 @@
+package runtime
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hoster-dev/hoster/pkg/api"
+)
+
+// counters are one instance's telemetry for the current interval, guarded by
+// the instance's mutex.
+type counters struct {
+	arrivals, departures int64
+	playtime             api.SumCount
+	commands             map[string]int64
+	cmdBytes, updBytes   api.SumCount
+	delta                api.DeltaCounts // carried over from replaced runtimes
+}
+
+func (c *counters) reset() { *c = counters{commands: map[string]int64{}} }
+
+// logLine is one line bound for a game-log hour file.
+type logLine struct {
+	domain, game, family string // family: stats or snapshot
+	at                   time.Time
+	data                 []byte
+}
+
+// gameLogPath is {logs_root}/hoster-logs/<domain>/<game>/hoster-processes/<process>/<family>-YYYY-MM-DD-HH.jsonl.
+func (rt *Runtime) gameLogPath(l logLine) string {
+	return filepath.Join(rt.o.LogsRoot, api.GameLogsDir, l.domain, l.game, api.ProcessesDir, rt.process,
+		fmt.Sprintf("%s-%s.jsonl", l.family, l.at.UTC().Format("2006-01-02-15")))
+}
+
+// writeLogs appends lines to their hour files, off the instances'
+// goroutines. Each line is one write on a file opened for appending, so a
+// reader (the tools API, a client's Range fetch) never sees half a line.
+func (rt *Runtime) writeLogs() {
+	defer close(rt.logsDone)
+	for l := range rt.logs {
+		path := rt.gameLogPath(l)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			rt.log.Warn("writing game logs", "err", err)
+			continue
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			rt.log.Warn("writing game logs", "err", err)
+			continue
+		}
+		if _, err := f.Write(append(l.data, '\n')); err != nil {
+			rt.log.Warn("writing game logs", "path", path, "err", err)
+		}
+		f.Close()
+	}
+}
+
+// emit queues a line; it never blocks an instance (a full queue drops the
+// line and says so).
+func (rt *Runtime) emit(l logLine) {
+	if rt.o.LogsRoot == "" {
+		return
+	}
+	rt.logsMu.RLock()
+	defer rt.logsMu.RUnlock()
+	if rt.logsClosed {
+		return
+	}
+	select {
+	case rt.logs <- l:
+	default:
+		rt.log.Warn("game log queue full; a line was dropped", "game", l.domain+"/"+l.game, "family", l.family)
+	}
+}
+
+// statsLine writes the instance's stats line for the interval ending at now
+// and starts the next interval.
+func (in *Instance) statsLine(v *vm, now time.Time) {
+	var players, entities int
+	if res, err := v.call(v.sizes); err == nil {
+		if n, ok := res.Export().([]any); ok && len(n) == 2 {
+			players, entities = toInt(n[0]), toInt(n[1])
+		}
+	}
+	appeared, changed, gone := in.takeDeltaCounts(v)
+	in.mu.Lock()
+	c := in.tel
+	in.tel.reset()
+	in.mu.Unlock()
+	line := api.GameStatsLine{
+		T: now.Unix(), Process: in.rt.process, Instance: in.id,
+		Players: players, Entities: entities,
+		Arrivals: c.arrivals, Departures: c.departures, Playtime: c.playtime,
+		Commands: c.commands, CmdBytes: c.cmdBytes, UpdBytes: c.updBytes,
+		Delta: api.DeltaCounts{Appeared: appeared + c.delta.Appeared, Changed: changed + c.delta.Changed, Gone: gone + c.delta.Gone},
+	}
+	if line.Commands == nil {
+		line.Commands = map[string]int64{}
+	}
+	b, _ := json.Marshal(line)
+	in.rt.emit(logLine{domain: in.domain, game: in.name, family: "stats", at: now, data: b})
+}
+
+// snapshotLine writes what the game's serialise returns (the state when it
+// has none).
+func (in *Instance) snapshotLine(v *vm, now time.Time) {
+	res, err := v.call(v.snapshot)
+	if err != nil {
+		in.log.Warn("snapshot: serialise failed", "err", err)
+		return
+	}
+	line := api.GameSnapshotLine{T: now.Unix(), Process: in.rt.process, Instance: in.id, State: json.RawMessage(res.String())}
+	b, _ := json.Marshal(line)
+	in.rt.emit(logLine{domain: in.domain, game: in.name, family: "snapshot", at: now, data: b})
+}
+
+func (in *Instance) takeDeltaCounts(v *vm) (int64, int64, int64) {
+	res, err := v.call(v.counts)
+	if err != nil {
+		return 0, 0, 0
+	}
+	n, _ := res.Export().([]any)
+	if len(n) != 3 {
+		return 0, 0, 0
+	}
+	return int64(toInt(n[0])), int64(toInt(n[1])), int64(toInt(n[2]))
+}
+
+func toInt(v any) int {
+	switch x := v.(type) {
+	case int64:
+		return int(x)
+	case float64:
+		return int(x)
+	case int:
+		return x
+	}
+	return 0
+}

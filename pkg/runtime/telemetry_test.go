@@ -1,0 +1,170 @@
+package runtime
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/hoster-dev/hoster/pkg/api"
+)
+
+// fakeClock is the telemetry's clock, moved by the test.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+func (c *fakeClock) Set(t time.Time)     { c.mu.Lock(); c.t = t; c.mu.Unlock() }
+
+// received tallies what a client got, to compare with the server's counts.
+type received struct {
+	mu                      sync.Mutex
+	updates, bytes          int64
+	appeared, changed, gone int64
+}
+
+func (c *client) tally(r *received) {
+	for m := range c.msgs {
+		if m["t"] != "update" {
+			continue
+		}
+		r.mu.Lock()
+		r.updates++
+		r.bytes += int64(m["_bytes"].(int))
+		if l, ok := m["appear"].([]any); ok {
+			r.appeared += int64(len(l))
+		}
+		if l, ok := m["change"].([]any); ok {
+			r.changed += int64(len(l))
+		}
+		if l, ok := m["gone"].([]any); ok {
+			r.gone += int64(len(l))
+		}
+		r.mu.Unlock()
+	}
+}
+
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	return lines
+}
+
+func waitFile(t *testing.T, path string, lines int) []string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(path); err == nil {
+			if l := readLines(t, path); len(l) >= lines {
+				return l
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s never had %d lines", path, lines)
+	return nil
+}
+
+// A scripted session gives exactly known counters.
+func TestStatsLineCountsExactly(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 11, 22, 10, 30, 0, 0, time.UTC)}
+	logs := t.TempDir()
+	e := startWith(t, map[string]map[string]string{"a.example/lab": lab(4)}, func(o *Options) {
+		o.LogsRoot, o.GamelogInterval, o.Now = logs, time.Minute, clock.Now
+		o.ResumeGrace = 300 * time.Millisecond
+	})
+	a := e.join(t, "a.example", "lab", "a")
+	b := e.join(t, "a.example", "lab", "b")
+	var ra, rb received
+	// Tally the raw frames each client gets from now on, including what
+	// came before (the joins' appears are already in the channels).
+	doneA, doneB := make(chan struct{}), make(chan struct{})
+	go func() { a.tally(&ra); close(doneA) }()
+	go func() { b.tally(&rb); close(doneB) }()
+
+	frame := `{"c":"move","a":{"dx":0.25}}`
+	for i := 0; i < 3; i++ {
+		a.ws.WriteMessage(websocket.TextMessage, []byte(frame))
+	}
+	a.ws.WriteMessage(websocket.TextMessage, []byte(`{"c":"move","a":{"dx":9}}`)) // refused: not counted
+	time.Sleep(300 * time.Millisecond)
+	clock.Add(30 * time.Second) // b has played 30 s
+	// b leaves cleanly; its seat is released after the resume grace.
+	b.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(1000, ""))
+	<-doneB
+	time.Sleep(800 * time.Millisecond) // grace passes, leave applied, gone sent to a
+	clock.Add(31 * time.Second)        // the interval ends
+	path := filepath.Join(logs, "hoster-logs", "a.example", "lab", "hoster-processes", e.rt.Process(), "stats-2026-11-22-10.jsonl")
+	lines := waitFile(t, path, 1)
+	var got api.GameStatsLine
+	if err := json.Unmarshal([]byte(lines[0]), &got); err != nil {
+		t.Fatal(err)
+	}
+	ra.mu.Lock()
+	rb.mu.Lock()
+	defer ra.mu.Unlock()
+	defer rb.mu.Unlock()
+	want := api.GameStatsLine{
+		T: clock.Now().Unix(), Process: e.rt.Process(), Instance: a.inst,
+		Players: 1, Entities: 1, Arrivals: 2, Departures: 1,
+		Playtime: api.SumCount{Sum: 30, Count: 1},
+		Commands: map[string]int64{"move": 3},
+		CmdBytes: api.SumCount{Sum: float64(3 * len(frame)), Count: 3},
+		UpdBytes: api.SumCount{Sum: float64(ra.bytes + rb.bytes), Count: ra.updates + rb.updates},
+		Delta:    api.DeltaCounts{Appeared: ra.appeared + rb.appeared, Changed: ra.changed + rb.changed, Gone: ra.gone + rb.gone},
+	}
+	wb, _ := json.Marshal(want)
+	if lines[0] != string(wb) {
+		t.Fatalf("stats line\n%s\nwant\n%s", lines[0], wb)
+	}
+	if want.Delta.Gone != 1 {
+		t.Fatalf("a saw %d gone, want b's departure", want.Delta.Gone)
+	}
+}
+
+// On the hour, each live instance writes its serialised state; the hour's
+// files are new files.
+func TestHourRolloverAndSnapshot(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 11, 22, 10, 59, 50, 0, time.UTC)}
+	logs := t.TempDir()
+	files := lab(4)
+	files["hoster-instance/serialise.js"] = `export default function (i) { return { players: Object.keys(i.players).length, note: "from serialise" }; }`
+	e := startWith(t, map[string]map[string]string{"a.example/lab": files}, func(o *Options) {
+		o.LogsRoot, o.GamelogInterval, o.Now = logs, time.Minute, clock.Now
+	})
+	a := e.join(t, "a.example", "lab", "a")
+	time.Sleep(100 * time.Millisecond)
+	clock.Set(time.Date(2026, 11, 22, 11, 0, 5, 0, time.UTC))
+	dir := filepath.Join(logs, "hoster-logs", "a.example", "lab", "hoster-processes", e.rt.Process())
+	snap := waitFile(t, filepath.Join(dir, "snapshot-2026-11-22-11.jsonl"), 1)
+	want := `{"t":1795345205,"process":"` + e.rt.Process() + `","instance":"` + a.inst + `","state":{"players":1,"note":"from serialise"}}`
+	if snap[0] != want {
+		t.Fatalf("snapshot\n%s\nwant\n%s", snap[0], want)
+	}
+	// The stats line of the interval that ended at 11:00:50 lands in the 11 o'clock file.
+	clock.Set(time.Date(2026, 11, 22, 11, 0, 51, 0, time.UTC))
+	stats := waitFile(t, filepath.Join(dir, "stats-2026-11-22-11.jsonl"), 1)
+	if !strings.Contains(stats[0], `"players":1`) {
+		t.Fatalf("stats line %s", stats[0])
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Fatalf("files %v, want the 11 o'clock snapshot and stats files only", entries)
+	}
+}
