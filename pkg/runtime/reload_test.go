@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/hoster-dev/hoster/pkg/gen"
 )
@@ -81,4 +82,27 @@ func TestHotReloadKeepsStateWithoutHooks(t *testing.T) {
 	e.rt.Reload("a.example", "lab")
 	c.send("move", map[string]any{"dx": 1})
 	c.until("state carried over", func(m map[string]map[string]any) bool { return m[c.me]["x"] == 102.0 })
+}
+
+// A changed hoster-game.json applies to running instances too: here a full
+// instance (capacity 1) takes a second player once the capacity is raised.
+func TestReloadAppliesNewConfigToRunningInstances(t *testing.T) {
+	e := start(t, map[string]map[string]string{"a.example/lab": lab(1)})
+	first := e.join(t, "a.example", "lab", "one")
+	dir := filepath.Join(e.root, "a.example", "lab")
+	os.WriteFile(filepath.Join(dir, "hoster-game.json"), []byte(cfg(2)), 0o644)
+	e.rt.Reload("a.example", "lab")
+	// The upgrade happens at the instance's next tick.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		second := e.join(t, "a.example", "lab", "two")
+		if second.inst == first.inst {
+			return
+		}
+		second.ws.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("the raised capacity never applied to the running instance")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
