@@ -105,7 +105,15 @@ func (rt *Runtime) resume(token string, g *Game, c *conn) *seat {
 	}
 	rt.mu.Lock()
 	s := rt.seats[token]
-	if s == nil || s.conn != nil || s.in.domain != g.Domain || s.in.name != g.Name || s.grace == nil || !s.grace.Stop() {
+	if s == nil || s.in.domain != g.Domain || s.in.name != g.Name {
+		rt.mu.Unlock()
+		return nil
+	}
+	// While disconnected, the grace must still be running; a player whose
+	// old socket has not been noticed dropping yet (common when a phone
+	// changes networks) takes the seat over, and the old socket is closed
+	// when the new one is welcomed.
+	if s.conn == nil && (s.grace == nil || !s.grace.Stop()) {
 		rt.mu.Unlock()
 		return nil
 	}

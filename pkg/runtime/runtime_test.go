@@ -476,3 +476,23 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
 }
+
+// Reconnecting before the server noticed the old socket drop takes the seat
+// over; the old socket is closed as replaced.
+func TestResumeTakesOverALingeringSocket(t *testing.T) {
+	e := start(t, map[string]map[string]string{"a.example/lab": lab(4)})
+	old := e.join(t, "a.example", "lab", "ada")
+	r, _, err := e.dial(t, "a.example", "/lab?resume="+old.resume, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := r.next("welcome"); w["player"] != old.me || w["instance"] != old.inst {
+		t.Fatalf("took over as %v, want %s", w["player"], old.me)
+	}
+	if code := old.closed(t); code != 4000 {
+		t.Fatalf("the lingering socket closed with %d, want 4000 (replaced)", code)
+	}
+	r.me = old.me
+	r.send("move", map[string]any{"dx": 1})
+	r.until("the new socket plays", func(m map[string]map[string]any) bool { return m[old.me]["x"] == 1.0 })
+}
