@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/dop251/goja"
 	esbuild "github.com/evanw/esbuild/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/module"
 )
 
 // Target is the language level of hoster.server.js. goja implements
@@ -87,32 +87,6 @@ func bundle(dir string, d *definition) ([]byte, []Problem) {
 	return append([]byte(header), out.OutputFiles[0].Contents...), nil
 }
 
-// loadBudget bounds how long loading the module may run at generation time.
-const loadBudget = 2 * time.Second
-
-// Load runs a hoster.server.js in a fresh goja runtime and returns the
-// runtime and its registry object. It fails if the script throws, runs past
-// a short budget, or defines no registry of format 1.
-func Load(program *goja.Program) (*goja.Runtime, *goja.Object, error) {
-	vm := goja.New()
-	vm.SetMaxCallStackSize(2000)
-	timer := time.AfterFunc(loadBudget, func() { vm.Interrupt("loading took longer than " + loadBudget.String()) })
-	_, err := vm.RunProgram(program)
-	timer.Stop()
-	vm.ClearInterrupt()
-	if err != nil {
-		return nil, nil, err
-	}
-	reg, ok := vm.Get("__hoster").(*goja.Object)
-	if !ok || reg == nil {
-		return nil, nil, errors.New("the module defines no __hoster registry")
-	}
-	if f := reg.Get("format"); f == nil || f.ToInteger() != 1 {
-		return nil, nil, fmt.Errorf("the registry's format is %v, not 1", f)
-	}
-	return vm, reg, nil
-}
-
 // moduleComment matches the comment esbuild puts before each bundled module.
 var moduleComment = regexp.MustCompile(`^\s*// (\S+\.[jt]sx?)$`)
 
@@ -123,7 +97,7 @@ func check(server []byte, d *definition) []Problem {
 	if err != nil {
 		return []Problem{{File: ServerFile, Msg: "the generated module does not compile in goja: " + err.Error()}}
 	}
-	vm, _, err := Load(program)
+	vm, _, err := module.Load(program)
 	if err != nil {
 		p := Problem{File: ServerFile, Msg: "the module fails when loaded: " + err.Error()}
 		var ex *goja.Exception

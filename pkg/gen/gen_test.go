@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/dop251/goja"
+	"github.com/hoster-dev/hoster/pkg/module"
 )
 
 var update = flag.Bool("update", false, "rewrite the .golden files")
@@ -158,7 +159,7 @@ func TestExampleHooksRunInGoja(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vm, _, err := Load(program)
+	vm, _, err := module.Load(program)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +212,7 @@ func TestModernSyntaxRunsOnGoja(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vm, _, err := Load(program)
+	vm, _, err := module.Load(program)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/dop251/goja"
 	"github.com/hoster-dev/hoster/pkg/api"
 	"github.com/hoster-dev/hoster/pkg/game"
-	"github.com/hoster-dev/hoster/pkg/gen"
+	"github.com/hoster-dev/hoster/pkg/module"
 )
 
 // Game is one loaded game: its configuration, its compiled module (shared
@@ -57,7 +57,7 @@ func loadGame(dir, domain, name string) (*Game, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compiling %s: %w", api.ServerModule, err)
 	}
-	vm, _, err := gen.Load(program)
+	vm, _, err := module.Load(program)
 	if err != nil {
 		return nil, fmt.Errorf("loading %s: %w", api.ServerModule, err)
 	}
