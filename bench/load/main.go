@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -34,6 +35,7 @@ func main() {
 	tickRate := flag.Int("tick", 20, "tick rate")
 	sendRate := flag.Int("send", 10, "send rate")
 	seconds := flag.Int("seconds", 20, "how long to measure, after all bots joined")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured period to this file")
 	flag.Parse()
 
 	root, err := os.MkdirTemp("", "hoster-load-")
@@ -127,10 +129,21 @@ func main() {
 	mu.Lock()
 	ticks, sends = ticks[:0], sends[:0]
 	mu.Unlock()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		pprof.StartCPUProfile(f)
+		defer f.Close()
+	}
 	cpu0, wall0 := cpuTime(), time.Now()
 	measuring.Store(true)
 	time.Sleep(time.Duration(*seconds) * time.Second)
 	measuring.Store(false)
+	if *cpuprofile != "" {
+		pprof.StopCPUProfile()
+	}
 	cpu, wall := cpuTime()-cpu0, time.Since(wall0)
 	cancel()
 	rt.Shutdown(context.Background())

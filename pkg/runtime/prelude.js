@@ -44,7 +44,7 @@ function __init(id) {
 // viewers' last-sent state, and either its serialised state (when this code
 // has a serialise hook) or its state object as it is.
 function __export() {
-  var out = { id: __inst.id, players: __inst.players, entities: __inst.entities, viewers: __viewers, nextEntity: __nextEntity };
+  var out = { id: __inst.id, players: __inst.players, entities: __inst.entities, viewers: __viewers, group: __group, nextEntity: __nextEntity };
   if (__R.instance.serialise) out.saved = __R.instance.serialise(__inst);
   else out.state = __inst.state;
   return JSON.stringify(out);
@@ -58,6 +58,7 @@ function __adopt(json) {
   __inst.players = x.players;
   __inst.entities = x.entities;
   __viewers = x.viewers;
+  __group = x.group;
   __nextEntity = x.nextEntity;
   if ("saved" in x && __R.instance.restore) {
     __inst.state = {};
@@ -77,7 +78,7 @@ function __tick(dt, now, events) {
     if (ev[0] === "join") {
       p = { id: ev[1] };
       __inst.players[p.id] = p;
-      __viewers[p.id] = { known: {}, seq: 0 };
+      __viewers[p.id] = { known: {}, seq: 0 }; // out of step until its first update
       if (__R.player.join) __R.player.join(__inst, p, ev[2]);
     } else if (ev[0] === "leave") {
       p = __inst.players[ev[1]];
@@ -122,52 +123,100 @@ function __object(fields, values) {
 // received, and returns [viewer id, message, ...] for those with changes.
 // A viewer not ready this round keeps its last-received state, so its next
 // update merges everything it missed.
-function __send(ready) {
+//
+// Without a visibility hook every viewer sees everything, so viewers that
+// are in step share one delta, computed and encoded once per round; only
+// their seq differs. Known-state maps are never changed once built: a viewer
+// that falls out of step just keeps a reference to the map it last received.
+var __group = null; // the known state of the viewers in step (no visibility hook)
+
+function __things() {
   var things = [], id;
   for (id in __inst.players) things.push([id, "player", __inst.players[id], __pf]);
   for (id in __inst.entities) {
     var e = __inst.entities[id];
     things.push([id, e.type, e, __ef[e.type] || []]);
   }
-  var vals = new Array(things.length);
-  for (var i = 0; i < things.length; i++) vals[i] = __values(things[i][2], things[i][3]);
-  var visible = __R.player.visible;
-  var out = [];
-  for (var r = 0; r < ready.length; r++) {
-    var vid = ready[r], v = __viewers[vid], me = __inst.players[vid];
-    if (!v || !me) continue;
-    var known = v.known, seen = {}, appear = [], change = [], gone = [];
-    for (var k = 0; k < things.length; k++) {
-      var th = things[k];
-      if (visible && !visible(__inst, me, th[2])) continue;
-      seen[th[0]] = true;
-      var cur = vals[k], old = known[th[0]];
-      if (!old) {
-        appear.push({ id: th[0], type: th[1], f: __object(th[3], cur) });
-        known[th[0]] = cur;
-        continue;
-      }
-      var f = null;
-      for (var n = 0; n < cur.length; n++) {
-        if (old[n] !== cur[n]) (f = f || {})[th[3][n]] = cur[n];
-      }
-      if (f) {
-        change.push({ id: th[0], f: f });
-        known[th[0]] = cur;
-      }
+  for (var i = 0; i < things.length; i++) things[i].push(__values(things[i][2], things[i][3]));
+  return things; // [id, type, object, fields, values]
+}
+
+// __delta compares what is seen now with known, and returns the lists and
+// the new known map (known is left as it was).
+function __delta(known, things, me) {
+  var visible = me ? __R.player.visible : null;
+  var next = {}, appear = [], change = [], gone = [];
+  for (var k = 0; k < things.length; k++) {
+    var th = things[k];
+    if (visible && !visible(__inst, me, th[2])) continue;
+    var cur = th[4], old = known[th[0]];
+    next[th[0]] = cur;
+    if (!old) {
+      appear.push({ id: th[0], type: th[1], f: __object(th[3], cur) });
+      continue;
     }
-    for (id in known) {
-      if (!seen[id]) { gone.push(id); delete known[id]; }
+    var f = null;
+    for (var n = 0; n < cur.length; n++) {
+      if (old[n] !== cur[n]) (f = f || {})[th[3][n]] = cur[n];
     }
-    if (appear.length || change.length || gone.length) {
-      var m = { t: "update", seq: ++v.seq };
-      if (appear.length) m.appear = appear;
-      if (change.length) m.change = change;
-      if (gone.length) m.gone = gone;
-      __counts[0] += appear.length; __counts[1] += change.length; __counts[2] += gone.length;
-      out.push(vid, JSON.stringify(m));
-    }
+    if (f) change.push({ id: th[0], f: f });
   }
+  for (var id in known) if (!(id in next)) gone.push(id);
+  return { next: next, appear: appear, change: change, gone: gone };
+}
+
+// __body encodes a delta without its seq: ',"appear":[...],...}'.
+function __body(d) {
+  var m = {};
+  if (d.appear.length) m.appear = d.appear;
+  if (d.change.length) m.change = d.change;
+  if (d.gone.length) m.gone = d.gone;
+  var s = JSON.stringify(m);
+  return s.length > 2 ? "," + s.slice(1) : null;
+}
+
+function __count(d, times) {
+  __counts[0] += d.appear.length * times;
+  __counts[1] += d.change.length * times;
+  __counts[2] += d.gone.length * times;
+}
+
+function __send(ready) {
+  var things = __things();
+  var out = [];
+  var shared = !__R.player.visible;
+  var isReady = {};
+  for (var r = 0; r < ready.length; r++) isReady[ready[r]] = true;
+  var groupBefore = __group, group = null, groupBody = null, inStep = 0;
+  if (shared) {
+    if (groupBefore === null) groupBefore = {};
+    group = __delta(groupBefore, things, null);
+    groupBody = __body(group);
+    // Viewers in step that are not ready this round fall out of step,
+    // keeping the state they last received.
+    for (var vid0 in __viewers) {
+      var v0 = __viewers[vid0];
+      if (v0.known === null && !isReady[vid0]) v0.known = groupBefore;
+    }
+    __group = group.next;
+  }
+  for (var i = 0; i < ready.length; i++) {
+    var vid = ready[i], v = __viewers[vid], me = __inst.players[vid];
+    if (!v || !me) continue;
+    var body;
+    if (shared && v.known === null) {
+      body = groupBody; // in step: the shared delta
+      if (body) inStep++;
+    } else {
+      var d = __delta(v.known || {}, things, shared ? null : me);
+      body = __body(d);
+      if (body) __count(d, 1);
+      // After this update, a viewer without a visibility hook is in step.
+      v.known = shared ? null : d.next;
+    }
+    if (body) out.push(vid, '{"t":"update","seq":' + (++v.seq) + body);
+  }
+  if (inStep) __count(group, inStep);
   return out;
 }
 
