@@ -47,6 +47,8 @@ type ClientConfig struct {
 // Client speaks the contract over HTTP.
 type Client struct {
 	r        *resty.Client
+	server   string
+	token    string
 	attempts int
 	base     time.Duration
 }
@@ -109,21 +111,11 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		SetBaseURL(strings.TrimRight(cfg.Server, "/")).
 		SetTransport(tr).
 		SetLogger(quietLogger{}).
-		SetRetryCount(0).
-		SetPreRequestHook(func(_ *resty.Client, hr *http.Request) error {
-			// A file body's length is known: send it as Content-Length.
-			if n, ok := hr.Context().Value(bodySizeKey{}).(int64); ok {
-				hr.ContentLength = n
-				if n == 0 {
-					hr.Body = http.NoBody
-				}
-			}
-			return nil
-		})
+		SetRetryCount(0)
 	if cfg.Token != "" {
 		r.SetAuthToken(cfg.Token)
 	}
-	c := &Client{r: r, attempts: cfg.Attempts, base: cfg.RetryBase}
+	c := &Client{r: r, server: strings.TrimRight(cfg.Server, "/"), token: cfg.Token, attempts: cfg.Attempts, base: cfg.RetryBase}
 	if c.attempts <= 0 {
 		c.attempts = 5
 	}
@@ -214,6 +206,11 @@ func (c *Client) getJSON(ctx context.Context, op, path string, v any) error {
 // PutFile uploads a file to rel. open is called for every attempt, so a
 // retried upload sends the whole file again. A variant 2 answer of
 // {ok:false} is an error.
+//
+// The body is streamed from the file with its Content-Length, through the
+// resty client's own http.Client (same transport, same kept-alive
+// connections): resty itself reads any io.Reader body whole into memory to
+// be able to replay it, which for large files costs as much as the upload.
 func (c *Client) PutFile(ctx context.Context, rel string, size int64, open func() (io.ReadCloser, error)) (WriteResult, error) {
 	op := "uploading " + rel
 	var res WriteResult
@@ -222,17 +219,36 @@ func (c *Client) PutFile(ctx context.Context, rel string, size int64, open func(
 		if err != nil {
 			return &Error{Op: op, Msg: err.Error()}
 		}
-		defer body.Close()
-		resp, err := c.r.R().SetContext(context.WithValue(ctx, bodySizeKey{}, size)).
-			SetQueryParam(QueryPath, rel).
-			SetHeader("Content-Type", "application/octet-stream").
-			SetBody(body).
-			Put(PathFile)
-		if err := answerError(op, resp, err); err != nil {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPut,
+			c.server+PathFile+"?"+url.Values{QueryPath: {rel}}.Encode(), body)
+		if err != nil {
+			body.Close()
+			return &Error{Op: op, Msg: err.Error()}
+		}
+		req.ContentLength = size
+		if size == 0 {
+			body.Close()
+			req.Body = http.NoBody
+		}
+		req.GetBody = open
+		req.Header.Set("Content-Type", "application/octet-stream")
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		resp, err := c.r.GetClient().Do(req)
+		if err != nil {
+			return transportError(op, err)
+		}
+		defer resp.Body.Close()
+		answer, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if err != nil {
+			return transportError(op, err)
+		}
+		if err := statusError(op, resp.StatusCode, resp.Header, answer); err != nil {
 			return err
 		}
 		res = WriteResult{}
-		if err := json.Unmarshal(resp.Body(), &res); err != nil {
+		if err := json.Unmarshal(answer, &res); err != nil {
 			return &Error{Op: op, Msg: "the answer is not a write result: " + err.Error()}
 		}
 		if res.OK != nil && !*res.OK {
@@ -269,44 +285,48 @@ func (c *Client) DeleteFile(ctx context.Context, rel string) error {
 	})
 }
 
-// bodySizeKey carries a file body's length to the pre-request hook, so the
-// upload has a Content-Length and the server can refuse an oversized one
-// before reading it.
-type bodySizeKey struct{}
-
 // answerError turns a transport error or a non-200 answer into an *Error.
 func answerError(op string, resp *resty.Response, err error) error {
 	if err != nil {
-		var pe *PinError
-		if errors.As(err, &pe) {
-			return fmt.Errorf("%s: %w", op, pe)
-		}
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("%s: %w", op, err)
-		}
-		var uerr *url.Error
-		if errors.As(err, &uerr) {
-			err = uerr.Err // the URL is ours; the cause is what matters
-		}
-		var certErr *tls.CertificateVerificationError
-		var unknown x509.UnknownAuthorityError
-		if errors.As(err, &certErr) || errors.As(err, &unknown) {
-			return &Error{Op: op, Msg: "the server certificate is not trusted: " + err.Error() +
-				" (a server reached by IP with a self-signed certificate needs hoster-config-certSha256)"}
-		}
-		return &Error{Op: op, Msg: err.Error(), Transient: true}
+		return transportError(op, err)
 	}
-	status := resp.StatusCode()
+	return statusError(op, resp.StatusCode(), resp.Header(), resp.Body())
+}
+
+// transportError classifies a request that got no answer.
+func transportError(op string, err error) error {
+	var pe *PinError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", op, pe)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		err = uerr.Err // the URL is ours; the cause is what matters
+	}
+	var certErr *tls.CertificateVerificationError
+	var unknown x509.UnknownAuthorityError
+	if errors.As(err, &certErr) || errors.As(err, &unknown) {
+		return &Error{Op: op, Msg: "the server certificate is not trusted: " + err.Error() +
+			" (a server reached by IP with a self-signed certificate needs hoster-config-certSha256)"}
+	}
+	return &Error{Op: op, Msg: err.Error(), Transient: true}
+}
+
+// statusError turns a non-200 answer into an error; 200 is nil.
+func statusError(op string, status int, header http.Header, body []byte) error {
 	if status == http.StatusOK {
 		return nil
 	}
 	if status == http.StatusNotFound {
 		return fmt.Errorf("%s: %w", op, ErrNotFound)
 	}
-	e := &Error{Op: op, Status: status, Msg: serverMessage(resp.Body()),
+	e := &Error{Op: op, Status: status, Msg: serverMessage(body),
 		Transient: status >= 500 || status == http.StatusTooManyRequests}
 	if status == http.StatusTooManyRequests {
-		if secs, err := strconv.Atoi(resp.Header().Get("Retry-After")); err == nil && secs >= 0 {
+		if secs, err := strconv.Atoi(header.Get("Retry-After")); err == nil && secs >= 0 {
 			e.retryAt = time.Duration(secs) * time.Second
 		}
 	}
