@@ -57,11 +57,16 @@ func (s *Store) Write(rel string, body io.Reader, limit int64) (int64, error) {
 		return 0, err
 	}
 	dir := path.Dir(rel)
-	if err := s.root.MkdirAll(dir, 0o755); err != nil {
-		return 0, fmt.Errorf("creating the folder of %s: %w", rel, err)
-	}
 	tmp := path.Join(dir, tempPrefix+randomSuffix())
-	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	create := func() (*os.File, error) { return s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644) }
+	// The folder almost always exists already: create it only when needed.
+	f, err := create()
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := s.root.MkdirAll(dir, 0o755); err != nil {
+			return 0, fmt.Errorf("creating the folder of %s: %w", rel, err)
+		}
+		f, err = create()
+	}
 	if err != nil {
 		return 0, fmt.Errorf("writing %s: %w", rel, err)
 	}
