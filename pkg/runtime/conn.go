@@ -3,7 +3,6 @@ package runtime
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -189,9 +188,7 @@ func (c *conn) readLoop() {
 	for {
 		kind, data, err := ws.ReadMessage()
 		if err != nil {
-			if errors.Is(err, websocket.ErrReadLimit) {
-				c.closeWith(websocket.ClosePolicyViolation, "frame too large")
-			}
+			// gorilla answers a frame over the read limit with 1009 itself.
 			return
 		}
 		deadline()

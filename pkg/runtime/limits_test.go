@@ -1,0 +1,75 @@
+package runtime
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// heavy sends every viewer about 100 KB per player per round.
+func heavy() map[string]string {
+	return map[string]string{
+		"hoster-game.json":          `{"tickRate": 50, "sendRate": 25, "capacity": 4, "origins": ["*"]}`,
+		"hoster-player/fields.json": `{"name": "string", "blob": "string"}`,
+		"hoster-player/join.js":     `export default function (i, p, params) { p.name = params.name; p.n = 0; }`,
+		"hoster-instance/tick.js": `const base = "x".repeat(100000);
+export default function (i) { for (const id in i.players) { const p = i.players[id]; p.n++; p.blob = base + p.n; } }`,
+	}
+}
+
+// A viewer that stops reading is disconnected once a write is stuck past
+// the write deadline; the others never notice but for its departure.
+func TestSlowReaderDisconnected(t *testing.T) {
+	e := startWith(t, map[string]map[string]string{"a.example/heavy": heavy()}, func(o *Options) {
+		o.WriteTimeout = 300 * time.Millisecond
+		o.ResumeGrace = 200 * time.Millisecond
+	})
+	// The slow player never reads a byte after the handshake.
+	slow, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(e.url, "http")+"/heavy?name=slow",
+		map[string][]string{"Host": {"a.example"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	fast := e.join(t, "a.example", "heavy", "fast")
+	fast.until("the slow player appear", func(m map[string]map[string]any) bool {
+		for _, th := range m {
+			if th["name"] == "slow" {
+				return true
+			}
+		}
+		return false
+	})
+	fast.until("the slow player gone, cut for not reading", func(m map[string]map[string]any) bool {
+		for _, th := range m {
+			if th["name"] == "slow" {
+				return false
+			}
+		}
+		return true
+	})
+	// The fast player is still being served.
+	fast.drain()
+	fast.next("update")
+}
+
+func TestFrameAndRateLimits(t *testing.T) {
+	e := startWith(t, map[string]map[string]string{"a.example/lab": lab(4)}, func(o *Options) {
+		o.MaxFrame = 1024
+		o.MaxCommandsPerSecond = 20
+	})
+	big := e.join(t, "a.example", "lab", "big")
+	big.ws.WriteMessage(websocket.TextMessage, []byte(`{"c":"move","a":{"dx":0},"pad":"`+strings.Repeat("x", 2000)+`"}`))
+	if code := big.closed(t); code != websocket.CloseMessageTooBig {
+		t.Fatalf("an oversized frame closed with %d, want 1009", code)
+	}
+	spam := e.join(t, "a.example", "lab", "spam")
+	for i := 0; i < 50; i++ {
+		spam.ws.WriteMessage(websocket.TextMessage, []byte(`{"c":"move","a":{"dx":0}}`))
+	}
+	if code := spam.closed(t); code != websocket.ClosePolicyViolation {
+		t.Fatalf("a command flood closed with %d, want 1008", code)
+	}
+}
