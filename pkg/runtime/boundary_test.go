@@ -1,0 +1,92 @@
+package runtime
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/dop251/goja"
+	"github.com/hoster-dev/hoster/pkg/gen"
+)
+
+// benchInstance is an instance of a game with 20 players and 50 entities
+// that all change every tick, outside any socket.
+func benchInstance(b *testing.B) (*vm, []any) {
+	root := b.TempDir()
+	files := map[string]string{
+		"hoster-game.json":                `{"tickRate": 20, "sendRate": 10, "capacity": 20, "origins": ["*"]}`,
+		"hoster-player/fields.json":       `{"x": "number", "y": "number", "name": "string"}`,
+		"hoster-player/join.js":           `export default function (i, p) { p.x = 1; p.y = 2; p.name = "bot"; }`,
+		"hoster-entities/mob/fields.json": `{"x": "number", "y": "number"}`,
+		"hoster-entities/mob/tick.js":     `export default function (i, e, dt) { e.x += dt; }`,
+		"hoster-instance/create.js":       `export default function (i) { for (let k = 0; k < 50; k++) i.spawn("mob", {x: k, y: k}); }`,
+		"hoster-instance/tick.js":         `export default function (i, dt) { for (const id in i.players) i.players[id].x += dt; }`,
+	}
+	for rel, body := range files {
+		p := filepath.Join(root, "b.example", "g", rel)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(body), 0o644)
+	}
+	if res, err := gen.Generate(root); err != nil || res.Failed() {
+		b.Fatal(err, res.Problems())
+	}
+	g, err := loadGame(filepath.Join(root, "b.example", "g"), "b.example", "g")
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := &Instance{id: "0a0b0c0d0e0f", rt: &Runtime{o: Options{HookBudget: 10e9}}, prog: g.program, log: slog.New(slog.DiscardHandler)}
+	v, err := in.start()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var joins []any
+	var ready []any
+	for p := 1; p <= 20; p++ {
+		id := fmt.Sprintf("p%d", p)
+		joins = append(joins, []any{"join", id, map[string]string{}})
+		ready = append(ready, id)
+	}
+	ev, _ := json.Marshal(joins)
+	if _, err := v.call(v.tick, v.rt.ToValue(0.05), v.rt.ToValue(0), v.rt.ToValue(string(ev))); err != nil {
+		b.Fatal(err)
+	}
+	return v, ready
+}
+
+// BenchmarkBoundary compares one tick plus one send round for 20 viewers
+// done the runtime's way (state stays in JS; one call returns finished
+// messages) with exporting the players and entities to Go every tick and
+// encoding there, the way the issue warns against.
+func BenchmarkBoundary(b *testing.B) {
+	b.Run("js-side-deltas", func(b *testing.B) {
+		v, ready := benchInstance(b)
+		readyV := v.rt.ToValue(ready)
+		for i := 0; i < b.N; i++ {
+			v.call(v.tick, v.rt.ToValue(0.05), v.rt.ToValue(i), v.rt.ToValue("[]"))
+			res, err := v.call(v.send, readyV)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if out := res.Export().([]any); len(out) != 40 {
+				b.Fatalf("%d messages", len(out)/2)
+			}
+		}
+	})
+	b.Run("export-to-go", func(b *testing.B) {
+		v, ready := benchInstance(b)
+		for i := 0; i < b.N; i++ {
+			v.call(v.tick, v.rt.ToValue(0.05), v.rt.ToValue(i), v.rt.ToValue("[]"))
+			inst := v.rt.Get("__inst").(*goja.Object)
+			players := inst.Get("players").Export()
+			entities := inst.Get("entities").Export()
+			for range ready { // one full state message per viewer, no diffing at all
+				if _, err := json.Marshal(map[string]any{"players": players, "entities": entities}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+}
