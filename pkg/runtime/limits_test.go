@@ -73,3 +73,18 @@ func TestFrameAndRateLimits(t *testing.T) {
 		t.Fatalf("a command flood closed with %d, want 1008", code)
 	}
 }
+
+// On shutdown every player gets a going-away close.
+func TestShutdownSaysGoingAway(t *testing.T) {
+	e := start(t, map[string]map[string]string{"a.example/lab": lab(4), "b.example/lab": lab(4)})
+	a := e.join(t, "a.example", "lab", "a")
+	b := e.join(t, "b.example", "lab", "b")
+	if err := e.rt.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*client{a, b} {
+		if code := c.closed(t); code != websocket.CloseGoingAway {
+			t.Fatalf("shutdown closed with %d, want 1001", code)
+		}
+	}
+}
