@@ -5,6 +5,7 @@ package integration
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
@@ -100,9 +101,13 @@ func waitOK(t *testing.T, client *http.Client, url string) {
 // hoster-server init, hoster-server serve, Debian's caddy with the generated
 // Caddyfile, then the client through Caddy with the pinned certificate.
 func TestThroughCaddy(t *testing.T) {
-	caddy, err := exec.LookPath("caddy")
+	// HOSTER_TEST_CADDY names another caddy binary, to check a newer Caddy.
+	caddy, err := exec.LookPath(cmp.Or(os.Getenv("HOSTER_TEST_CADDY"), "caddy"))
 	if err != nil {
 		t.Skip("caddy is not installed (make test-deps installs Debian's caddy as root); skipping the proxy test")
+	}
+	if v, err := exec.Command(caddy, "version").Output(); err == nil {
+		t.Logf("caddy %s", strings.TrimSpace(string(v)))
 	}
 	if testing.Short() {
 		t.Skip("-short: skipping the proxy test")
