@@ -13,8 +13,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -73,7 +74,7 @@ func ParseConfig(data []byte) (Config, error) {
 	var present map[string]json.RawMessage
 	_ = json.Unmarshal(data, &present)
 	var errs []error
-	for _, key := range sortedKeys(present) {
+	for _, key := range slices.Sorted(maps.Keys(present)) {
 		switch key {
 		case "tickRate", "sendRate", "capacity", "origins":
 		default:
@@ -155,7 +156,7 @@ func ParseFields(data []byte) (Fields, error) {
 		return nil, err
 	}
 	var errs []error
-	for _, name := range sortedKeys(f) {
+	for _, name := range slices.Sorted(maps.Keys(f)) {
 		if err := checkName(name); err != nil {
 			errs = append(errs, fmt.Errorf("field %q: %w", name, err))
 		} else if name == "id" || name == "type" {
@@ -197,7 +198,7 @@ func ParseArgs(data []byte) (Args, error) {
 	}
 	args := Args{}
 	var errs []error
-	for _, name := range sortedKeys(raw) {
+	for _, name := range slices.Sorted(maps.Keys(raw)) {
 		a, err := parseArg(raw[name])
 		if err == nil {
 			err = checkName(name)
@@ -225,7 +226,7 @@ func parseArg(raw json.RawMessage) (Arg, error) {
 	} else {
 		var keys map[string]json.RawMessage
 		_ = json.Unmarshal(raw, &keys)
-		for _, key := range sortedKeys(keys) {
+		for _, key := range slices.Sorted(maps.Keys(keys)) {
 			switch key {
 			case "type", "min", "max", "maxLength":
 			default:
@@ -267,17 +268,17 @@ func (a Args) Validate(v any) error {
 	default:
 		return errors.New("arguments must be an object")
 	}
-	for _, name := range sortedKeys(a) {
+	for _, name := range slices.Sorted(maps.Keys(a)) {
 		if _, ok := obj[name]; !ok {
 			return fmt.Errorf("missing argument %q", name)
 		}
 	}
-	for _, name := range sortedKeys(obj) {
+	for _, name := range slices.Sorted(maps.Keys(obj)) {
 		if _, ok := a[name]; !ok {
 			return fmt.Errorf("unknown argument %q", name)
 		}
 	}
-	for _, name := range sortedKeys(a) {
+	for _, name := range slices.Sorted(maps.Keys(a)) {
 		if err := a[name].check(name, obj[name]); err != nil {
 			return err
 		}
@@ -346,13 +347,4 @@ func decodeJSON(data []byte, v any, strict bool) error {
 		return errors.New("decoding JSON: trailing data after the value")
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"text/template"
 
@@ -183,12 +185,12 @@ func clientTypes(dir string, d *definition) []byte {
 	b.WriteString("export interface PlayerFields " + fieldsType(d.Player) + "\n\n")
 	b.WriteString("export interface Player extends PlayerFields { id: string; type: \"player\" }\n\n")
 	b.WriteString("export interface EntityFields {\n")
-	for _, t := range sortedKeys(d.Entities) {
+	for _, t := range slices.Sorted(maps.Keys(d.Entities)) {
 		fmt.Fprintf(&b, "  %s: %s;\n", prop(t), fieldsType(d.Entities[t]))
 	}
 	b.WriteString("}\n\nexport type Entity = { [T in keyof EntityFields]: EntityFields[T] & { id: string; type: T } }[keyof EntityFields];\n\n")
 	b.WriteString("export interface CommandArgs {\n")
-	for _, n := range sortedKeys(d.Commands) {
+	for _, n := range slices.Sorted(maps.Keys(d.Commands)) {
 		fmt.Fprintf(&b, "  %s: %s;\n", prop(n), argsType(d.Commands[n]))
 	}
 	b.WriteString(`}
@@ -234,7 +236,7 @@ func fieldsType(f game.Fields) string {
 		return "{}"
 	}
 	var parts []string
-	for _, k := range sortedKeys(f) {
+	for _, k := range slices.Sorted(maps.Keys(f)) {
 		parts = append(parts, fmt.Sprintf("%s: %s", prop(k), tsType(f[k])))
 	}
 	return "{ " + strings.Join(parts, "; ") + " }"
@@ -245,7 +247,7 @@ func argsType(a game.Args) string {
 		return "Record<string, never>"
 	}
 	var parts []string
-	for _, k := range sortedKeys(a) {
+	for _, k := range slices.Sorted(maps.Keys(a)) {
 		parts = append(parts, fmt.Sprintf("%s: %s", prop(k), tsType(a[k].Type)))
 	}
 	return "{ " + strings.Join(parts, "; ") + " }"

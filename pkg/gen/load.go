@@ -125,13 +125,3 @@ func load(dir string) (*definition, []Problem) {
 	sort.Strings(d.Sources)
 	return d, problems
 }
-
-// sortedKeys returns the keys of m in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}

@@ -3,6 +3,8 @@ package mirror
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -106,7 +108,7 @@ func MakePlan(local *Local, remote api.Tree, opts PlanOptions) (Plan, error) {
 		}
 		absent[g] = append(absent[g], rp)
 	}
-	for _, g := range sortedKeys(absent) {
+	for _, g := range slices.Sorted(maps.Keys(absent)) {
 		files := absent[g]
 		sort.Strings(files)
 		if !localGames[g] && !unmanaged[g] {
@@ -142,13 +144,4 @@ func gameOf(p string) string {
 func lastInGame(p string) bool {
 	rest := strings.TrimPrefix(p, gameOf(p)+"/")
 	return rest == api.GameConfigFile || rest == api.ServerModule
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
