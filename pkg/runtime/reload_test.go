@@ -1,8 +1,11 @@
 package runtime
 
 import (
+	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -104,5 +107,73 @@ func TestReloadAppliesNewConfigToRunningInstances(t *testing.T) {
 			t.Fatal("the raised capacity never applied to the running instance")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// logWatch is a slog handler that signals when a message is logged.
+type logWatch struct {
+	slog.Handler
+	msg  string
+	seen chan struct{}
+	once *sync.Once
+}
+
+func (w logWatch) WithAttrs(a []slog.Attr) slog.Handler {
+	w.Handler = w.Handler.WithAttrs(a)
+	return w
+}
+
+func (w logWatch) WithGroup(name string) slog.Handler {
+	w.Handler = w.Handler.WithGroup(name)
+	return w
+}
+
+func (w logWatch) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == w.msg {
+		w.once.Do(func() { close(w.seen) })
+	}
+	return w.Handler.Handle(ctx, r)
+}
+
+// A reload stuck in one game (its restore spins until the hook budget stops
+// it) never pauses another: game b keeps applying moves and sending updates
+// the whole time.
+func TestReloadNeverPausesOtherGames(t *testing.T) {
+	failed := make(chan struct{})
+	aFiles := lab(4)
+	aFiles["hoster-instance/serialise.js"] = `export default function (i) { return {}; }`
+	aFiles["hoster-instance/restore.js"] = `export default function (i, s) {}`
+	e := startWith(t, map[string]map[string]string{"a.example/lab": aFiles, "b.example/lab": lab(4)}, func(o *Options) {
+		o.HookBudget = 1500 * time.Millisecond
+		o.Logger = slog.New(logWatch{Handler: testLogger(t).Handler(), msg: "hot reload failed; the old code keeps running", seen: failed, once: &sync.Once{}})
+	})
+	e.join(t, "a.example", "lab", "a") // a live instance of a, to be upgraded
+	b := e.join(t, "b.example", "lab", "b")
+
+	dir := filepath.Join(e.root, "a.example", "lab")
+	os.WriteFile(filepath.Join(dir, "hoster-instance/restore.js"), []byte(`export default function (i, s) { for (;;) {} }`), 0o644)
+	if res, err := gen.Generate(e.root); err != nil || res.Failed() {
+		t.Fatal(err, res.Problems())
+	}
+	b.drain()
+	e.rt.Reload("a.example", "lab")
+	updates := 0
+	deadline := time.After(20 * time.Second)
+	for done := false; !done; {
+		b.send("move", map[string]any{"dx": 0.01})
+		select {
+		case m := <-b.msgs:
+			if m["t"] == "update" {
+				updates++
+			}
+		case <-failed:
+			done = true
+		case <-deadline:
+			t.Fatal("a's stuck reload never ended")
+		}
+	}
+	// About 37 rounds fit in the budget; a paused b would have none.
+	if updates < 5 {
+		t.Fatalf("b sent only %d updates while a's reload was stuck", updates)
 	}
 }
