@@ -1,0 +1,42 @@
+// Package filehash hashes files the way both ends of a sync compare them:
+// sha256, in lowercase hex. It is tuned for hashing many files at once from
+// the page cache, where the cost of read(2) is as large as the hashing.
+package filehash
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"hash"
+	"io"
+	"runtime"
+)
+
+// bufSize is the read size. Reading a whole file of a few MiB in one call
+// instead of 256 KiB blocks took hashing a 1 GiB, 20,000-file tree from the
+// page cache from 1.1 s to 0.7 s (docs/PERFORMANCE.md).
+const bufSize = 4 << 20
+
+// Workers is how many files to hash at once: twice the usable cores, so a
+// core never waits while a worker is inside read(2).
+func Workers() int { return 2 * runtime.GOMAXPROCS(0) }
+
+// Hasher hashes one reader at a time, reusing its buffer; give each worker
+// its own.
+type Hasher struct {
+	buf []byte
+	h   hash.Hash
+}
+
+// Sum reads r to its end and returns its hash and length.
+func (x *Hasher) Sum(r io.Reader) (sum string, n int64, err error) {
+	if x.buf == nil {
+		x.buf = make([]byte, bufSize)
+		x.h = sha256.New()
+	}
+	x.h.Reset()
+	n, err = io.CopyBuffer(x.h, r, x.buf)
+	if err != nil {
+		return "", n, err
+	}
+	return hex.EncodeToString(x.h.Sum(nil)), n, nil
+}
