@@ -1,19 +1,16 @@
 package mirror
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/filehash"
 	"github.com/hoster-dev/hoster/pkg/game"
 )
 
@@ -65,40 +62,66 @@ func Walk(root string) (*Local, error) {
 			if fi, err := os.Lstat(filepath.Join(gameDir, api.GameConfigFile)); err != nil || !fi.Mode().IsRegular() {
 				continue
 			}
-			prefix := d.Name() + "/" + g.Name()
-			l.Games = append(l.Games, prefix)
-			err := filepath.WalkDir(gameDir, func(p string, e fs.DirEntry, err error) error {
-				if err != nil {
-					return fmt.Errorf("walking %s: %w", prefix, err)
-				}
-				if p == gameDir {
-					return nil
-				}
-				if game.IsSkipped(e.Name()) || game.IsReserved(e.Name()) {
-					if e.IsDir() {
-						return filepath.SkipDir
-					}
-					return nil
-				}
-				if !e.Type().IsRegular() {
-					return nil // directories are walked; symlinks and devices are not mirrored
-				}
-				info, err := e.Info()
-				if err != nil {
-					return fmt.Errorf("reading %s: %w", p, err)
-				}
-				rel, _ := filepath.Rel(gameDir, p)
-				path := prefix + "/" + filepath.ToSlash(rel)
-				l.Files[path] = &File{Path: path, Abs: p, Size: info.Size()}
-				return nil
-			})
-			if err != nil {
-				return nil, err
-			}
+			l.Games = append(l.Games, d.Name()+"/"+g.Name())
 		}
 	}
 	sort.Strings(l.Games)
+
+	// Games are walked in parallel: a walk is one lstat per file, and a
+	// syscall's wait is better spent walking another game.
+	found := make([][]*File, len(l.Games))
+	errs := make([]error, len(l.Games))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, filehash.Workers())
+	for i, prefix := range l.Games {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			found[i], errs[i] = walkGame(filepath.Join(root, filepath.FromSlash(prefix)), prefix)
+		}()
+	}
+	wg.Wait()
+	for i := range l.Games {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		for _, f := range found[i] {
+			l.Files[f.Path] = f
+		}
+	}
 	return l, nil
+}
+
+// walkGame lists the files of the game at dir, whose path is prefix.
+func walkGame(dir, prefix string) ([]*File, error) {
+	var files []*File
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("walking %s: %w", prefix, err)
+		}
+		if p == dir {
+			return nil
+		}
+		if game.IsSkipped(e.Name()) || game.IsReserved(e.Name()) {
+			if e.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !e.Type().IsRegular() {
+			return nil // directories are walked; symlinks and devices are not mirrored
+		}
+		info, err := e.Info()
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", p, err)
+		}
+		rel, _ := filepath.Rel(dir, p)
+		path := prefix + "/" + filepath.ToSlash(rel)
+		files = append(files, &File{Path: path, Abs: p, Size: info.Size()})
+		return nil
+	})
+	return files, err
 }
 
 // Hash fills in every file's sha256, on all cores.
@@ -118,16 +141,16 @@ func (l *Local) HashNeeded(need func(path string) bool) error {
 	work := make(chan *File)
 	errs := make(chan error, 1)
 	var wg sync.WaitGroup
-	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+	for w := 0; w < filehash.Workers(); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			buf := make([]byte, 256<<10)
+			var x filehash.Hasher
 			for f := range work {
 				if need != nil && !need(f.Path) {
 					continue
 				}
-				if err := hashFile(f, buf); err != nil {
+				if err := hashFile(f, &x); err != nil {
 					select {
 					case errs <- err:
 					default:
@@ -149,19 +172,17 @@ func (l *Local) HashNeeded(need func(path string) bool) error {
 	}
 }
 
-func hashFile(f *File, buf []byte) error {
+func hashFile(f *File, x *filehash.Hasher) error {
 	fh, err := os.Open(f.Abs)
 	if err != nil {
 		return fmt.Errorf("hashing %s: %w", f.Path, err)
 	}
 	defer fh.Close()
-	h := sha256.New()
-	n, err := io.CopyBuffer(h, fh, buf)
+	sum, n, err := x.Sum(fh)
 	if err != nil {
 		return fmt.Errorf("hashing %s: %w", f.Path, err)
 	}
-	f.Size = n
-	f.Hash = hex.EncodeToString(h.Sum(nil))
+	f.Size, f.Hash = n, sum
 	return nil
 }
 
