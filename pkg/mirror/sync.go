@@ -56,25 +56,30 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 	if opts.Jobs <= 0 {
 		opts.Jobs = 8
 	}
-	local, err := Walk(root)
-	if err != nil {
-		return SyncSummary{}, err
-	}
-	// The server hashes its tree while we hash ours. Once its tree has
-	// arrived, a file it does not have needs no hash: it is uploaded anyway.
+	// The server walks and hashes its tree while we walk and hash ours. Once
+	// its tree has arrived, a file it does not have needs no hash: it is
+	// uploaded anyway.
 	type treeResult struct {
 		tree api.Tree
 		err  error
 	}
 	treeCh := make(chan treeResult, 1)
 	var arrived atomic.Pointer[api.Tree]
+	treeCtx, cancelTree := context.WithCancel(ctx)
+	defer cancelTree()
 	go func() {
-		t, err := remote.Tree(ctx)
+		t, err := remote.Tree(treeCtx)
 		if err == nil {
 			arrived.Store(&t)
 		}
 		treeCh <- treeResult{t, err}
 	}()
+	local, err := Walk(root)
+	if err != nil {
+		cancelTree()
+		<-treeCh // do not leave the request behind
+		return SyncSummary{}, err
+	}
 	hashErr := local.HashNeeded(func(path string) bool {
 		t := arrived.Load()
 		if t == nil {
