@@ -23,15 +23,22 @@ const (
 	MinDeleteDepth = 2
 )
 
+// MaxDepth is the most segments a path may have. It keeps the tree walk's
+// open directories bounded, and is far beyond any real game.
+const MaxDepth = 256
+
 // CleanPath checks that p is a path relative to the games root in canonical
 // form and returns its segments: not empty, not absolute, no backslash, no NUL,
-// no empty, "." or ".." segment. Nothing is normalised: a path that would need
+// no empty, "." or ".." segment, at most MaxDepth segments. Nothing is normalised: a path that would need
 // normalising is refused, so what is checked is exactly what is used.
 func CleanPath(p string) ([]string, error) {
 	if p == "" || strings.ContainsAny(p, "\\\x00") || strings.HasPrefix(p, "/") {
 		return nil, ErrInvalidPath
 	}
 	segs := strings.Split(p, "/")
+	if len(segs) > MaxDepth {
+		return nil, ErrInvalidPath
+	}
 	for _, s := range segs {
 		if s == "" || s == "." || s == ".." {
 			return nil, ErrInvalidPath

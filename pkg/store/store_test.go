@@ -70,6 +70,23 @@ func TestDepthRules(t *testing.T) {
 	}
 }
 
+// The deepest path a client may write is listed by the tree; one segment
+// more is refused.
+func TestMaxDepth(t *testing.T) {
+	s, _ := newStore(t)
+	deepest := "example.com/arena/" + strings.Repeat("d/", MaxDepth-3) + "f"
+	if _, err := s.Write(deepest, strings.NewReader("deep"), 0); err != nil {
+		t.Fatalf("writing %d segments: %v", MaxDepth, err)
+	}
+	if _, err := s.Write("x/"+deepest, strings.NewReader("deep"), 0); !errors.Is(err, ErrInvalidPath) {
+		t.Fatalf("writing %d segments = %v, want ErrInvalidPath", MaxDepth+1, err)
+	}
+	tree, err := s.Tree()
+	if err != nil || tree[deepest] != sha([]byte("deep")) || len(tree) != 1 {
+		t.Fatalf("tree = %v, %v", tree, err)
+	}
+}
+
 func TestWriteDeleteTree(t *testing.T) {
 	s, dir := newStore(t)
 	files := map[string]string{

@@ -1,15 +1,14 @@
 package store
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"io/fs"
-	"runtime"
+	"os"
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/hoster-dev/hoster/pkg/filehash"
 )
 
 // cached is a hash together with the identity of the file it was computed
@@ -42,45 +41,79 @@ func stampOf(fi fs.FileInfo) (stamp, bool) {
 // hash for exactly that inode, size, mtime and ctime. Hashing runs on all
 // cores. Symlinks, in-flight uploads and anything that is not a regular file
 // are left out; a file that vanishes during the walk is left out too.
+//
+// Each directory is opened once, as its own os.Root, and its files are
+// stat'ed relative to it: one fstatat per file, where a stat of the full path
+// through the games root would open and close every parent directory again.
 func (s *Store) Tree() (map[string]string, error) {
-	var paths []string
-	err := fs.WalkDir(s.root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == "." {
-				return err
-			}
-			return nil // vanished or unreadable: not part of the tree
+	tree := map[string]string{}
+	var misses []string
+	var walk func(dir *os.Root, prefix string, depth int) error
+	walk = func(dir *os.Root, prefix string, depth int) error {
+		if depth >= MaxDepth {
+			// Nothing this deep can be written; only a directory swapped for
+			// a symlink to its parent mid-walk gets here.
+			return nil
 		}
-		if d.Type().IsRegular() && !strings.HasPrefix(d.Name(), tempPrefix) {
-			paths = append(paths, p)
+		d, err := dir.Open(".")
+		if err != nil {
+			return err
+		}
+		entries, err := d.ReadDir(-1)
+		d.Close()
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			rel := prefix + e.Name()
+			switch {
+			case e.IsDir():
+				sub, err := dir.OpenRoot(e.Name())
+				if err != nil {
+					continue // vanished or swapped: not part of the tree
+				}
+				err = walk(sub, rel+"/", depth+1)
+				sub.Close()
+				if err != nil {
+					return err
+				}
+			case e.Type().IsRegular() && !strings.HasPrefix(e.Name(), tempPrefix):
+				fi, err := dir.Lstat(e.Name())
+				if err != nil || !fi.Mode().IsRegular() {
+					continue
+				}
+				if sum, ok := s.cachedHash(rel, fi); ok {
+					tree[rel] = sum
+				} else {
+					misses = append(misses, rel)
+				}
+			}
 		}
 		return nil
-	})
-	if err != nil {
+	}
+	if err := walk(s.root, "", 0); err != nil {
 		return nil, fmt.Errorf("walking the games root: %w", err)
 	}
 
-	hashes := make([]string, len(paths))
+	hashes := make([]string, len(misses))
 	work := make(chan int)
 	var wg sync.WaitGroup
-	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+	for w := 0; w < filehash.Workers(); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			buf := make([]byte, 256<<10)
+			var x filehash.Hasher
 			for i := range work {
-				hashes[i] = s.hashFile(paths[i], buf)
+				hashes[i] = s.hashFile(misses[i], &x)
 			}
 		}()
 	}
-	for i := range paths {
+	for i := range misses {
 		work <- i
 	}
 	close(work)
 	wg.Wait()
-
-	tree := make(map[string]string, len(paths))
-	for i, p := range paths {
+	for i, p := range misses {
 		if hashes[i] != "" {
 			tree[p] = hashes[i]
 		}
@@ -88,39 +121,39 @@ func (s *Store) Tree() (map[string]string, error) {
 	return tree, nil
 }
 
-// hashFile returns the hash of rel, from the cache when its stamp is
-// unchanged, or "" when it cannot be read. The stamp is taken from the open
-// file before reading, so a change during the read moves ctime past it and is
-// caught by the next request.
-func (s *Store) hashFile(rel string, buf []byte) string {
-	fi, err := s.root.Lstat(rel)
-	if err != nil || !fi.Mode().IsRegular() {
-		return ""
-	}
+// cachedHash returns the cached hash of rel when fi shows the same file.
+func (s *Store) cachedHash(rel string, fi fs.FileInfo) (string, bool) {
 	st, ok := stampOf(fi)
-	if ok {
-		s.mu.Lock()
-		c, hit := s.cache[rel]
-		s.mu.Unlock()
-		if hit && c.ino == st.ino && c.size == st.size && c.mtime == st.mtime && c.ctime == st.ctime {
-			return c.hash
-		}
+	if !ok {
+		return "", false
 	}
+	s.mu.Lock()
+	c, hit := s.cache[rel]
+	s.mu.Unlock()
+	if hit && c.ino == st.ino && c.size == st.size && c.mtime == st.mtime && c.ctime == st.ctime {
+		return c.hash, true
+	}
+	return "", false
+}
+
+// hashFile hashes rel and caches the result, or returns "" when it cannot be
+// read. The stamp is taken from the open file before reading, so a change
+// during the read moves ctime past it and is caught by the next request.
+func (s *Store) hashFile(rel string, x *filehash.Hasher) string {
 	f, err := s.root.Open(rel)
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
-	ffi, err := f.Stat()
-	if err != nil || !ffi.Mode().IsRegular() {
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
 		return ""
 	}
-	st, ok = stampOf(ffi)
-	h := sha256.New()
-	if _, err := io.CopyBuffer(h, f, buf); err != nil {
+	st, ok := stampOf(fi)
+	sum, _, err := x.Sum(f)
+	if err != nil {
 		return ""
 	}
-	sum := hex.EncodeToString(h.Sum(nil))
 	if ok {
 		s.mu.Lock()
 		s.cache[rel] = cached{ino: st.ino, size: st.size, mtime: st.mtime, ctime: st.ctime, hash: sum}
