@@ -2,6 +2,7 @@ package store
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -52,6 +53,11 @@ func (s *Store) Close() error { return s.root.Close() }
 //
 // The file is not fsynced: the rename makes it visible atomically, and a
 // crash may at worst lose the newest uploads, which the next sync sends again.
+//
+// The body is hashed as it is written, and the hash cached with the stamp of
+// the file as renamed into place (stat'ed through the still open file, so a
+// concurrent replacement of the path is a different inode and not trusted):
+// the next tree request does not read the file again.
 func (s *Store) Write(rel string, body io.Reader, limit int64) (int64, error) {
 	if _, err := checkDepth(rel, MinWriteDepth); err != nil {
 		return 0, err
@@ -81,22 +87,38 @@ func (s *Store) Write(rel string, body io.Reader, limit int64) (int64, error) {
 	if limit > 0 {
 		src = io.LimitReader(body, limit+1)
 	}
-	n, err := io.Copy(f, src)
+	h := sha256.New()
+	buf := copyBufs.Get().(*[]byte)
+	n, err := io.CopyBuffer(io.MultiWriter(f, h), src, *buf)
+	copyBufs.Put(buf)
 	if err != nil {
 		return 0, fmt.Errorf("writing %s: %w", rel, err)
 	}
 	if limit > 0 && n > limit {
 		return 0, ErrTooLarge
 	}
-	if err := f.Close(); err != nil {
-		return 0, fmt.Errorf("writing %s: %w", rel, err)
-	}
 	if err := s.root.Rename(tmp, rel); err != nil {
 		return 0, fmt.Errorf("writing %s: %w", rel, err)
 	}
 	committed = true
+	fi, statErr := f.Stat() // after the rename, which may move ctime
+	if err := f.Close(); err != nil {
+		return 0, fmt.Errorf("writing %s: %w", rel, err)
+	}
+	if statErr != nil {
+		return n, nil // the next tree request hashes it
+	}
+	if st, ok := stampOf(fi); ok {
+		s.mu.Lock()
+		s.cache[rel] = cached{ino: st.ino, size: st.size, mtime: st.mtime, ctime: st.ctime, hash: hex.EncodeToString(h.Sum(nil))}
+		s.mu.Unlock()
+	}
 	return n, nil
 }
+
+// copyBufs hold the buffers uploads are copied through: larger than io.Copy's
+// 32 KiB, to make fewer write calls.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
 
 // Delete removes the file or the whole subtree at rel (at least
 // <domain>/<game>). Deleting an absent path succeeds. A symlink is removed

@@ -317,6 +317,42 @@ func TestConcurrentUploads(t *testing.T) {
 	}
 }
 
+// A write caches the hash of what it wrote, so the next tree request does
+// not read the file; racing writers of different bodies to one path must
+// leave a tree that matches the bytes on disk, whichever won.
+func TestWriteCachesItsHash(t *testing.T) {
+	s, dir := newStore(t)
+	const p = "example.com/arena/f.bin"
+	s.Write(p, strings.NewReader("hello"), 0)
+	s.mu.Lock()
+	c, ok := s.cache[p]
+	s.mu.Unlock()
+	fi, _ := os.Lstat(filepath.Join(dir, p))
+	st, _ := stampOf(fi)
+	if !ok || c.hash != sha([]byte("hello")) || c.ino != st.ino || c.size != st.size || c.mtime != st.mtime || c.ctime != st.ctime {
+		t.Fatalf("cache after a write = %+v (present %v), want the stamp %+v of the renamed file", c, ok, st)
+	}
+
+	for round := 0; round < 20; round++ {
+		var wg sync.WaitGroup
+		for i := 0; i < 8; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.Write(p, bytes.NewReader(bytes.Repeat([]byte{byte('a' + i)}, 4096)), 0)
+			}()
+		}
+		wg.Wait()
+		onDisk, err := os.ReadFile(filepath.Join(dir, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tree, _ := s.Tree(); tree[p] != sha(onDisk) {
+			t.Fatalf("round %d: tree says %s, the file on disk hashes to %s", round, tree[p], sha(onDisk))
+		}
+	}
+}
+
 func TestDebouncerBurst(t *testing.T) {
 	var mu sync.Mutex
 	got := map[string]int{}
