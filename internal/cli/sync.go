@@ -87,26 +87,34 @@ func runSync(ctx context.Context, ios *IO, g *globals, root string, o syncOption
 	if err != nil {
 		return err
 	}
-	res, err := gen.Generate(root)
-	if err != nil {
-		return withExit(ExitFailed, fmt.Errorf("generating: %w", err))
-	}
-	for _, p := range res.Problems() {
-		fmt.Fprintf(ios.ErrOut, "%s\n", p)
-	}
-	if res.Failed() {
-		return withExit(ExitFailed, errors.New("generating failed, so nothing was pushed; fix the problems above and sync again"))
+	// The generator runs while the server computes its tree.
+	generate := func() error {
+		res, err := gen.Generate(root)
+		if err != nil {
+			return withExit(ExitFailed, fmt.Errorf("generating: %w", err))
+		}
+		for _, p := range res.Problems() {
+			fmt.Fprintf(ios.ErrOut, "%s\n", p)
+		}
+		if res.Failed() {
+			return withExit(ExitFailed, errors.New("generating failed, so nothing was pushed; fix the problems above and sync again"))
+		}
+		return nil
 	}
 
 	sum, err := mirror.Sync(ctx, root, client, mirror.SyncOptions{
-		Jobs: o.Jobs, DryRun: o.DryRun,
+		Jobs: o.Jobs, DryRun: o.DryRun, Prepare: generate,
 		Plan: mirror.PlanOptions{AllowEmpty: o.AllowEmpty, MaxDelete: o.MaxDelete},
 	}, out)
 	out.Finish()
-	if err != nil {
-		if errors.Is(err, mirror.ErrEmptyRoot) {
-			return withExit(ExitUsage, err)
-		}
+	var ee *exitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		return err
+	case errors.Is(err, mirror.ErrEmptyRoot):
+		return withExit(ExitUsage, err)
+	default:
 		return withExit(ExitFailed, fmt.Errorf("syncing: %w", err))
 	}
 	report := syncReport{SyncSummary: sum, Elapsed: time.Since(start).Seconds(), DryRun: o.DryRun}

@@ -26,6 +26,11 @@ type SyncOptions struct {
 	DryRun bool
 	// Plan holds the safety rails.
 	Plan PlanOptions
+	// Prepare, when set, runs once the server's tree has been asked for and
+	// before the local tree is walked, so that it overlaps the server's walk
+	// (hoster sync generates the game modules here). Its error ends the
+	// sync and is returned as it is.
+	Prepare func() error
 }
 
 // SyncSummary is what a sync did.
@@ -74,7 +79,14 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 		}
 		treeCh <- treeResult{t, err}
 	}()
-	local, err := Walk(root)
+	var local *Local
+	err := error(nil)
+	if opts.Prepare != nil {
+		err = opts.Prepare()
+	}
+	if err == nil {
+		local, err = Walk(root)
+	}
 	if err != nil {
 		cancelTree()
 		<-treeCh // do not leave the request behind

@@ -310,3 +310,26 @@ func TestPlanUnhashedIsUploaded(t *testing.T) {
 		t.Fatalf("plan %+v, %v", p, err)
 	}
 }
+
+// Prepare runs before the walk, so what it writes is pushed; its error ends
+// the sync as it is, with nothing changed on the server.
+func TestPrepareRunsBeforeTheWalk(t *testing.T) {
+	f := newFixture(t, api.Variant1)
+	write(t, f.root, "example.com/arena/hoster-game.json", cfg)
+	sum, err := f.sync(t, SyncOptions{Prepare: func() error {
+		write(t, f.root, "example.com/arena/hoster.server.js", "generated")
+		return nil
+	}})
+	if err != nil || sum.Uploaded != 2 {
+		t.Fatalf("sync = %+v, %v; want both files uploaded", sum, err)
+	}
+	f.cnt.reset()
+	boom := errors.New("generator broke")
+	write(t, f.root, "example.com/arena/new.js", "x")
+	if _, err := f.sync(t, SyncOptions{Prepare: func() error { return boom }}); err != boom {
+		t.Fatalf("err = %v, want the Prepare error itself", err)
+	}
+	if n := f.cnt.reset(); n["PUT"] != 0 || n["DELETE"] != 0 {
+		t.Fatalf("a failed Prepare still changed the server: %v", n)
+	}
+}
