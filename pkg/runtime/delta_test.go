@@ -1,0 +1,216 @@
+package runtime
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/dop251/goja"
+	"github.com/hoster-dev/hoster/pkg/gen"
+)
+
+// deltaGame is a game whose every tick spawns, moves and removes things at
+// random (a seeded generator inside the game), so deltas carry appears,
+// changes and gones in every mix.
+var deltaGame = map[string]string{
+	"hoster-game.json":                `{"tickRate": 20, "sendRate": 10, "capacity": 50, "origins": ["*"]}`,
+	"hoster-player/fields.json":       `{"x": "number", "hp": "number", "name": "string"}`,
+	"hoster-player/join.js":           `export default function (i, p, a) { p.x = 0; p.hp = 3; p.name = a.name || "anon"; }`,
+	"hoster-entities/mob/fields.json": `{"x": "number", "y": "number"}`,
+	"hoster-entities/gem/fields.json": `{"v": "number"}`,
+	"hoster-instance/create.js":       `export default function (i) { i.state.seed = 7; for (let k = 0; k < 10; k++) i.spawn("mob", {x: k, y: 0}); }`,
+	"hoster-instance/tick.js": `export default function (i, dt) {
+  const rnd = () => { i.state.seed = (i.state.seed * 1103515245 + 12345) % 2147483648; return i.state.seed / 2147483648; };
+  for (const id in i.entities) {
+    const e = i.entities[id], r = rnd();
+    if (r < 0.05) i.remove(id);
+    else if (e.type === "mob" && r < 0.4) e.x = Math.floor(rnd() * 10);
+    else if (e.type === "mob" && r < 0.5) { e.y = rnd() < 0.5 ? undefined : 1; }
+    else if (e.type === "gem" && r < 0.3) e.v++;
+  }
+  if (rnd() < 0.3) i.spawn(rnd() < 0.5 ? "mob" : "gem", {x: 1, y: 1, v: 0});
+  for (const id in i.players) if (rnd() < 0.3) i.players[id].x = Math.floor(rnd() * 10);
+}`,
+}
+
+// truthJS is what viewer pid should know now, computed from the live state
+// independently of the runtime's delta code.
+const truthJS = `function __truth(pid) {
+  var out = {}, me = __inst.players[pid], vis = __R.player.visible;
+  function add(id, type, o, fields) {
+    if (vis && !vis(__inst, me, o)) return;
+    var f = {};
+    fields.forEach(function (k) { var x = o[k]; f[k] = x === undefined || (typeof x === "number" && !isFinite(x)) ? null : x; });
+    out[id] = { type: type, f: f };
+  }
+  for (var id in __inst.players) add(id, "player", __inst.players[id], __pf);
+  for (var id in __inst.entities) { var e = __inst.entities[id]; add(id, e.type, e, __ef[e.type] || []); }
+  return JSON.stringify(out);
+}`
+
+type known struct {
+	Type string         `json:"type"`
+	F    map[string]any `json:"f"`
+}
+
+// TestDeltasConverge plays hundreds of send rounds in which every viewer is
+// ready only at random, players join, leave and resume, and things appear,
+// change and go. After every round, each viewer that was ready must know
+// exactly what it sees, built only from the updates it received, with seq
+// going up by one per update; with and without a visibility hook.
+func TestDeltasConverge(t *testing.T) {
+	for _, visible := range []string{"", `export default function (i, me, thing) { return thing.id === me.id || (thing.x % 3) !== (me.x % 3); }`} {
+		t.Run(fmt.Sprintf("visible=%v", visible != ""), func(t *testing.T) {
+			files := map[string]string{}
+			for k, v := range deltaGame {
+				files[k] = v
+			}
+			if visible != "" {
+				files["hoster-player/visible.js"] = visible
+			}
+			v := deltaVM(t, files)
+			if _, err := v.rt.RunString(truthJS); err != nil {
+				t.Fatal(err)
+			}
+			truth, _ := goja.AssertFunction(v.rt.Get("__truth"))
+
+			rng := rand.New(rand.NewPCG(1, 2))
+			models := map[string]map[string]known{}
+			seqs := map[string]float64{}
+			inStep := map[string]bool{} // ready last round too: its changes must all be real changes
+			next := 0
+			var sent int
+			for round := 0; round < 400; round++ {
+				events := []any{}
+				if len(models) < 8 && rng.Float64() < 0.3 {
+					next++
+					id := fmt.Sprintf("p%d", next)
+					events = append(events, []any{"join", id, map[string]string{"name": "n" + id}})
+					models[id] = map[string]known{}
+				}
+				for id := range models {
+					switch r := rng.Float64(); {
+					case r < 0.01:
+						events = append(events, []any{"leave", id})
+						delete(models, id)
+					case r < 0.02:
+						events = append(events, []any{"resume", id})
+						models[id] = map[string]known{} // the client starts over on a welcome
+						delete(inStep, id)
+					}
+				}
+				ev, _ := json.Marshal(events)
+				if _, err := v.call(v.tick, v.rt.ToValue(0.05), v.rt.ToValue(round), v.rt.ToValue(string(ev))); err != nil {
+					t.Fatal(err)
+				}
+				var ready []any
+				for id := range models {
+					if rng.Float64() < 0.6 {
+						ready = append(ready, id)
+					}
+				}
+				res, err := v.call(v.send, v.rt.ToValue(ready))
+				if err != nil {
+					t.Fatal(err)
+				}
+				out := res.Export().([]any)
+				for i := 0; i+1 < len(out); i += 2 {
+					id, msg := out[i].(string), out[i+1].(string)
+					var m struct {
+						T      string  `json:"t"`
+						Seq    float64 `json:"seq"`
+						Appear []struct {
+							ID   string         `json:"id"`
+							Type string         `json:"type"`
+							F    map[string]any `json:"f"`
+						} `json:"appear"`
+						Change []struct {
+							ID string         `json:"id"`
+							F  map[string]any `json:"f"`
+						} `json:"change"`
+						Gone []string `json:"gone"`
+					}
+					if err := json.Unmarshal([]byte(msg), &m); err != nil || m.T != "update" {
+						t.Fatalf("round %d: bad update %q: %v", round, msg, err)
+					}
+					if m.Seq != seqs[id]+1 {
+						t.Fatalf("round %d: %s got seq %v after %v", round, id, m.Seq, seqs[id])
+					}
+					seqs[id] = m.Seq
+					model := models[id]
+					for _, a := range m.Appear {
+						model[a.ID] = known{Type: a.Type, F: a.F}
+					}
+					for _, c := range m.Change {
+						k, ok := model[c.ID]
+						if !ok {
+							t.Fatalf("round %d: %s got a change of %s, which it does not know", round, id, c.ID)
+						}
+						if len(c.F) == 0 {
+							t.Fatalf("round %d: empty change %s", round, msg)
+						}
+						for f, x := range c.F {
+							if inStep[id] && reflect.DeepEqual(k.F[f], x) {
+								t.Fatalf("round %d: %s, in step, was sent unchanged field %s of %s: %s", round, id, f, c.ID, msg)
+							}
+							k.F[f] = x
+						}
+					}
+					for _, g := range m.Gone {
+						if _, ok := model[g]; !ok {
+							t.Fatalf("round %d: %s told %s is gone, which it does not know", round, id, g)
+						}
+						delete(model, g)
+					}
+					sent++
+				}
+				inStep = map[string]bool{}
+				for _, r := range ready {
+					id := r.(string)
+					inStep[id] = true
+					want := map[string]known{}
+					s, err := truth(goja.Undefined(), v.rt.ToValue(id))
+					if err != nil {
+						t.Fatal(err)
+					}
+					json.Unmarshal([]byte(s.String()), &want)
+					if !reflect.DeepEqual(models[id], want) {
+						t.Fatalf("round %d: viewer %s knows\n%v\nbut sees\n%v", round, id, models[id], want)
+					}
+				}
+			}
+			if sent < 500 {
+				t.Fatalf("only %d updates in 400 rounds: the game is not exercising deltas", sent)
+			}
+			t.Logf("%d updates checked", sent)
+		})
+	}
+}
+
+// deltaVM starts an instance of the game in files outside any socket.
+func deltaVM(t *testing.T, files map[string]string) *vm {
+	root := t.TempDir()
+	for rel, body := range files {
+		p := filepath.Join(root, "d.example", "g", rel)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(body), 0o644)
+	}
+	if res, err := gen.Generate(root); err != nil || res.Failed() {
+		t.Fatal(err, res.Problems())
+	}
+	g, err := loadGame(filepath.Join(root, "d.example", "g"), "d.example", "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &Instance{id: "0a0b0c0d0e0f", rt: &Runtime{o: Options{HookBudget: 10e9}}, prog: g.program, log: slog.New(slog.DiscardHandler)}
+	v, err := in.start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
