@@ -15,8 +15,7 @@ import (
 // benchInstance is an instance of a game with 20 players and 50 entities
 // that all change every tick, outside any socket.
 func benchInstance(b *testing.B) (*vm, []any) {
-	root := b.TempDir()
-	files := map[string]string{
+	return benchInstanceOf(b, map[string]string{
 		"hoster-game.json":                `{"tickRate": 20, "sendRate": 10, "capacity": 20, "origins": ["*"]}`,
 		"hoster-player/fields.json":       `{"x": "number", "y": "number", "name": "string"}`,
 		"hoster-player/join.js":           `export default function (i, p) { p.x = 1; p.y = 2; p.name = "bot"; }`,
@@ -24,7 +23,13 @@ func benchInstance(b *testing.B) (*vm, []any) {
 		"hoster-entities/mob/tick.js":     `export default function (i, e, dt) { e.x += dt; }`,
 		"hoster-instance/create.js":       `export default function (i) { for (let k = 0; k < 50; k++) i.spawn("mob", {x: k, y: k}); }`,
 		"hoster-instance/tick.js":         `export default function (i, dt) { for (const id in i.players) i.players[id].x += dt; }`,
-	}
+	})
+}
+
+// benchInstanceOf starts an instance of the game in files, outside any
+// socket, with 20 players joined.
+func benchInstanceOf(b *testing.B, files map[string]string) (*vm, []any) {
+	root := b.TempDir()
 	for rel, body := range files {
 		p := filepath.Join(root, "b.example", "g", rel)
 		os.MkdirAll(filepath.Dir(p), 0o755)

@@ -64,20 +64,33 @@ type known struct {
 // exactly what it sees, built only from the updates it received, with seq
 // going up by one per update; with and without a visibility hook.
 func TestDeltasConverge(t *testing.T) {
-	for _, visible := range []string{"", `export default function (i, me, thing) { return thing.id === me.id || (thing.x % 3) !== (me.x % 3); }`} {
-		t.Run(fmt.Sprintf("visible=%v", visible != ""), func(t *testing.T) {
-			files := map[string]string{}
-			for k, v := range deltaGame {
-				files[k] = v
+	const hook = `export default function (i, me, thing) { return thing.id === me.id || (thing.x % 3) !== (me.x % 3); }`
+	for _, tc := range []struct {
+		name          string
+		before, after string // the visibility hook before and after a hot reload half-way
+	}{
+		{"shared", "", ""},
+		{"visible", hook, hook},
+		{"reload adds visible", "", hook},
+		{"reload drops visible", hook, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			load := func(visible string) (*vm, goja.Callable) {
+				files := map[string]string{}
+				for k, v := range deltaGame {
+					files[k] = v
+				}
+				if visible != "" {
+					files["hoster-player/visible.js"] = visible
+				}
+				v := deltaVM(t, files)
+				if _, err := v.rt.RunString(truthJS); err != nil {
+					t.Fatal(err)
+				}
+				truth, _ := goja.AssertFunction(v.rt.Get("__truth"))
+				return v, truth
 			}
-			if visible != "" {
-				files["hoster-player/visible.js"] = visible
-			}
-			v := deltaVM(t, files)
-			if _, err := v.rt.RunString(truthJS); err != nil {
-				t.Fatal(err)
-			}
-			truth, _ := goja.AssertFunction(v.rt.Get("__truth"))
+			v, truth := load(tc.before)
 
 			rng := rand.New(rand.NewPCG(1, 2))
 			models := map[string]map[string]known{}
@@ -86,6 +99,17 @@ func TestDeltasConverge(t *testing.T) {
 			next := 0
 			var sent int
 			for round := 0; round < 400; round++ {
+				if round == 200 {
+					dump, err := v.call(v.export)
+					if err != nil {
+						t.Fatal(err)
+					}
+					v, truth = load(tc.after)
+					if _, err := v.call(v.adopt, dump); err != nil {
+						t.Fatal(err)
+					}
+					inStep = map[string]bool{} // a reload may resend what did not change
+				}
 				events := []any{}
 				if len(models) < 8 && rng.Float64() < 0.3 {
 					next++
@@ -213,4 +237,32 @@ func deltaVM(t *testing.T, files map[string]string) *vm {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// BenchmarkSendRound is one send round of the load test's game (bench/load):
+// 20 viewers in step, 20 players, 50 entities of which a fifth changed.
+func BenchmarkSendRound(b *testing.B) {
+	v, ready := benchInstanceOf(b, map[string]string{
+		"hoster-game.json":                `{"tickRate": 20, "sendRate": 10, "capacity": 20, "origins": ["*"]}`,
+		"hoster-player/fields.json":       `{"x": "number", "y": "number"}`,
+		"hoster-player/join.js":           `export default function (i, p) { p.x = 1; p.y = 2; }`,
+		"hoster-entities/mob/fields.json": `{"x": "number", "y": "number"}`,
+		"hoster-entities/mob/tick.js":     `export default function (i, e, dt) { e.t = (e.t || 0) + 1; if (e.t % 5 === 0) e.x = (e.x + 1) % 100; }`,
+		"hoster-instance/create.js":       `export default function (i) { for (let k = 0; k < 50; k++) i.spawn("mob", {x: k, y: k, t: k}); }`,
+	})
+	readyV := v.rt.ToValue(ready)
+	tick := func(i int) {
+		if _, err := v.call(v.tick, v.rt.ToValue(0.05), v.rt.ToValue(i), v.rt.ToValue("[]")); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		tick(2 * i)
+		tick(2*i + 1)
+		b.StartTimer()
+		if _, err := v.call(v.send, readyV); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

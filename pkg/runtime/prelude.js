@@ -4,7 +4,7 @@
 // __send once per send round, which returns finished update messages.
 var __R = __hoster;
 var __inst = null;
-var __viewers = {}; // player id -> {known: {thing id -> [field values]}, seq}
+var __viewers = {}; // player id -> {round, known, seq}: see __send
 var __now = 0;
 var __nextEntity = 0;
 var __pf = Object.keys(__R.player.fields).sort();
@@ -44,7 +44,8 @@ function __init(id) {
 // viewers' last-sent state, and either its serialised state (when this code
 // has a serialise hook) or its state object as it is.
 function __export() {
-  var out = { id: __inst.id, players: __inst.players, entities: __inst.entities, viewers: __viewers, group: __group, nextEntity: __nextEntity };
+  var out = { id: __inst.id, players: __inst.players, entities: __inst.entities, viewers: __viewers,
+    round: __round, recs: __recs, tombs: __tombs, visible: !!__R.player.visible, nextEntity: __nextEntity };
   if (__R.instance.serialise) out.saved = __R.instance.serialise(__inst);
   else out.state = __inst.state;
   return JSON.stringify(out);
@@ -58,7 +59,13 @@ function __adopt(json) {
   __inst.players = x.players;
   __inst.entities = x.entities;
   __viewers = x.viewers;
-  __group = x.group;
+  __round = x.round;
+  __recs = x.recs;
+  __tombs = x.tombs;
+  __nrecs = 0;
+  for (var id in __recs) { __refit(__recs[id]); __nrecs++; }
+  __ntombs = Object.keys(__tombs).length;
+  if (x.visible !== !!__R.player.visible) __switchMode();
   __nextEntity = x.nextEntity;
   if ("saved" in x && __R.instance.restore) {
     __inst.state = {};
@@ -78,7 +85,7 @@ function __tick(dt, now, events) {
     if (ev[0] === "join") {
       p = { id: ev[1] };
       __inst.players[p.id] = p;
-      __viewers[p.id] = { known: {}, seq: 0 }; // out of step until its first update
+      __viewers[p.id] = { round: -1, known: {}, seq: 0 }; // gets everything it sees first
       if (__R.player.join) __R.player.join(__inst, p, ev[2]);
     } else if (ev[0] === "leave") {
       p = __inst.players[ev[1]];
@@ -86,7 +93,7 @@ function __tick(dt, now, events) {
       delete __inst.players[ev[1]];
       delete __viewers[ev[1]];
     } else if (ev[0] === "resume") {
-      if (__viewers[ev[1]]) __viewers[ev[1]].known = {};
+      if (__viewers[ev[1]]) { __viewers[ev[1]].round = -1; __viewers[ev[1]].known = {}; }
     } else if (ev[0] === "cmd") {
       p = __inst.players[ev[1]];
       if (p) __R.commands[ev[2]].run(__inst, p, ev[3]);
@@ -121,15 +128,207 @@ function __object(fields, values) {
 
 // __send computes, for each ready viewer, the delta against what it last
 // received, and returns [viewer id, message, ...] for those with changes.
-// A viewer not ready this round keeps its last-received state, so its next
+// A viewer not ready this round keeps what it last received, so its next
 // update merges everything it missed.
-//
-// Without a visibility hook every viewer sees everything, so viewers that
-// are in step share one delta, computed and encoded once per round; only
-// their seq differs. Known-state maps are never changed once built: a viewer
-// that falls out of step just keeps a reference to the map it last received.
-var __group = null; // the known state of the viewers in step (no visibility hook)
+function __send(ready) {
+  return __R.player.visible ? __sendVisible(ready) : __sendShared(ready);
+}
 
+// Without a visibility hook every viewer sees everything, so one record per
+// thing is kept of what was last sent to anyone: its field values, the send
+// round each field last changed in, and the round it appeared in. A thing
+// that goes leaves a tombstone while a viewer that may still know it is
+// behind. A viewer is then just the round it last received: in step (it
+// received the previous round), it gets the round's delta, computed and
+// encoded once for all; behind, it gets everything newer than its round,
+// merged from the records. Nothing is copied per viewer or per round.
+var __round = 0;
+var __recs = {};  // thing id -> {type, fields, v: [values], fr: [field rounds], a: appear round, seen: round}
+var __nrecs = 0;
+var __tombs = {}; // thing id -> {a: appear round, r: round it went}
+var __ntombs = 0;
+
+function __norm(x) {
+  return x === undefined || (typeof x === "number" && !isFinite(x)) ? null : x;
+}
+
+function __fieldsOf(type) {
+  return type === "player" ? __pf : (__ef[type] || []);
+}
+
+// __appear starts the record of a thing seen for the first time.
+function __appear(id, type, obj, round, d) {
+  var fields = __fieldsOf(type), v = new Array(fields.length), fr = new Array(fields.length);
+  for (var n = 0; n < fields.length; n++) { v[n] = __norm(obj[fields[n]]); fr[n] = round; }
+  __recs[id] = { type: type, fields: fields, v: v, fr: fr, a: round, seen: round };
+  __nrecs++;
+  if (__tombs[id]) { delete __tombs[id]; __ntombs--; }
+  d.appear.push({ id: id, type: type, f: __object(fields, v) });
+}
+
+// __track brings the records of the things in objs (players when player is
+// true, else entities) up to date for this round, adds what changed to the
+// round's delta d, and returns how many things there are. It is the hot
+// loop of every send round, so it keeps to locals and makes no calls for a
+// thing that already has a record: in goja, globals and calls cost more
+// than the comparisons.
+function __track(objs, player, round, d) {
+  var recs = __recs, change = d.change, count = 0, id, obj, r, fs, rv, f, n, x;
+  for (id in objs) {
+    count++;
+    obj = objs[id];
+    r = recs[id];
+    if (r === undefined) {
+      __appear(id, player ? "player" : obj.type, obj, round, d);
+      continue;
+    }
+    r.seen = round;
+    fs = r.fields;
+    rv = r.v;
+    f = null;
+    for (n = 0; n < fs.length; n++) {
+      x = obj[fs[n]];
+      if (x === undefined || (typeof x === "number" && (x !== x || x === Infinity || x === -Infinity))) x = null;
+      if (x !== rv[n]) {
+        rv[n] = x;
+        r.fr[n] = round;
+        if (f === null) f = {};
+        f[fs[n]] = x;
+      }
+    }
+    if (f !== null) change.push({ id: id, f: f });
+  }
+  return count;
+}
+
+// __advance moves the records to a new round and returns its delta.
+function __advance(round) {
+  var d = { appear: [], change: [], gone: [] }, id;
+  var seen = __track(__inst.players, true, round, d) + __track(__inst.entities, false, round, d);
+  if (__nrecs > seen) {
+    for (id in __recs) {
+      if (__recs[id].seen !== round) {
+        __tombs[id] = { a: __recs[id].a, r: round };
+        __ntombs++;
+        delete __recs[id];
+        __nrecs--;
+        d.gone.push(id);
+      }
+    }
+  }
+  return d;
+}
+
+// __since is the merged delta for a viewer that last received round vr.
+function __since(vr) {
+  var d = { appear: [], change: [], gone: [] }, id, n;
+  for (id in __recs) {
+    var r = __recs[id];
+    if (r.a > vr) {
+      d.appear.push({ id: id, type: r.type, f: __object(r.fields, r.v) });
+      continue;
+    }
+    var f = null;
+    for (n = 0; n < r.fields.length; n++) if (r.fr[n] > vr) (f = f || {})[r.fields[n]] = r.v[n];
+    if (f) d.change.push({ id: id, f: f });
+  }
+  if (vr >= 0) {
+    for (id in __tombs) if (__tombs[id].a <= vr && __tombs[id].r > vr) d.gone.push(id);
+  }
+  return d;
+}
+
+// __refit maps a record made by older code onto this code's field lists.
+function __refit(r) {
+  var fields = __fieldsOf(r.type), v = new Array(fields.length), fr = new Array(fields.length);
+  for (var n = 0; n < fields.length; n++) {
+    var k = r.fields.indexOf(fields[n]);
+    v[n] = k >= 0 ? r.v[k] : undefined; // a new field: sent on the next round
+    fr[n] = k >= 0 ? r.fr[k] : r.a;
+  }
+  r.fields = fields;
+  r.v = v;
+  r.fr = fr;
+}
+
+// __switchMode carries what each viewer knows over when a reload adds or
+// removes the visibility hook, so nothing is lost either way.
+function __switchMode() {
+  var vid, v, id, n;
+  if (__R.player.visible) {
+    // From the records: what each viewer was sent, with the values changed
+    // since its round marked stale so they are sent again.
+    for (vid in __viewers) {
+      v = __viewers[vid];
+      var known = {};
+      if (v.round >= 0) {
+        for (id in __recs) {
+          var r = __recs[id];
+          if (r.a > v.round) continue;
+          var vals = r.v.slice();
+          for (n = 0; n < vals.length; n++) if (r.fr[n] > v.round) vals[n] = {};
+          known[id] = vals;
+        }
+        for (id in __tombs) if (__tombs[id].a <= v.round && __tombs[id].r > v.round) known[id] = [];
+      }
+      v.known = known;
+    }
+    return;
+  }
+  // To shared deltas: every viewer starts over with all it sees, and is told
+  // what it knew that no longer exists.
+  __recs = {};
+  __nrecs = 0;
+  __tombs = {};
+  __ntombs = 0;
+  for (vid in __viewers) {
+    v = __viewers[vid];
+    v.round = -1;
+    v.stale = v.known; // told gone, at its next update, what no longer exists
+    v.known = {};
+  }
+}
+
+// __prune drops the tombstones no viewer can still need.
+function __prune() {
+  if (!__ntombs) return;
+  var min = Infinity;
+  for (var vid in __viewers) if (__viewers[vid].round >= 0 && __viewers[vid].round < min) min = __viewers[vid].round;
+  for (var id in __tombs) {
+    if (__tombs[id].r <= min) { delete __tombs[id]; __ntombs--; }
+  }
+}
+
+function __sendShared(ready) {
+  var prev = __round, round = ++__round;
+  var d = __advance(round), body = __body(d), out = [], inStep = 0;
+  var viewers = __viewers, players = __inst.players;
+  for (var i = 0; i < ready.length; i++) {
+    var vid = ready[i], v = viewers[vid];
+    if (!v || !players[vid]) continue;
+    var b;
+    if (v.round === prev) {
+      b = body;
+      if (b) inStep++;
+    } else {
+      var m = __since(v.round);
+      if (v.stale) {
+        for (var sid in v.stale) if (!__recs[sid]) m.gone.push(sid);
+        delete v.stale;
+      }
+      b = __body(m);
+      if (b) __count(m, 1);
+    }
+    v.round = round;
+    if (b) out.push(vid, '{"t":"update","seq":' + (++v.seq) + b);
+  }
+  if (inStep) __count(d, inStep);
+  __prune();
+  return out;
+}
+
+// With a visibility hook, every viewer gets its own delta against the
+// values it last received (v.known: thing id -> [field values]).
 function __things() {
   var things = [], id;
   for (id in __inst.players) things.push([id, "player", __inst.players[id], __pf]);
@@ -141,14 +340,29 @@ function __things() {
   return things; // [id, type, object, fields, values]
 }
 
-// __delta compares what is seen now with known, and returns the lists and
-// the new known map (known is left as it was).
+function __sendVisible(ready) {
+  var things = __things(), out = [];
+  for (var i = 0; i < ready.length; i++) {
+    var vid = ready[i], v = __viewers[vid], me = __inst.players[vid];
+    if (!v || !me) continue;
+    var d = __delta(v.known || {}, things, me), body = __body(d);
+    v.known = d.next;
+    if (body) {
+      __count(d, 1);
+      out.push(vid, '{"t":"update","seq":' + (++v.seq) + body);
+    }
+  }
+  return out;
+}
+
+// __delta compares what me sees now with known, and returns the lists and
+// the new known map.
 function __delta(known, things, me) {
-  var visible = me ? __R.player.visible : null;
+  var visible = __R.player.visible;
   var next = {}, appear = [], change = [], gone = [];
   for (var k = 0; k < things.length; k++) {
     var th = things[k];
-    if (visible && !visible(__inst, me, th[2])) continue;
+    if (!visible(__inst, me, th[2])) continue;
     var cur = th[4], old = known[th[0]];
     next[th[0]] = cur;
     if (!old) {
@@ -179,45 +393,6 @@ function __count(d, times) {
   __counts[0] += d.appear.length * times;
   __counts[1] += d.change.length * times;
   __counts[2] += d.gone.length * times;
-}
-
-function __send(ready) {
-  var things = __things();
-  var out = [];
-  var shared = !__R.player.visible;
-  var isReady = {};
-  for (var r = 0; r < ready.length; r++) isReady[ready[r]] = true;
-  var groupBefore = __group, group = null, groupBody = null, inStep = 0;
-  if (shared) {
-    if (groupBefore === null) groupBefore = {};
-    group = __delta(groupBefore, things, null);
-    groupBody = __body(group);
-    // Viewers in step that are not ready this round fall out of step,
-    // keeping the state they last received.
-    for (var vid0 in __viewers) {
-      var v0 = __viewers[vid0];
-      if (v0.known === null && !isReady[vid0]) v0.known = groupBefore;
-    }
-    __group = group.next;
-  }
-  for (var i = 0; i < ready.length; i++) {
-    var vid = ready[i], v = __viewers[vid], me = __inst.players[vid];
-    if (!v || !me) continue;
-    var body;
-    if (shared && v.known === null) {
-      body = groupBody; // in step: the shared delta
-      if (body) inStep++;
-    } else {
-      var d = __delta(v.known || {}, things, shared ? null : me);
-      body = __body(d);
-      if (body) __count(d, 1);
-      // After this update, a viewer without a visibility hook is in step.
-      v.known = shared ? null : d.next;
-    }
-    if (body) out.push(vid, '{"t":"update","seq":' + (++v.seq) + body);
-  }
-  if (inStep) __count(group, inStep);
-  return out;
 }
 
 function __sizes() {
