@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"runtime/pprof"
 	"sort"
 	"strings"
@@ -36,7 +37,9 @@ func main() {
 	sendRate := flag.Int("send", 10, "send rate")
 	seconds := flag.Int("seconds", 20, "how long to measure, after all bots joined")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured period to this file")
+	gogc := flag.Int("gogc", 400, "GC percent, as hoster-server sets it by default (Go's own default is 100)")
 	flag.Parse()
+	debug.SetGCPercent(*gogc)
 
 	root, err := os.MkdirTemp("", "hoster-load-")
 	if err != nil {
@@ -50,7 +53,15 @@ func main() {
 
 	var mu sync.Mutex
 	var ticks, sends []time.Duration
+	var measuring atomic.Bool
+	var skips atomic.Int64
 	rt, err := runtime.New(runtime.Options{GamesRoot: root, Observe: func(kind string, d time.Duration) {
+		if kind == "skip" {
+			if measuring.Load() {
+				skips.Add(1)
+			}
+			return
+		}
 		mu.Lock()
 		if kind == "tick" {
 			ticks = append(ticks, d)
@@ -71,7 +82,6 @@ func main() {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	sendEvery := time.Second / time.Duration(*sendRate)
-	measuring := atomic.Bool{}
 	dialer := websocket.Dialer{HandshakeTimeout: 30 * time.Second}
 	for i := 0; i < *players; i++ {
 		wg.Add(1)
@@ -160,7 +170,9 @@ func main() {
 	if u := updates.Load(); u > 0 {
 		fmt.Printf("updates        %d received, %.0f bytes each on average, %.1f per player per second (send rate %d)\n",
 			u, float64(bytes.Load())/float64(u), float64(u)/float64(n)/wall.Seconds(), *sendRate)
-		fmt.Printf("missed sends   %.2f%% of update gaps were over 1.5x the send interval\n", 100*float64(lateGaps.Load())/float64(max(gaps.Load(), 1)))
+		fmt.Printf("missed sends   %.3f%% of viewer send rounds skipped (%d of %d): the viewer's last update was still being written\n",
+			100*float64(skips.Load())/float64(skips.Load()+u), skips.Load(), skips.Load()+u)
+		fmt.Printf("jitter         %.2f%% of gaps between updates were over 1.5x the send interval\n", 100*float64(lateGaps.Load())/float64(max(gaps.Load(), 1)))
 	}
 	fmt.Printf("CPU            %.2f cores in all (bots included), %.2f cores per 1,000 players\n",
 		cpu.Seconds()/wall.Seconds(), cpu.Seconds()/wall.Seconds()/float64(n)*1000)

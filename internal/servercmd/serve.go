@@ -137,6 +137,7 @@ func runServe(ctx context.Context, o serveOptions, log *slog.Logger, ready func(
 		log.Warn("no token file: the API is off (every /api request answers 404); game sockets still serve", "file", tokenPath)
 	}
 
+	tuneGC(ctx, os.Getenv, log)
 	parts, err := buildParts(ctx, o, variant, log)
 	if err != nil {
 		return err

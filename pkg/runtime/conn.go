@@ -248,11 +248,23 @@ func (c *conn) sendError(msg string) {
 	c.enqueue(b, false)
 }
 
-// ready reports whether c can take an update this round.
-func (c *conn) ready() bool {
+// A connection's state at a send round.
+const (
+	connReady  = iota // takes an update
+	connBusy          // its last update is still queued or being written: skip
+	connClosed        // gone or going
+)
+
+func (c *conn) state() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return !c.update && !c.closed
+	switch {
+	case c.closed:
+		return connClosed
+	case c.update:
+		return connBusy
+	}
+	return connReady
 }
 
 // enqueue queues a message for the writer without ever blocking the caller,

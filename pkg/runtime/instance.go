@@ -387,12 +387,21 @@ func (in *Instance) welcome(ev event) {
 func (in *Instance) sendRound(v *vm) error {
 	in.mu.Lock()
 	ready := make([]any, 0, len(in.conns))
+	skipped := 0
 	for id, c := range in.conns {
-		if c.ready() {
+		switch c.state() {
+		case connReady:
 			ready = append(ready, id)
+		case connBusy:
+			skipped++
 		}
 	}
 	in.mu.Unlock()
+	if observe := in.rt.o.Observe; observe != nil {
+		for range skipped {
+			observe("skip", 0)
+		}
+	}
 	if len(ready) == 0 {
 		return nil
 	}

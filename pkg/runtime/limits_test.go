@@ -88,3 +88,24 @@ func TestShutdownSaysGoingAway(t *testing.T) {
 		}
 	}
 }
+
+// A connection whose last update is still queued is skipped ("busy") until
+// its writer has taken everything; error frames do not make it busy.
+func TestConnStateAtSendRound(t *testing.T) {
+	c := &conn{wake: make(chan struct{}, 1), gone: make(chan struct{})}
+	if c.state() != connReady {
+		t.Fatal("a new connection is not ready")
+	}
+	c.enqueue([]byte(`{"t":"error"}`), false)
+	if c.state() != connReady {
+		t.Fatal("an error frame made the connection skip updates")
+	}
+	c.enqueue([]byte(`{"t":"update"}`), true)
+	if c.state() != connBusy {
+		t.Fatal("a queued update did not make the connection busy")
+	}
+	c.closeWith(1000, "")
+	if c.state() != connClosed {
+		t.Fatal("a closing connection is not closed")
+	}
+}

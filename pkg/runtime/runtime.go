@@ -63,7 +63,9 @@ type Options struct {
 	// MaxCommandsPerSecond per player: 100.
 	MaxCommandsPerSecond int
 	// Observe, if set, is told how long each tick ("tick") and each send
-	// round ("send") took, from the instance goroutines: keep it cheap.
+	// round ("send") took, and, with a zero duration, of each viewer passed
+	// over in a send round because its last update was still being written
+	// ("skip"); from the instance goroutines: keep it cheap.
 	Observe func(kind string, d time.Duration)
 	// LogsRoot is {logs_root}: game telemetry goes to hoster-logs/ below it.
 	// Empty writes none.
