@@ -1,5 +1,6 @@
 # hoster: `make help` lists the targets.
 GO      ?= go
+FUZZTIME ?= 30s
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/hoster-dev/hoster/internal/version.Version=$(VERSION)
 # Tests never read the developer's own client configuration.
@@ -31,8 +32,14 @@ lint: ## gofmt and go vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 
-fuzz: ## fuzz the path checks and parsers for a while each
-	$(GO) test -run '^$$' -fuzz FuzzCleanPath -fuzztime 60s ./pkg/store
+fuzz: ## fuzz the path checks and parsers, FUZZTIME (30s) each
+	$(GO) test -run '^$$' -fuzz FuzzCleanPath -fuzztime $(FUZZTIME) ./pkg/store
+	$(GO) test -run '^$$' -fuzz FuzzValidGameLogPath -fuzztime $(FUZZTIME) ./pkg/tools
+	$(GO) test -run '^$$' -fuzz FuzzParseConfig -fuzztime $(FUZZTIME) ./pkg/game
+	$(GO) test -run '^$$' -fuzz FuzzValidate -fuzztime $(FUZZTIME) ./pkg/game
+	$(GO) test -run '^$$' -fuzz FuzzParseCommand -fuzztime $(FUZZTIME) ./pkg/runtime
+	$(GO) test -run '^$$' -fuzz FuzzPlanAgainstAHostileTree -fuzztime $(FUZZTIME) ./pkg/mirror
+	$(GO) test -run '^$$' -fuzz FuzzNormalisePin -fuzztime $(FUZZTIME) ./pkg/api
 
 clean: ## remove build output
 	rm -rf bin

@@ -142,3 +142,26 @@ func TestAnswers(t *testing.T) {
 		t.Fatalf("v2 delete: %v", err)
 	}
 }
+
+// Whatever is configured as a pin, an accepted one is exactly 64 lowercase
+// hex digits, and normalising it again changes nothing.
+func FuzzNormalisePin(f *testing.F) {
+	for _, s := range []string{"", strings.Repeat("ab", 32), strings.Repeat("AB:", 31) + "AB", "zz", strings.Repeat("a", 63), " " + strings.Repeat("0", 64)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, pin string) {
+		p, err := normalisePin(pin)
+		if err != nil || pin == "" {
+			if pin == "" && (err != nil || p != "") {
+				t.Fatalf("an empty pin = %q, %v", p, err)
+			}
+			return
+		}
+		if len(p) != 64 || strings.Trim(p, "0123456789abcdef") != "" {
+			t.Fatalf("accepted %q as %q", pin, p)
+		}
+		if again, err := normalisePin(p); err != nil || again != p {
+			t.Fatalf("normalising %q again gave %q, %v", p, again, err)
+		}
+	})
+}

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/game"
 	"github.com/hoster-dev/hoster/pkg/server"
 )
 
@@ -332,4 +333,55 @@ func TestPrepareRunsBeforeTheWalk(t *testing.T) {
 	if n := f.cnt.reset(); n["PUT"] != 0 || n["DELETE"] != 0 {
 		t.Fatalf("a failed Prepare still changed the server: %v", n)
 	}
+}
+
+// Whatever tree a server claims to have, the plan deletes only managed
+// files or whole games absent locally, never a local file, and never
+// anything above <domain>/<game>.
+func FuzzPlanAgainstAHostileTree(f *testing.F) {
+	for _, s := range []string{
+		"example.com/arena/old.js\nexample.com/gone/x.js",
+		"../../etc/passwd\n/abs/x\nexample.com\nexample.com/arena",
+		"example.com/arena/_keep/x\nexample.com/arena/.git/config\nexample.com/arena/node_modules/a",
+		"example.com/arena/./x\nexample.com/arena//x\nexample.com/_private/x/y\nlocalhost/g/x",
+	} {
+		f.Add(s)
+	}
+	local := &Local{
+		Files: map[string]*File{"example.com/arena/hoster-game.json": {Path: "example.com/arena/hoster-game.json", Hash: "h"}},
+		Games: []string{"example.com/arena"},
+	}
+	f.Fuzz(func(t *testing.T, blob string) {
+		remote := api.Tree{}
+		for _, p := range strings.Split(blob, "\n") {
+			remote[p] = "x"
+		}
+		plan, err := MakePlan(local, remote, PlanOptions{})
+		if err != nil {
+			t.Fatalf("MakePlan: %v", err)
+		}
+		for _, d := range plan.Deletes {
+			if _, ok := local.Files[d.Path]; ok {
+				t.Fatalf("deletes the local file %q", d.Path)
+			}
+			segs := strings.Split(d.Path, "/")
+			switch {
+			case len(segs) == 2:
+				if !game.IsDomainName(segs[0]) || !game.IsGameName(segs[1]) || d.Path == "example.com/arena" {
+					t.Fatalf("deletes the folder %q", d.Path)
+				}
+			case !Managed(d.Path):
+				t.Fatalf("deletes the unmanaged %q", d.Path)
+			}
+		}
+		for p := range remote {
+			if Managed(p) {
+				for _, s := range strings.Split(p, "/") {
+					if s == "" || s == "." || s == ".." || strings.HasPrefix(s, "_") || strings.HasPrefix(s, ".") || s == "node_modules" {
+						t.Fatalf("Managed(%q) with segment %q", p, s)
+					}
+				}
+			}
+		}
+	})
 }

@@ -1,8 +1,8 @@
 package runtime
 
 import (
-	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -203,13 +203,9 @@ func (c *conn) readLoop() {
 			c.sendError("frames must be text: JSON {\"c\": command, \"a\": {arguments}}")
 			continue
 		}
-		var m struct {
-			C string          `json:"c"`
-			A json.RawMessage `json:"a"`
-		}
-		dec := json.NewDecoder(bytes.NewReader(data))
-		if err := dec.Decode(&m); err != nil || m.C == "" {
-			c.sendError("malformed message: want JSON {\"c\": command, \"a\": {arguments}}")
+		m, err := parseCommand(data)
+		if err != nil {
+			c.sendError(err.Error())
 			continue
 		}
 		in := c.seat.in
@@ -241,6 +237,24 @@ func (c *conn) readLoop() {
 		in.mu.Unlock()
 		in.enqueue(event{kind: "cmd", player: c.seat.player, name: m.C, args: m.A})
 	}
+}
+
+// command is a player's frame: {"c": name, "a": {arguments}}.
+type command struct {
+	C string          `json:"c"`
+	A json.RawMessage `json:"a"`
+}
+
+var errMalformed = errors.New("malformed message: want JSON {\"c\": command, \"a\": {arguments}}")
+
+// parseCommand reads one command frame: exactly one JSON object with a
+// non-empty command name, nothing after it.
+func parseCommand(data []byte) (command, error) {
+	var m command
+	if err := json.Unmarshal(data, &m); err != nil || m.C == "" {
+		return command{}, errMalformed
+	}
+	return m, nil
 }
 
 func (c *conn) sendError(msg string) {

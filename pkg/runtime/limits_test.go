@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -108,4 +109,31 @@ func TestConnStateAtSendRound(t *testing.T) {
 	if c.state() != connClosed {
 		t.Fatal("a closing connection is not closed")
 	}
+}
+
+// Whatever a player sends, parseCommand returns a command or the malformed
+// error, never panics, and an accepted frame is one object with a name.
+func FuzzParseCommand(f *testing.F) {
+	for _, s := range []string{`{"c": "move", "a": {"dx": 1}}`, `{"c": "x"}`, `{"c": ""}`, `[]`, `null`, `{"c": "m", "a": 1} x`, "{\"c\": \"\xff\"}", `{"c": "a", "c": "b"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := parseCommand(data)
+		if err != nil {
+			if err != errMalformed {
+				t.Fatalf("unexpected error %v", err)
+			}
+			return
+		}
+		if m.C == "" {
+			t.Fatalf("accepted %q without a command name", data)
+		}
+		if len(m.A) > 0 && !json.Valid(m.A) {
+			t.Fatalf("accepted %q with invalid arguments %q", data, m.A)
+		}
+		var v any
+		if json.Unmarshal(data, &v) != nil {
+			t.Fatalf("accepted %q, which is not one JSON value", data)
+		}
+	})
 }

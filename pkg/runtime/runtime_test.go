@@ -303,6 +303,8 @@ func TestCommandErrorsKeepTheSocket(t *testing.T) {
 		{`{"c": "move", "a": "dx"}`, `arguments must be an object`},
 		{`not json`, `malformed message`},
 		{`{"a": {}}`, `malformed message`},
+		{`{"c": "move", "a": {"dx": 1}} {"c": "move"}`, `malformed message`},
+		{`{"c": "move", "a": {"dx": 1}`, `malformed message`},
 	} {
 		c.ws.WriteMessage(websocket.TextMessage, []byte(tc.frame))
 		if got := c.next("error")["error"].(string); !strings.Contains(got, tc.want) {
