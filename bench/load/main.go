@@ -8,6 +8,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -77,7 +78,7 @@ func main() {
 	defer srv.Close()
 	url := "ws" + strings.TrimPrefix(srv.URL, "http") + "/load"
 
-	var updates, bytes, gaps, lateGaps atomic.Int64
+	var updates, received, gaps, lateGaps atomic.Int64
 	var connected atomic.Int64
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -109,15 +110,21 @@ func main() {
 				}
 			}()
 			var last time.Time
+			var buf bytes.Buffer // reused: a bot's garbage would be counted with the server's
 			for {
-				_, data, err := ws.ReadMessage()
+				_, r, err := ws.NextReader()
 				if err != nil {
 					return
 				}
+				buf.Reset()
+				if _, err := buf.ReadFrom(r); err != nil {
+					return
+				}
+				data := buf.Bytes()
 				now := time.Now()
-				if measuring.Load() && data[6] == 'u' { // {"t":"update"
+				if measuring.Load() && len(data) > 6 && data[6] == 'u' { // {"t":"update"
 					updates.Add(1)
-					bytes.Add(int64(len(data)))
+					received.Add(int64(len(data)))
 					if !last.IsZero() {
 						gaps.Add(1)
 						if now.Sub(last) > sendEvery*3/2 {
@@ -169,7 +176,7 @@ func main() {
 	fmt.Printf("send round     p50 %v  p99 %v  max %v  (%d rounds)\n", pct(sends, 50), pct(sends, 99), pct(sends, 100), len(sends))
 	if u := updates.Load(); u > 0 {
 		fmt.Printf("updates        %d received, %.0f bytes each on average, %.1f per player per second (send rate %d)\n",
-			u, float64(bytes.Load())/float64(u), float64(u)/float64(n)/wall.Seconds(), *sendRate)
+			u, float64(received.Load())/float64(u), float64(u)/float64(n)/wall.Seconds(), *sendRate)
 		fmt.Printf("missed sends   %.3f%% of viewer send rounds skipped (%d of %d): the viewer's last update was still being written\n",
 			100*float64(skips.Load())/float64(skips.Load()+u), skips.Load(), skips.Load()+u)
 		fmt.Printf("jitter         %.2f%% of gaps between updates were over 1.5x the send interval\n", 100*float64(lateGaps.Load())/float64(max(gaps.Load(), 1)))
