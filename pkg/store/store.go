@@ -27,6 +27,8 @@ type Store struct {
 
 	mu    sync.Mutex
 	cache map[string]cached // rel path -> last hash and the stat it was taken at
+
+	dirs dirCache // open handles on the folders uploads go to
 }
 
 // Open opens (creating it if needed) the games root dir.
@@ -42,7 +44,10 @@ func Open(dir string) (*Store, error) {
 }
 
 // Close releases the root.
-func (s *Store) Close() error { return s.root.Close() }
+func (s *Store) Close() error {
+	s.dirs.closeAll()
+	return s.root.Close()
+}
 
 // Write stores the bytes of body at rel (at least <domain>/<game>/<file>),
 // creating parent directories and replacing any existing file. The body goes
@@ -62,16 +67,23 @@ func (s *Store) Write(rel string, body io.Reader, limit int64) (int64, error) {
 	if _, err := checkDepth(rel, MinWriteDepth); err != nil {
 		return 0, err
 	}
-	dir := path.Dir(rel)
-	tmp := path.Join(dir, tempPrefix+randomSuffix())
-	create := func() (*os.File, error) { return s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644) }
-	// The folder almost always exists already: create it only when needed.
-	f, err := create()
+	dir, base := path.Split(rel)
+	dir = strings.TrimSuffix(dir, "/")
+	tmp := tempPrefix + randomSuffix()
+	d, err := s.dirs.get(s.root, dir)
+	if err != nil {
+		return 0, fmt.Errorf("opening the folder of %s: %w", rel, err)
+	}
+	defer func() { s.dirs.put(d) }() // d may be replaced below
+	f, err := d.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrNotExist) {
-		if err := s.root.MkdirAll(dir, 0o755); err != nil {
-			return 0, fmt.Errorf("creating the folder of %s: %w", rel, err)
+		// The folder was removed since its handle was opened: open it afresh.
+		s.dirs.forget(d)
+		s.dirs.put(d)
+		if d, err = s.dirs.get(s.root, dir); err != nil {
+			return 0, fmt.Errorf("opening the folder of %s: %w", rel, err)
 		}
-		f, err = create()
+		f, err = d.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("writing %s: %w", rel, err)
@@ -80,7 +92,7 @@ func (s *Store) Write(rel string, body io.Reader, limit int64) (int64, error) {
 	defer func() {
 		if !committed {
 			f.Close()
-			s.root.Remove(tmp)
+			d.root.Remove(tmp)
 		}
 	}()
 	src := body
@@ -97,7 +109,7 @@ func (s *Store) Write(rel string, body io.Reader, limit int64) (int64, error) {
 	if limit > 0 && n > limit {
 		return 0, ErrTooLarge
 	}
-	if err := s.root.Rename(tmp, rel); err != nil {
+	if err := d.root.Rename(tmp, base); err != nil {
 		return 0, fmt.Errorf("writing %s: %w", rel, err)
 	}
 	committed = true
@@ -127,7 +139,9 @@ func (s *Store) Delete(rel string) error {
 	if _, err := checkDepth(rel, MinDeleteDepth); err != nil {
 		return err
 	}
-	if err := s.root.RemoveAll(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	err := s.root.RemoveAll(rel)
+	s.dirs.drop(rel)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("deleting %s: %w", rel, err)
 	}
 	// Drop cache entries below rel: they can never validate again anyway, and

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -421,4 +422,142 @@ func FuzzCleanPath(f *testing.F) {
 			t.Fatalf("accepted %q is not canonical", p)
 		}
 	})
+}
+
+// Uploads go through open handles on their folders; a folder removed behind
+// the store's back, deleted through it, or pushed out of the handle cache
+// must never swallow a write.
+func TestFolderHandles(t *testing.T) {
+	s, dir := newStore(t)
+	const p = "example.com/arena/sub/f.txt"
+	if _, err := s.Write(p, strings.NewReader("one"), 0); err != nil {
+		t.Fatal(err)
+	}
+	// Removed by hand: the next write lands in a new folder, on disk.
+	if err := os.RemoveAll(filepath.Join(dir, "example.com/arena/sub")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Write(p, strings.NewReader("two"), 0); err != nil {
+		t.Fatalf("writing after the folder was removed by hand: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, p)); err != nil || string(b) != "two" {
+		t.Fatalf("on disk: %q, %v", b, err)
+	}
+	// Deleted through the store, then written again.
+	if err := s.Delete("example.com/arena"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Write(p, strings.NewReader("three"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, p)); string(b) != "three" {
+		t.Fatalf("after delete and write: %q", b)
+	}
+	// More folders than handles kept: every file is where it belongs.
+	want := map[string]string{p: sha([]byte("three"))}
+	for i := 0; i < maxDirs+50; i++ {
+		q := fmt.Sprintf("example.com/arena/d%d/f", i)
+		if _, err := s.Write(q, strings.NewReader(q), 0); err != nil {
+			t.Fatal(err)
+		}
+		want[q] = sha([]byte(q))
+	}
+	tree, err := s.Tree()
+	if err != nil || !reflect.DeepEqual(tree, want) {
+		t.Fatalf("tree after %d folders: %d entries, %v", maxDirs+50, len(tree), err)
+	}
+	if len(s.dirs.entries) > maxDirs {
+		t.Fatalf("%d folder handles kept, more than %d", len(s.dirs.entries), maxDirs)
+	}
+}
+
+// A folder removed between an upload's create and its rename fails that
+// upload (the client retries it) instead of losing it silently.
+func TestFolderRemovedMidUpload(t *testing.T) {
+	s, dir := newStore(t)
+	const p = "example.com/arena/sub/f.txt"
+	s.Write(p, strings.NewReader("one"), 0)
+	body := &hookReader{data: []byte("two"), after: func() { os.RemoveAll(filepath.Join(dir, "example.com/arena/sub")) }}
+	if _, err := s.Write(p, body, 0); err == nil {
+		t.Fatal("an upload into a folder removed mid-way reported success")
+	}
+	if _, err := s.Write(p, strings.NewReader("three"), 0); err != nil {
+		t.Fatalf("the next upload: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, p)); string(b) != "three" {
+		t.Fatalf("on disk: %q", b)
+	}
+}
+
+// hookReader yields data, then runs after once before reporting EOF.
+type hookReader struct {
+	data  []byte
+	after func()
+}
+
+func (r *hookReader) Read(p []byte) (int, error) {
+	if len(r.data) > 0 {
+		n := copy(p, r.data)
+		r.data = r.data[n:]
+		return n, nil
+	}
+	if r.after != nil {
+		r.after()
+		r.after = nil
+	}
+	return 0, io.EOF
+}
+
+// Every handle taken by an upload is given back, whichever way it ends.
+func TestFolderHandlesReleased(t *testing.T) {
+	s, dir := newStore(t)
+	const p = "example.com/arena/sub/f.txt"
+	s.Write(p, strings.NewReader("one"), 0)
+	os.RemoveAll(filepath.Join(dir, "example.com/arena/sub")) // the next write reopens
+	s.Write(p, strings.NewReader("two"), 0)
+	s.Write(p, &failingReader{n: 10}, 0)
+	s.Write("example.com/arena/sub/big", strings.NewReader("toolarge"), 3)
+	s.dirs.mu.Lock()
+	defer s.dirs.mu.Unlock()
+	for d, h := range s.dirs.entries {
+		if h.refs != 0 {
+			t.Errorf("folder handle %s still has %d users", d, h.refs)
+		}
+	}
+}
+
+// BenchmarkWriteSmallFiles is the server's side of a first push of small
+// files: 2,000 uploads of 1 KiB, 8 at a time, into 20 game folders.
+func BenchmarkWriteSmallFiles(b *testing.B) {
+	body := bytes.Repeat([]byte("x"), 1024)
+	for b.Loop() {
+		b.StopTimer()
+		s, err := Open(b.TempDir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		work := make(chan int)
+		var wg sync.WaitGroup
+		b.StartTimer()
+		for w := 0; w < 8; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range work {
+					p := fmt.Sprintf("d%d.com/g%d/sub%d/f%d.bin", i%4, i%5, i%3, i)
+					if _, err := s.Write(p, bytes.NewReader(body), 0); err != nil {
+						b.Error(err)
+					}
+				}
+			}()
+		}
+		for i := 0; i < 2000; i++ {
+			work <- i
+		}
+		close(work)
+		wg.Wait()
+		b.StopTimer()
+		s.Close()
+		b.StartTimer()
+	}
 }
