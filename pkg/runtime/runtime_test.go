@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -497,4 +499,59 @@ func TestResumeTakesOverALingeringSocket(t *testing.T) {
 	r.me = old.me
 	r.send("move", map[string]any{"dx": 1})
 	r.until("the new socket plays", func(m map[string]map[string]any) bool { return m[old.me]["x"] == 1.0 })
+}
+
+// At start, a game with a bad configuration, a broken module or no module
+// is skipped with its reason logged; the others serve, and a domain left
+// with no valid game is not served at all.
+func TestBrokenGamesAreSkipped(t *testing.T) {
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	e := startWith(t, map[string]map[string]string{"a.example/lab": lab(4), "b.example/ok": lab(4)}, func(o *Options) {
+		root := o.GamesRoot
+		writeGame(t, root, "a.example", "badcfg", map[string]string{"hoster-game.json": `{"tickRate": "fast"}`})
+		writeGame(t, root, "a.example", "broken", map[string]string{"hoster-game.json": cfg(4), "hoster.server.js": "this is not javascript {"})
+		writeGame(t, root, "c.example", "nomod", map[string]string{"hoster-game.json": cfg(4)})
+		o.Logger = slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))
+	})
+	var got []string
+	for _, g := range e.rt.Games() {
+		got = append(got, g)
+	}
+	sort.Strings(got)
+	if strings.Join(got, " ") != "a.example/lab b.example/ok" {
+		t.Fatalf("games served: %v", got)
+	}
+	mu.Lock()
+	log := logs.String()
+	mu.Unlock()
+	for _, want := range []string{"a.example/badcfg", "a.example/broken", "c.example/nomod", "compiling", "run hoster gen"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the log does not name %q:\n%s", want, log)
+		}
+	}
+	e.join(t, "a.example", "lab", "fine")
+	ask := httptest.NewServer(e.rt.AskHandler())
+	defer ask.Close()
+	for domain, want := range map[string]int{"a.example": 200, "c.example": 404} {
+		resp, err := http.Get(ask.URL + "/ask?domain=" + domain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("ask %s: %d, want %d", domain, resp.StatusCode, want)
+		}
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
