@@ -5,12 +5,19 @@
 #
 #   bench/sync.sh [FILES MIB]       default 2000 200; try 20000 1024
 #   RCLONE=0 bench/sync.sh ...      leave rclone out (its first push of 1 GB takes minutes)
+#   FIRST=rsync bench/sync.sh ...   run rsync before hoster in each case (default: hoster first)
+#
+# Order matters for the first push on ext4: creating files is much slower
+# for a few minutes after many files were deleted (each new inode is found
+# past the recently deleted ones), and this script and its previous run
+# delete tens of thousands. Run it both ways and compare like with like.
 #
 # Needs rsync and rclone (apt-get install rsync rclone); builds hoster itself.
 set -euo pipefail
 FILES=${1:-2000}
 MIB=${2:-200}
 RCLONE=${RCLONE:-1}
+FIRST=${FIRST:-hoster}
 cd "$(dirname "$0")/.."
 for tool in rsync rclone; do
 	command -v $tool >/dev/null || { echo "bench/sync.sh: $tool is missing (apt-get install rsync rclone)" >&2; exit 2; }
@@ -60,6 +67,7 @@ run_rsync()  { timeit rsync -r --checksum --delete "$W/src/" rsync://127.0.0.1:1
 run_rclone() { RCLONE_WEBDAV_URL=http://127.0.0.1:18731 timeit rclone sync --checksum "$W/src" :webdav: ; }
 
 tools=(hoster rsync)
+[ "$FIRST" = rsync ] && tools=(rsync hoster)
 [ "$RCLONE" = 1 ] && tools+=(rclone)
 declare -A first noop change
 for t in "${tools[@]}"; do first[$t]=$(run_$t); done
@@ -73,6 +81,7 @@ for t in hoster rsync; do
 	if d=$(diff -r "$W/src" "$dest" 2>&1); then echo "$t mirror: identical"; else echo "$t mirror DIFFERS:"; echo "$d" | head -5; fi
 done
 
+printf '\norder: %s\n' "${tools[*]}"
 printf '\n%s files, %s MiB, %s cores (%s)\n' "$FILES" "$MIB" "$(nproc)" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 printf '%-8s %12s %12s %14s\n' tool "first push" "no-op" "1% change"
 for t in "${tools[@]}"; do

@@ -3,13 +3,9 @@ package runtime
 import (
 	"encoding/json"
 	"fmt"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/dop251/goja"
-	"github.com/hoster-dev/hoster/pkg/gen"
 )
 
 // benchInstance is an instance of a game with 20 players and 50 entities
@@ -29,24 +25,7 @@ func benchInstance(b *testing.B) (*vm, []any) {
 // benchInstanceOf starts an instance of the game in files, outside any
 // socket, with 20 players joined.
 func benchInstanceOf(b *testing.B, files map[string]string) (*vm, []any) {
-	root := b.TempDir()
-	for rel, body := range files {
-		p := filepath.Join(root, "b.example", "g", rel)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		os.WriteFile(p, []byte(body), 0o644)
-	}
-	if res, err := gen.Generate(root); err != nil || res.Failed() {
-		b.Fatal(err, res.Problems())
-	}
-	g, err := loadGame(filepath.Join(root, "b.example", "g"), "b.example", "g")
-	if err != nil {
-		b.Fatal(err)
-	}
-	in := &Instance{id: "0a0b0c0d0e0f", rt: &Runtime{o: Options{HookBudget: 10e9}}, prog: g.program, log: slog.New(slog.DiscardHandler)}
-	v, err := in.start()
-	if err != nil {
-		b.Fatal(err)
-	}
+	v := deltaVM(b, files)
 	var joins []any
 	var ready []any
 	for p := 1; p <= 20; p++ {

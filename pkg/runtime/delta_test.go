@@ -216,8 +216,9 @@ func TestDeltasConverge(t *testing.T) {
 	}
 }
 
-// deltaVM starts an instance of the game in files outside any socket.
-func deltaVM(t *testing.T, files map[string]string) *vm {
+// deltaVM starts an instance of the game in files, outside any socket.
+func deltaVM(t testing.TB, files map[string]string) *vm {
+	t.Helper()
 	root := t.TempDir()
 	for rel, body := range files {
 		p := filepath.Join(root, "d.example", "g", rel)
