@@ -7,10 +7,10 @@
 #   RCLONE=0 bench/sync.sh ...      leave rclone out (its first push of 1 GB takes minutes)
 #   FIRST=rsync bench/sync.sh ...   run rsync before hoster in each case (default: hoster first)
 #
-# Order matters for the first push on ext4: creating files is much slower
-# for a few minutes after many files were deleted (each new inode is found
-# past the recently deleted ones), and this script and its previous run
-# delete tens of thousands. Run it both ways and compare like with like.
+# The order can weigh on the first push on ext4: creating files is slower
+# for a few minutes after many files were deleted (new inodes are found past
+# the recently deleted ones), and this script and its previous run delete
+# tens of thousands. Run it both ways to see it does not decide the result.
 #
 # Needs rsync and rclone (apt-get install rsync rclone); builds hoster itself.
 set -euo pipefail
