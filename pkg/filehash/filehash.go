@@ -9,6 +9,7 @@ import (
 	"hash"
 	"io"
 	"runtime"
+	"sync"
 )
 
 // bufSize is the read size. Reading a whole file of a few MiB in one call
@@ -19,6 +20,29 @@ const bufSize = 4 << 20
 // Workers is how many files to hash at once: twice the usable cores, so a
 // core never waits while a worker is inside read(2).
 func Workers() int { return 2 * runtime.GOMAXPROCS(0) }
+
+// Each calls do(i, x) for every i in [0, n) on Workers() goroutines, in
+// order of i as workers free up, each worker with its own Hasher x, and
+// returns when all are done.
+func Each(n int, do func(i int, x *Hasher)) {
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < min(Workers(), n); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var x Hasher
+			for i := range work {
+				do(i, &x)
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+}
 
 // Hasher hashes one reader at a time, reusing its buffer; give each worker
 // its own.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -46,5 +47,27 @@ func BenchmarkSum(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
 		x.Sum(bytes.NewReader(data))
+	}
+}
+
+func TestEachVisitsEveryIndexOnce(t *testing.T) {
+	for _, n := range []int{0, 1, 3, 1000} {
+		seen := make([]int32, n)
+		var mu sync.Mutex
+		hashers := map[*Hasher]bool{}
+		Each(n, func(i int, x *Hasher) {
+			mu.Lock()
+			seen[i]++
+			hashers[x] = true
+			mu.Unlock()
+		})
+		for i, c := range seen {
+			if c != 1 {
+				t.Fatalf("n=%d: index %d visited %d times", n, i, c)
+			}
+		}
+		if len(hashers) > Workers() {
+			t.Fatalf("n=%d: %d hashers for %d workers", n, len(hashers), Workers())
+		}
 	}
 }

@@ -385,3 +385,19 @@ func FuzzPlanAgainstAHostileTree(f *testing.F) {
 		}
 	})
 }
+
+// A file that cannot be read when it is hashed stops the hashing with an
+// error naming it; nothing is planned from a half-hashed tree.
+func TestHashNamesAnUnreadableFile(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, "example.com/arena/hoster-game.json", cfg)
+	write(t, root, "example.com/arena/gone.js", "x")
+	l, err := Walk(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(root, "example.com/arena/gone.js"))
+	if err := l.Hash(); err == nil || !strings.Contains(err.Error(), "hashing example.com/arena/gone.js") {
+		t.Fatalf("Hash = %v, want an error naming the vanished file", err)
+	}
+}

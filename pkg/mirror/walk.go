@@ -138,38 +138,22 @@ func (l *Local) HashNeeded(need func(path string) bool) error {
 	}
 	// Big files first, so one large file does not finish alone at the end.
 	sort.Slice(files, func(i, j int) bool { return files[i].Size > files[j].Size })
-	work := make(chan *File)
-	errs := make(chan error, 1)
-	var wg sync.WaitGroup
-	for w := 0; w < filehash.Workers(); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var x filehash.Hasher
-			for f := range work {
-				if need != nil && !need(f.Path) {
-					continue
-				}
-				if err := hashFile(f, &x); err != nil {
-					select {
-					case errs <- err:
-					default:
-					}
-				}
+	var mu sync.Mutex
+	var first error
+	filehash.Each(len(files), func(i int, x *filehash.Hasher) {
+		f := files[i]
+		if need != nil && !need(f.Path) {
+			return
+		}
+		if err := hashFile(f, x); err != nil {
+			mu.Lock()
+			if first == nil {
+				first = err
 			}
-		}()
-	}
-	for _, f := range files {
-		work <- f
-	}
-	close(work)
-	wg.Wait()
-	select {
-	case err := <-errs:
-		return err
-	default:
-		return nil
-	}
+			mu.Unlock()
+		}
+	})
+	return first
 }
 
 func hashFile(f *File, x *filehash.Hasher) error {

@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"os"
 	"strings"
-	"sync"
 	"syscall"
 
 	"github.com/hoster-dev/hoster/pkg/filehash"
@@ -96,23 +95,7 @@ func (s *Store) Tree() (map[string]string, error) {
 	}
 
 	hashes := make([]string, len(misses))
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < filehash.Workers(); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var x filehash.Hasher
-			for i := range work {
-				hashes[i] = s.hashFile(misses[i], &x)
-			}
-		}()
-	}
-	for i := range misses {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
+	filehash.Each(len(misses), func(i int, x *filehash.Hasher) { hashes[i] = s.hashFile(misses[i], x) })
 	for i, p := range misses {
 		if hashes[i] != "" {
 			tree[p] = hashes[i]
