@@ -18,7 +18,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/hoster-dev/hoster/pkg/api"
@@ -61,7 +60,6 @@ type Server struct {
 	tokenSum  [32]byte
 	routes    map[string]http.Handler
 	log       *slog.Logger
-	warming   atomic.Bool
 }
 
 // New opens the games root and builds the server.
@@ -263,22 +261,11 @@ func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, api.DeleteResult{Deleted: api.Bool(true)})
 }
 
-// reload runs after a push went quiet: the game is reloaded, and the tree's
-// hash cache is warmed in the background, so the next sync's tree request
-// costs about a stat per file instead of hashing what was just written. The
-// warm-up reads the files from disk like any request; it changes nothing of
-// what a tree request answers.
+// reload runs after a push went quiet: the game is reloaded. (The tree's
+// hash cache needs no warming: each upload cached its own hash.)
 func (s *Server) reload(domain, game string) {
 	if s.opts.OnReload != nil {
 		s.opts.OnReload(domain, game)
-	}
-	if s.warming.CompareAndSwap(false, true) {
-		go func() {
-			defer s.warming.Store(false)
-			if _, err := s.store.Tree(); err != nil {
-				s.log.Warn("warming the tree's hash cache", "err", err)
-			}
-		}()
 	}
 }
 
