@@ -80,7 +80,7 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 		treeCh <- treeResult{t, err}
 	}()
 	var local *Local
-	err := error(nil)
+	var err error
 	if opts.Prepare != nil {
 		err = opts.Prepare()
 	}
