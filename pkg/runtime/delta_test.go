@@ -241,29 +241,41 @@ func deltaVM(t testing.TB, files map[string]string) *vm {
 }
 
 // BenchmarkSendRound is one send round of the load test's game (bench/load):
-// 20 viewers in step, 20 players, 50 entities of which a fifth changed.
+// 20 viewers in step, 20 players, 50 entities of which a fifth changed;
+// "visible" adds a visibility hook (half the things in view), so every
+// viewer gets its own delta.
 func BenchmarkSendRound(b *testing.B) {
-	v, ready := benchInstanceOf(b, map[string]string{
+	files := map[string]string{
 		"hoster-game.json":                `{"tickRate": 20, "sendRate": 10, "capacity": 20, "origins": ["*"]}`,
 		"hoster-player/fields.json":       `{"x": "number", "y": "number"}`,
 		"hoster-player/join.js":           `export default function (i, p) { p.x = 1; p.y = 2; }`,
 		"hoster-entities/mob/fields.json": `{"x": "number", "y": "number"}`,
 		"hoster-entities/mob/tick.js":     `export default function (i, e, dt) { e.t = (e.t || 0) + 1; if (e.t % 5 === 0) e.x = (e.x + 1) % 100; }`,
 		"hoster-instance/create.js":       `export default function (i) { for (let k = 0; k < 50; k++) i.spawn("mob", {x: k, y: k, t: k}); }`,
-	})
-	readyV := v.rt.ToValue(ready)
-	tick := func(i int) {
-		if _, err := v.call(v.tick, v.rt.ToValue(0.05), v.rt.ToValue(i), v.rt.ToValue("[]")); err != nil {
-			b.Fatal(err)
-		}
 	}
-	for i := 0; b.Loop(); i++ {
-		b.StopTimer()
-		tick(2 * i)
-		tick(2*i + 1)
-		b.StartTimer()
-		if _, err := v.call(v.send, readyV); err != nil {
-			b.Fatal(err)
+	for _, visible := range []string{"", `export default function (i, me, thing) { return thing.y % 2 === 0; }`} {
+		name := "shared"
+		if visible != "" {
+			name = "visible"
+			files["hoster-player/visible.js"] = visible
 		}
+		b.Run(name, func(b *testing.B) {
+			v, ready := benchInstanceOf(b, files)
+			readyV := v.rt.ToValue(ready)
+			tick := func(i int) {
+				if _, err := v.call(v.tick, v.rt.ToValue(0.05), v.rt.ToValue(i), v.rt.ToValue("[]")); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for i := 0; b.Loop(); i++ {
+				b.StopTimer()
+				tick(2 * i)
+				tick(2*i + 1)
+				b.StartTimer()
+				if _, err := v.call(v.send, readyV); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

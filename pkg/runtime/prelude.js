@@ -93,7 +93,7 @@ function __tick(dt, now, events) {
       delete __inst.players[ev[1]];
       delete __viewers[ev[1]];
     } else if (ev[0] === "resume") {
-      if (__viewers[ev[1]]) { __viewers[ev[1]].round = -1; __viewers[ev[1]].known = {}; }
+      if (__viewers[ev[1]]) { __viewers[ev[1]].round = -1; __viewers[ev[1]].known = {}; __viewers[ev[1]].nk = 0; }
     } else if (ev[0] === "cmd") {
       p = __inst.players[ev[1]];
       if (p) __R.commands[ev[2]].run(__inst, p, ev[3]);
@@ -111,15 +111,6 @@ function __tick(dt, now, events) {
   }
 }
 
-function __values(obj, fields) {
-  var v = new Array(fields.length);
-  for (var i = 0; i < fields.length; i++) {
-    var x = obj[fields[i]];
-    v[i] = x === undefined || (typeof x === "number" && !isFinite(x)) ? null : x;
-  }
-  return v;
-}
-
 function __object(fields, values) {
   var o = {};
   for (var i = 0; i < fields.length; i++) o[fields[i]] = values[i];
@@ -131,17 +122,22 @@ function __object(fields, values) {
 // A viewer not ready this round keeps what it last received, so its next
 // update merges everything it missed.
 function __send(ready) {
-  return __R.player.visible ? __sendVisible(ready) : __sendShared(ready);
+  var prev = __round, round = ++__round;
+  var d = __advance(round);
+  var out = __R.player.visible ? __sendVisible(ready, round) : __sendShared(ready, prev, round, d);
+  __prune();
+  return out;
 }
 
-// Without a visibility hook every viewer sees everything, so one record per
-// thing is kept of what was last sent to anyone: its field values, the send
-// round each field last changed in, and the round it appeared in. A thing
-// that goes leaves a tombstone while a viewer that may still know it is
-// behind. A viewer is then just the round it last received: in step (it
-// received the previous round), it gets the round's delta, computed and
-// encoded once for all; behind, it gets everything newer than its round,
-// merged from the records. Nothing is copied per viewer or per round.
+// One record per thing is kept, updated in place every send round: its
+// field values, the send round each field last changed in, and the round it
+// appeared in; a thing that goes leaves a tombstone while a viewer that may
+// still know it is behind. A viewer is then the round it last received (and,
+// with a visibility hook, the set of things it knows): what changed for it
+// is what changed after its round. Without a visibility hook a viewer in
+// step (it received the previous round) gets the round's delta, computed and
+// encoded once for all; one that is behind gets everything newer than its
+// round, merged from the records. Nothing is copied per viewer or per round.
 var __round = 0;
 var __recs = {};  // thing id -> {type, fields, v: [values], fr: [field rounds], a: appear round, seen: round}
 var __nrecs = 0;
@@ -254,38 +250,31 @@ function __refit(r) {
 // __switchMode carries what each viewer knows over when a reload adds or
 // removes the visibility hook, so nothing is lost either way.
 function __switchMode() {
-  var vid, v, id, n;
-  if (__R.player.visible) {
-    // From the records: what each viewer was sent, with the values changed
-    // since its round marked stale so they are sent again.
-    for (vid in __viewers) {
-      v = __viewers[vid];
-      var known = {};
-      if (v.round >= 0) {
-        for (id in __recs) {
-          var r = __recs[id];
-          if (r.a > v.round) continue;
-          var vals = r.v.slice();
-          for (n = 0; n < vals.length; n++) if (r.fr[n] > v.round) vals[n] = {};
-          known[id] = vals;
-        }
-        for (id in __tombs) if (__tombs[id].a <= v.round && __tombs[id].r > v.round) known[id] = [];
-      }
-      v.known = known;
-    }
-    return;
-  }
-  // To shared deltas: every viewer starts over with all it sees, and is told
-  // what it knew that no longer exists.
-  __recs = {};
-  __nrecs = 0;
-  __tombs = {};
-  __ntombs = 0;
+  var vid, v, id;
   for (vid in __viewers) {
     v = __viewers[vid];
-    v.round = -1;
-    v.stale = v.known; // told gone, at its next update, what no longer exists
-    v.known = {};
+    if (__R.player.visible) {
+      // It knows what had appeared by its round, gone things included (they
+      // are told gone at its next update).
+      var known = {};
+      if (v.round >= 0) {
+        for (id in __recs) if (__recs[id].a <= v.round) known[id] = true;
+        for (id in __tombs) if (__tombs[id].a <= v.round && __tombs[id].r > v.round) known[id] = true;
+      }
+      if (v.stale) { // switched twice before its next update
+        for (id in v.stale) known[id] = true;
+        delete v.stale;
+      }
+      v.known = known;
+      v.nk = Object.keys(known).length;
+    } else {
+      // It sees everything now: it starts over with all of it, and is told
+      // at its next update what it knew that no longer exists.
+      v.round = -1;
+      v.stale = v.known;
+      v.known = {};
+      v.nk = 0;
+    }
   }
 }
 
@@ -299,9 +288,8 @@ function __prune() {
   }
 }
 
-function __sendShared(ready) {
-  var prev = __round, round = ++__round;
-  var d = __advance(round), body = __body(d), out = [], inStep = 0;
+function __sendShared(ready, prev, round, d) {
+  var body = __body(d), out = [], inStep = 0;
   var viewers = __viewers, players = __inst.players;
   for (var i = 0; i < ready.length; i++) {
     var vid = ready[i], v = viewers[vid];
@@ -323,60 +311,56 @@ function __sendShared(ready) {
     if (b) out.push(vid, '{"t":"update","seq":' + (++v.seq) + b);
   }
   if (inStep) __count(d, inStep);
-  __prune();
   return out;
 }
 
-// With a visibility hook, every viewer gets its own delta against the
-// values it last received (v.known: thing id -> [field values]).
-function __things() {
-  var things = [], id;
-  for (id in __inst.players) things.push([id, "player", __inst.players[id], __pf]);
-  for (id in __inst.entities) {
-    var e = __inst.entities[id];
-    things.push([id, e.type, e, __ef[e.type] || []]);
+// With a visibility hook every viewer gets its own delta: what it sees now
+// against the set of things it knows (v.known: id -> true) and its round.
+function __sendVisible(ready, round) {
+  var out = [], visible = __R.player.visible, recs = __recs, players = __inst.players, entities = __inst.entities;
+  // The things, listed once for all viewers: for…in is slow in goja.
+  var ids = [], rs = [], objs = [], id, k;
+  for (id in recs) {
+    ids.push(id);
+    rs.push(recs[id]);
+    objs.push(recs[id].type === "player" ? players[id] : entities[id]);
   }
-  for (var i = 0; i < things.length; i++) things[i].push(__values(things[i][2], things[i][3]));
-  return things; // [id, type, object, fields, values]
-}
-
-function __sendVisible(ready) {
-  var things = __things(), out = [];
   for (var i = 0; i < ready.length; i++) {
-    var vid = ready[i], v = __viewers[vid], me = __inst.players[vid];
+    var vid = ready[i], v = __viewers[vid], me = players[vid];
     if (!v || !me) continue;
-    var d = __delta(v.known || {}, things, me), body = __body(d);
-    v.known = d.next;
+    // nk counts the ids in known, hits those still in the records: when they
+    // differ, some known thing went, and only then is known walked.
+    var known = v.known, nk = v.nk || 0, hits = 0, vr = v.round, d = { appear: [], change: [], gone: [] }, n;
+    for (k = 0; k < ids.length; k++) {
+      var r = rs[k];
+      id = ids[k];
+      if (!visible(__inst, me, objs[k])) {
+        if (known[id]) { d.gone.push(id); delete known[id]; nk--; }
+        continue;
+      }
+      hits++;
+      if (!known[id]) {
+        d.appear.push({ id: id, type: r.type, f: __object(r.fields, r.v) });
+        known[id] = true;
+        nk++;
+        continue;
+      }
+      var f = null;
+      for (n = 0; n < r.fields.length; n++) if (r.fr[n] > vr) (f = f || {})[r.fields[n]] = r.v[n];
+      if (f) d.change.push({ id: id, f: f });
+    }
+    if (nk > hits) {
+      for (id in known) if (!recs[id]) { d.gone.push(id); delete known[id]; nk--; }
+    }
+    v.nk = nk;
+    v.round = round;
+    var body = __body(d);
     if (body) {
       __count(d, 1);
       out.push(vid, '{"t":"update","seq":' + (++v.seq) + body);
     }
   }
   return out;
-}
-
-// __delta compares what me sees now with known, and returns the lists and
-// the new known map.
-function __delta(known, things, me) {
-  var visible = __R.player.visible;
-  var next = {}, appear = [], change = [], gone = [];
-  for (var k = 0; k < things.length; k++) {
-    var th = things[k];
-    if (!visible(__inst, me, th[2])) continue;
-    var cur = th[4], old = known[th[0]];
-    next[th[0]] = cur;
-    if (!old) {
-      appear.push({ id: th[0], type: th[1], f: __object(th[3], cur) });
-      continue;
-    }
-    var f = null;
-    for (var n = 0; n < cur.length; n++) {
-      if (old[n] !== cur[n]) (f = f || {})[th[3][n]] = cur[n];
-    }
-    if (f) change.push({ id: th[0], f: f });
-  }
-  for (var id in known) if (!(id in next)) gone.push(id);
-  return { next: next, appear: appear, change: change, gone: gone };
 }
 
 // __body encodes a delta without its seq: ',"appear":[...],...}'.
