@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -559,5 +560,68 @@ func BenchmarkWriteSmallFiles(b *testing.B) {
 		b.StopTimer()
 		s.Close()
 		b.StartTimer()
+	}
+}
+
+// Many uploads across more folders than handles are kept, while games are
+// deleted: an upload may fail only because its folder went mid-way, a
+// handle is never closed under an upload, and the tree matches the disk.
+func TestFolderHandlesUnderChurn(t *testing.T) {
+	s, dir := newStore(t)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	var mu sync.Mutex
+	var unexpected []error
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 150; i++ {
+				p := fmt.Sprintf("d%d.com/g%d/f%d/x", (w+i)%3, i%4, (w*37+i)%(maxDirs+60))
+				if _, err := s.Write(p, strings.NewReader(p), 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					mu.Lock()
+					unexpected = append(unexpected, err)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	var deleter sync.WaitGroup
+	deleter.Add(1)
+	go func() {
+		defer deleter.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			s.Delete(fmt.Sprintf("d%d.com/g%d", i%3, i%4))
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	wg.Wait()
+	close(stop)
+	deleter.Wait()
+	for _, err := range unexpected {
+		t.Error(err)
+	}
+	tree, err := s.Tree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	onDisk := 0
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			onDisk++
+			rel, _ := filepath.Rel(dir, p)
+			if tree[filepath.ToSlash(rel)] != sha([]byte(filepath.ToSlash(rel))) {
+				t.Errorf("%s on disk, tree says %q", rel, tree[filepath.ToSlash(rel)])
+			}
+		}
+		return nil
+	})
+	if onDisk != len(tree) {
+		t.Fatalf("%d files on disk, %d in the tree", onDisk, len(tree))
 	}
 }
