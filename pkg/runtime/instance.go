@@ -169,11 +169,36 @@ type vm struct {
 
 // call runs fn under the hook budget: an overrun interrupts it.
 func (v *vm) call(fn goja.Callable, args ...goja.Value) (goja.Value, error) {
-	timer := time.AfterFunc(v.budget, func() { v.rt.Interrupt("a hook ran longer than " + v.budget.String()) })
+	fire, end := armInterrupt(v.rt, "a hook ran longer than "+v.budget.String())
+	timer := time.AfterFunc(v.budget, fire)
 	res, err := fn(goja.Undefined(), args...)
+	end()
 	timer.Stop()
-	v.rt.ClearInterrupt()
 	return res, err
+}
+
+// armInterrupt starts the budget of one call into r: fire interrupts the
+// call if it is still running; end marks it over and clears any interrupt.
+// A timer's fire that runs late, after end (a busy machine may run a timer's
+// function well after it expired), does nothing: it must never interrupt
+// the next call.
+func armInterrupt(r *goja.Runtime, reason string) (fire, end func()) {
+	var mu sync.Mutex
+	running := true
+	fire = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if running {
+			r.Interrupt(reason)
+		}
+	}
+	end = func() {
+		mu.Lock()
+		running = false
+		mu.Unlock()
+		r.ClearInterrupt()
+	}
+	return fire, end
 }
 
 // newVM loads prog and the prelude in a fresh goja runtime.
@@ -182,13 +207,14 @@ func (in *Instance) newVM(prog *goja.Program) (*vm, error) {
 	r.SetMaxCallStackSize(4096)
 	v := &vm{rt: r, budget: in.rt.o.HookBudget}
 	r.Set("__log", func(msg string) { in.log.Info("game log", "msg", msg) })
-	timer := time.AfterFunc(v.budget, func() { r.Interrupt("loading ran longer than " + v.budget.String()) })
+	fire, end := armInterrupt(r, "loading ran longer than "+v.budget.String())
+	timer := time.AfterFunc(v.budget, fire)
 	_, err := r.RunProgram(prog)
 	if err == nil {
 		_, err = r.RunProgram(prelude)
 	}
+	end()
 	timer.Stop()
-	r.ClearInterrupt()
 	if err != nil {
 		return nil, err
 	}
@@ -277,6 +303,9 @@ func (in *Instance) run() {
 			}
 		} else if -wait > maxCatchUp*step {
 			start, n = time.Now(), 0 // stalled: restart the schedule, no burst
+			if observe := in.rt.o.Observe; observe != nil {
+				observe("stall", -wait)
+			}
 		}
 		select {
 		case <-in.quit:

@@ -2,10 +2,12 @@ package runtime
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dop251/goja"
 	"github.com/gorilla/websocket"
 )
 
@@ -136,4 +138,40 @@ func FuzzParseCommand(f *testing.F) {
 			t.Fatalf("accepted %q, which is not one JSON value", data)
 		}
 	})
+}
+
+// A budget timer whose function runs late, after its call ended, must not
+// interrupt the next call; one that fires during its call interrupts it.
+func TestLateBudgetTimerNeverInterruptsTheNextCall(t *testing.T) {
+	r := goja.New()
+	if _, err := r.RunString(`function quick() { return 1; } function spin() { for (;;) {} }`); err != nil {
+		t.Fatal(err)
+	}
+	quick, _ := goja.AssertFunction(r.Get("quick"))
+	spin, _ := goja.AssertFunction(r.Get("spin"))
+
+	fire, end := armInterrupt(r, "late")
+	if _, err := quick(goja.Undefined()); err != nil {
+		t.Fatal(err)
+	}
+	end()
+	fire() // the timer's function, run after the call was over
+	fire2, end2 := armInterrupt(r, "next")
+	if _, err := quick(goja.Undefined()); err != nil {
+		t.Fatalf("the next call was interrupted by the previous call's late timer: %v", err)
+	}
+	end2()
+	_ = fire2
+
+	fire3, end3 := armInterrupt(r, "overrun")
+	go func() { time.Sleep(20 * time.Millisecond); fire3() }()
+	_, err := spin(goja.Undefined())
+	end3()
+	var ie *goja.InterruptedError
+	if !errors.As(err, &ie) {
+		t.Fatalf("a call running when its timer fired: %v, want interrupted", err)
+	}
+	if _, err := quick(goja.Undefined()); err != nil {
+		t.Fatalf("a call after an interrupted one: %v", err)
+	}
 }
