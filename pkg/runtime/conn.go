@@ -14,6 +14,12 @@ import (
 // maxQueued is how many bytes may wait for a slow socket before it is cut.
 const maxQueued = 1 << 20
 
+// maxUpdatesInFlight is how many updates may wait for a socket's writer
+// before its viewer skips send rounds (and later gets one merged delta). Two,
+// not one: on a busy machine a writer goroutine is sometimes scheduled a
+// round late, and that alone should not make its viewer skip.
+const maxUpdatesInFlight = 2
+
 // pingEvery keeps idle connections alive; a peer silent for 3 pings is gone.
 const pingEvery = 20 * time.Second
 
@@ -37,7 +43,7 @@ type conn struct {
 	mu       sync.Mutex
 	queue    [][]byte
 	queued   int
-	update   bool // an update is queued or being written: skip rounds
+	updates  int // updates enqueued since the writer last emptied the queue
 	closed   bool
 	closeMsg []byte
 	wake     chan struct{}
@@ -265,7 +271,7 @@ func (c *conn) sendError(msg string) {
 // A connection's state at a send round.
 const (
 	connReady  = iota // takes an update
-	connBusy          // its last update is still queued or being written: skip
+	connBusy          // maxUpdatesInFlight updates still queued or being written: skip
 	connClosed        // gone or going
 )
 
@@ -275,7 +281,7 @@ func (c *conn) state() int {
 	switch {
 	case c.closed:
 		return connClosed
-	case c.update:
+	case c.updates >= maxUpdatesInFlight:
 		return connBusy
 	}
 	return connReady
@@ -297,7 +303,7 @@ func (c *conn) enqueue(msg []byte, update bool) bool {
 	c.queue = append(c.queue, msg)
 	c.queued += len(msg)
 	if update {
-		c.update = true
+		c.updates++
 	}
 	c.mu.Unlock()
 	select {
@@ -343,7 +349,7 @@ func (c *conn) writeLoop() {
 		for {
 			c.mu.Lock()
 			if len(c.queue) == 0 {
-				c.update = false
+				c.updates = 0
 				closeMsg := c.closeMsg
 				c.mu.Unlock()
 				if closeMsg != nil {

@@ -92,8 +92,8 @@ func TestShutdownSaysGoingAway(t *testing.T) {
 	}
 }
 
-// A connection whose last update is still queued is skipped ("busy") until
-// its writer has taken everything; error frames do not make it busy.
+// A connection with maxUpdatesInFlight updates still queued is skipped
+// ("busy") until its writer has taken everything; error frames do not count.
 func TestConnStateAtSendRound(t *testing.T) {
 	c := &conn{wake: make(chan struct{}, 1), gone: make(chan struct{})}
 	if c.state() != connReady {
@@ -104,8 +104,12 @@ func TestConnStateAtSendRound(t *testing.T) {
 		t.Fatal("an error frame made the connection skip updates")
 	}
 	c.enqueue([]byte(`{"t":"update"}`), true)
+	if c.state() != connReady {
+		t.Fatal("one update waiting for the writer made the connection skip")
+	}
+	c.enqueue([]byte(`{"t":"update"}`), true)
 	if c.state() != connBusy {
-		t.Fatal("a queued update did not make the connection busy")
+		t.Fatalf("%d queued updates did not make the connection busy", maxUpdatesInFlight)
 	}
 	c.closeWith(1000, "")
 	if c.state() != connClosed {
