@@ -13,6 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"log/slog"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -55,11 +56,18 @@ func main() {
 	var mu sync.Mutex
 	var ticks, sends []time.Duration
 	var measuring atomic.Bool
-	var skips atomic.Int64
-	rt, err := runtime.New(runtime.Options{GamesRoot: root, Observe: func(kind string, d time.Duration) {
-		if kind == "skip" {
+	var skips, stalls, stalled atomic.Int64
+	rt, err := runtime.New(runtime.Options{GamesRoot: root, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), Observe: func(kind string, d time.Duration) {
+		switch kind {
+		case "skip":
 			if measuring.Load() {
 				skips.Add(1)
+			}
+			return
+		case "stall":
+			if measuring.Load() {
+				stalls.Add(1)
+				stalled.Add(int64(d))
 			}
 			return
 		}
@@ -177,9 +185,13 @@ func main() {
 	if u := updates.Load(); u > 0 {
 		fmt.Printf("updates        %d received, %.0f bytes each on average, %.1f per player per second (send rate %d)\n",
 			u, float64(received.Load())/float64(u), float64(u)/float64(n)/wall.Seconds(), *sendRate)
-		fmt.Printf("missed sends   %.3f%% of viewer send rounds skipped (%d of %d): the viewer's last update was still being written\n",
+		fmt.Printf("missed sends   %.3f%% of viewer send rounds skipped (%d of %d): the viewer's earlier updates were still waiting for its socket\n",
 			100*float64(skips.Load())/float64(skips.Load()+u), skips.Load(), skips.Load()+u)
 		fmt.Printf("jitter         %.2f%% of gaps between updates were over 1.5x the send interval\n", 100*float64(lateGaps.Load())/float64(max(gaps.Load(), 1)))
+	}
+	if n := stalls.Load(); n > 0 {
+		fmt.Printf("stalls         %d times an instance fell over %d ticks behind and restarted its schedule (%v behind on average)\n",
+			n, 5, (time.Duration(stalled.Load()) / time.Duration(n)).Round(time.Millisecond))
 	}
 	fmt.Printf("CPU            %.2f cores in all (bots included), %.2f cores per 1,000 players\n",
 		cpu.Seconds()/wall.Seconds(), cpu.Seconds()/wall.Seconds()/float64(n)*1000)
