@@ -79,10 +79,12 @@ func (s *Store) Write(rel string, body io.Reader, limit int64) (int64, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		// The folder was removed since its handle was opened: open it afresh.
 		s.dirs.forget(d)
-		s.dirs.put(d)
-		if d, err = s.dirs.get(s.root, dir); err != nil {
-			return 0, fmt.Errorf("opening the folder of %s: %w", rel, err)
+		fresh, ferr := s.dirs.get(s.root, dir)
+		if ferr != nil {
+			return 0, fmt.Errorf("opening the folder of %s: %w", rel, ferr)
 		}
+		s.dirs.put(d)
+		d = fresh
 		f, err = d.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	}
 	if err != nil {

@@ -625,3 +625,21 @@ func TestFolderHandlesUnderChurn(t *testing.T) {
 		t.Fatalf("%d files on disk, %d in the tree", onDisk, len(tree))
 	}
 }
+
+// A folder removed by hand and replaced by a file: the upload into it fails
+// with an error (the server answers it), and the store goes on.
+func TestFolderReplacedByAFile(t *testing.T) {
+	s, dir := newStore(t)
+	if _, err := s.Write("example.com/arena/sub/f", strings.NewReader("one"), 0); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(dir, "example.com/arena/sub")
+	os.RemoveAll(sub)
+	os.WriteFile(sub, []byte("now a file"), 0o644)
+	if _, err := s.Write("example.com/arena/sub/f", strings.NewReader("two"), 0); err == nil {
+		t.Fatal("wrote below a file")
+	}
+	if _, err := s.Write("example.com/arena/other", strings.NewReader("three"), 0); err != nil {
+		t.Fatalf("the next upload: %v", err)
+	}
+}
