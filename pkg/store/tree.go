@@ -55,13 +55,16 @@ func (s *Store) Tree() (map[string]string, error) {
 			return nil
 		}
 		d, err := dir.Open(".")
-		if err != nil {
-			return err
+		var entries []fs.DirEntry
+		if err == nil {
+			entries, err = d.ReadDir(-1)
+			d.Close()
 		}
-		entries, err := d.ReadDir(-1)
-		d.Close()
 		if err != nil {
-			return err
+			if depth == 0 {
+				return err
+			}
+			return nil // unreadable or vanished below the root: not part of the tree
 		}
 		for _, e := range entries {
 			rel := prefix + e.Name()
