@@ -190,8 +190,8 @@ func main() {
 		fmt.Printf("jitter         %.2f%% of gaps between updates were over 1.5x the send interval\n", 100*float64(lateGaps.Load())/float64(max(gaps.Load(), 1)))
 	}
 	if n := stalls.Load(); n > 0 {
-		fmt.Printf("stalls         %d times an instance fell over %d ticks behind and restarted its schedule (%v behind on average)\n",
-			n, 5, (time.Duration(stalled.Load()) / time.Duration(n)).Round(time.Millisecond))
+		fmt.Printf("stalls         %d times an instance fell too far behind and restarted its schedule (%v behind on average)\n",
+			n, (time.Duration(stalled.Load()) / time.Duration(n)).Round(time.Millisecond))
 	}
 	fmt.Printf("CPU            %.2f cores in all (bots included), %.2f cores per 1,000 players\n",
 		cpu.Seconds()/wall.Seconds(), cpu.Seconds()/wall.Seconds()/float64(n)*1000)

@@ -67,8 +67,8 @@ type Options struct {
 	MaxCommandsPerSecond int
 	// Observe, if set, is told how long each tick ("tick") and each send
 	// round ("send") took, and, with a zero duration, of each viewer passed
-	// over in a send round because its last update was still being written
-	// ("skip"), and of how late an instance was when it gave up catching up
+	// over in a send round because its earlier updates were still waiting
+	// for its socket ("skip"), and of how late an instance was when it gave up catching up
 	// and restarted its schedule ("stall"); from the instance goroutines:
 	// keep it cheap.
 	Observe func(kind string, d time.Duration)

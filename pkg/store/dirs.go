@@ -107,8 +107,8 @@ func (c *dirCache) dropLocked(h *dirHandle) {
 	}
 }
 
-// drop forgets the handles on rel and every directory below it, before rel
-// is deleted.
+// drop forgets the handles on rel and every directory below it, once rel
+// has been deleted.
 func (c *dirCache) drop(rel string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
