@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gorilla/websocket"
@@ -36,7 +37,14 @@ func TestCaddyShapedLines(t *testing.T) {
 		w.WriteHeader(201)
 		io.WriteString(w, "hello")
 	}))
-	ts := httptest.NewServer(h)
+	// A client sees the response before the middleware writes its line, so
+	// the test waits for both handlers to return before reading the log.
+	var served sync.WaitGroup
+	served.Add(2)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer served.Done()
+		h.ServeHTTP(w, r)
+	}))
 	defer ts.Close()
 	req, _ := http.NewRequest("PUT", ts.URL+"/api/file?path=a.com/g/x", strings.NewReader("body!"))
 	req.Host = "example.com"
@@ -51,6 +59,7 @@ func TestCaddyShapedLines(t *testing.T) {
 		t.Fatalf("websocket through the access log: %v", err)
 	}
 	c.Close()
+	served.Wait()
 	l.Close()
 
 	f, _ := os.Open(filepath.Join(root, "web-logs", "access.log"))
