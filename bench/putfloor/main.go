@@ -22,6 +22,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -97,7 +98,7 @@ func main() {
 		go func() {
 			defer wg.Done()
 			for p := range work {
-				if err := put(client, "http://"+addr+"/api/file?path="+p, p); err != nil {
+				if err := put(client, "http://"+addr+"/api/file?path="+url.QueryEscape(p), p); err != nil {
 					log.Fatalf("putfloor: %s: %v", p, err)
 				}
 			}
@@ -116,7 +117,7 @@ func main() {
 	fmt.Printf("wall %.2f s, client %.2f CPU-s, server %.2f CPU-s\n", wall.Seconds(), cpu.Seconds(), serverCPU.Seconds())
 }
 
-func put(client *http.Client, url, p string) error {
+func put(client *http.Client, target, p string) error {
 	f, err := os.Open(p)
 	if err != nil {
 		return err
@@ -126,7 +127,7 @@ func put(client *http.Client, url, p string) error {
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequest(http.MethodPut, url, f)
+	req, err := http.NewRequest(http.MethodPut, target, f)
 	if err != nil {
 		return err
 	}
@@ -153,15 +154,17 @@ func runServer(addr string, hashBodies bool) {
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var dst io.Writer = io.Discard
+		h := sha256.New()
 		if hashBodies {
-			h := sha256.New()
-			defer h.Sum(nil)
 			dst = h
 		}
 		n, err := io.Copy(dst, r.Body)
 		if err != nil {
 			http.Error(w, err.Error(), 500)
 			return
+		}
+		if hashBodies {
+			h.Sum(nil)
 		}
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, fmt.Sprintf(`{"size":%d}`, n))
