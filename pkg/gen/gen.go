@@ -38,11 +38,16 @@ type Problem struct {
 	File string
 	// Line is 1-based, or 0 when the problem has no line.
 	Line int
+	// Col is the 1-based column on Line, or 0 when only the line is known.
+	Col int
 	// Msg says what is wrong.
 	Msg string
 }
 
 func (p Problem) String() string {
+	if p.Line > 0 && p.Col > 0 {
+		return fmt.Sprintf("%s:%d:%d: %s", p.File, p.Line, p.Col, p.Msg)
+	}
 	if p.Line > 0 {
 		return fmt.Sprintf("%s:%d: %s", p.File, p.Line, p.Msg)
 	}
