@@ -347,4 +347,3 @@ func checkName(name string) error {
 	}
 	return nil
 }
-
