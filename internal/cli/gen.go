@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/hoster-dev/hoster/pkg/gen"
 	"github.com/spf13/cobra"
@@ -11,7 +12,7 @@ import (
 
 func init() { commands = append(commands, newGenCmd) }
 
-func newGenCmd(ios *IO, _ *globals) *cobra.Command {
+func newGenCmd(ios *IO, g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "gen [ROOT]",
 		Short: "Generate hoster.server.js and hoster.client.js for every game under ROOT",
@@ -26,15 +27,26 @@ directory.`,
 			if len(args) == 1 {
 				root = args[0]
 			}
-			_, err := runGen(ios, root)
+			_, err := runGen(ios, g, root)
 			return err
 		},
 	}
 }
 
-// runGen generates every game under root, reports on ios.ErrOut, and
+// genReport is the --json summary of a gen.
+type genReport struct {
+	Games     []gen.GameResult `json:"games"`
+	Generated int              `json:"generated"`
+	Failed    int              `json:"failed"`
+	Elapsed   float64          `json:"elapsed"`
+}
+
+// runGen generates every game under root, reports on ios (a line per
+// generated game, every problem, or with --json one summary object), and
 // returns an error carrying the exit status when anything failed.
-func runGen(ios *IO, root string) (gen.Result, error) {
+func runGen(ios *IO, g *globals, root string) (gen.Result, error) {
+	start := time.Now()
+	out := newOutput(ios, g)
 	if st, err := os.Stat(root); err != nil || !st.IsDir() {
 		return gen.Result{}, withExit(ExitUsage, fmt.Errorf("generating: %s is not a directory", root))
 	}
@@ -42,19 +54,26 @@ func runGen(ios *IO, root string) (gen.Result, error) {
 	if err != nil {
 		return res, withExit(ExitFailed, fmt.Errorf("generating: %w", err))
 	}
-	for _, g := range res.Games {
-		for _, p := range g.Problems {
-			fmt.Fprintf(ios.ErrOut, "%s\n", p)
-		}
+	report := genReport{Games: res.Games, Elapsed: time.Since(start).Seconds()}
+	if report.Games == nil {
+		report.Games = []gen.GameResult{}
 	}
-	if res.Failed() {
-		bad := 0
-		for _, g := range res.Games {
-			if len(g.Problems) > 0 {
-				bad++
+	for _, gr := range res.Games {
+		if len(gr.Problems) > 0 {
+			report.Failed++
+			if !g.JSON {
+				for _, p := range gr.Problems {
+					fmt.Fprintf(ios.ErrOut, "%s\n", p)
+				}
 			}
+			continue
 		}
-		return res, withExit(ExitFailed, fmt.Errorf("generating: %d of %d games have problems and were not generated", bad, len(res.Games)))
+		report.Generated++
+		out.Status("generated %s", gr.Summary())
+	}
+	out.JSON(report)
+	if report.Failed > 0 {
+		return res, withExit(ExitFailed, fmt.Errorf("generating: %d of %d games have problems and were not generated", report.Failed, len(res.Games)))
 	}
 	if len(res.Games) == 0 {
 		return res, withExit(ExitFailed, errors.New("generating: no games found (a game is <domain>/<game>/hoster-game.json)"))

@@ -73,7 +73,7 @@ func bundle(dir string, d *definition) ([]byte, []Problem) {
 		for _, m := range out.Errors {
 			p := Problem{File: entryName, Msg: m.Text}
 			if m.Location != nil {
-				p.File, p.Line = m.Location.File, m.Location.Line
+				p.File, p.Line, p.Col = m.Location.File, m.Location.Line, m.Location.Column+1
 			}
 			problems = append(problems, p)
 		}
