@@ -121,3 +121,39 @@ func TestGenSaysWhatItGenerated(t *testing.T) {
 		t.Fatalf("problems %+v", failed)
 	}
 }
+
+// TestGenCheck covers --check's exits: 2 with how to get tsc when there is
+// none, 1 with tsc's errors at their place when the types are wrong.
+func TestGenCheck(t *testing.T) {
+	tsc := os.Getenv("HOSTER_TSC")
+	root := t.TempDir()
+	game := filepath.Join(root, "a.com", "tag")
+	os.MkdirAll(filepath.Join(game, "hoster-player"), 0o755)
+	os.WriteFile(filepath.Join(game, "hoster-game.json"), []byte(`{"tickRate": 10, "sendRate": 5, "capacity": 2, "origins": ["*"]}`), 0o644)
+	os.WriteFile(filepath.Join(game, "hoster-player", "fields.json"), []byte(`{"score": "integer"}`), 0o644)
+	os.WriteFile(filepath.Join(game, "hoster-player", "join.ts"), []byte("export default function join(instance: Instance, player: Player) {\n  player.score = \"zero\";\n}\n"), 0o644)
+
+	t.Run("no tsc", func(t *testing.T) {
+		t.Setenv("HOSTER_TSC", "")
+		t.Setenv("PATH", t.TempDir())
+		var out, errOut bytes.Buffer
+		if code := Main([]string{"gen", "--check", root}, nil, &out, &errOut); code != ExitUsage {
+			t.Fatalf("exit %d, want 2\n%s", code, errOut.String())
+		}
+		if !strings.Contains(errOut.String(), "npm install --save-dev typescript") {
+			t.Fatalf("stderr does not say how to get tsc:\n%s", errOut.String())
+		}
+	})
+	t.Run("type error", func(t *testing.T) {
+		if tsc == "" {
+			t.Skip("HOSTER_TSC is not set (make test installs typescript with npm)")
+		}
+		var out, errOut bytes.Buffer
+		if code := Main([]string{"gen", "--check", root}, nil, &out, &errOut); code != ExitFailed {
+			t.Fatalf("exit %d, want 1\n%s", code, errOut.String())
+		}
+		if want := "a.com/tag/hoster-player/join.ts:2:3: TS2322: Type 'string' is not assignable to type 'number'."; !strings.Contains(errOut.String(), want) {
+			t.Fatalf("stderr:\n%s\nwant %s", errOut.String(), want)
+		}
+	})
+}

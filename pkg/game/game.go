@@ -37,9 +37,16 @@ func IsGameName(name string) bool {
 // neither pushed nor pruned by a sync.
 func IsReserved(name string) bool { return strings.HasPrefix(name, "_") }
 
-// IsSkipped reports whether an entry inside a game is skipped by the walk:
-// hidden entries and node_modules.
-func IsSkipped(name string) bool { return strings.HasPrefix(name, ".") || name == "node_modules" }
+// EnvTypesFile is the declaration file hoster gen writes into each game for
+// the author's editor and tsc; it stays on the author's machine.
+const EnvTypesFile = "hoster-env.d.ts"
+
+// IsSkipped reports whether an entry inside a game is skipped by the walk
+// (neither pushed nor pruned): hidden entries, node_modules, and
+// hoster-env.d.ts.
+func IsSkipped(name string) bool {
+	return strings.HasPrefix(name, ".") || name == "node_modules" || name == EnvTypesFile
+}
 
 // Limits of hoster-game.json.
 const (

@@ -16,6 +16,7 @@ func TestStructureRules(t *testing.T) {
 		{"_drafts.com", false, false, true, false},
 		{".hidden.com", false, false, false, true},
 		{"node_modules", false, true, false, true},
+		{"hoster-env.d.ts", true, true, false, true},
 		{"arena", false, true, false, false},
 		{"", false, false, false, false},
 	} {

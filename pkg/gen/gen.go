@@ -171,7 +171,14 @@ func generateGame(root, dir string) GameResult {
 				ClientFile: clientLibrary(dir, def),
 				TypesFile:  clientTypes(dir, def),
 			}
-			for _, name := range []string{ServerFile, ClientFile, TypesFile} {
+			files[EnvFile] = envTypes(dir, def)
+			if !exists(filepath.Join(abs, TSConfigFile)) {
+				files[TSConfigFile] = []byte(tsconfig)
+			}
+			for _, name := range []string{ServerFile, ClientFile, TypesFile, EnvFile, TSConfigFile} {
+				if files[name] == nil {
+					continue
+				}
 				changed, err := writeIfChanged(filepath.Join(abs, name), files[name])
 				if err != nil {
 					problems = append(problems, Problem{File: name, Msg: err.Error()})

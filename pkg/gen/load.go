@@ -21,6 +21,9 @@ type definition struct {
 	Entities map[string]game.Fields // by type
 	Commands map[string]game.Args   // by name
 	Sources  []string               // every definition file read, relative to the game
+	// stateFrom is hoster-instance/create.ts when there is one: its
+	// declared return type types instance.state.
+	stateFrom string
 }
 
 // hook is one hook file and where it goes in the registry.
@@ -103,6 +106,11 @@ func load(dir string) (*definition, []Problem) {
 		findHook("hoster-instance", h, "instance."+h, false)
 	}
 	known("hoster-instance", instanceHooks, "")
+	for _, h := range d.Hooks {
+		if h.File == "hoster-instance/create.ts" {
+			d.stateFrom = h.File
+		}
+	}
 	d.Player = game.Fields{}
 	readJSON("hoster-player/fields.json", func(b []byte) (err error) { d.Player, err = game.ParseFields(b); return })
 	for _, h := range playerHooks {
