@@ -79,12 +79,15 @@ var clientTemplate = template.Must(template.New("client").Delims("[[", "]]").Par
     return (u.protocol === "https:" ? "wss://" : "ws://") + u.host + "/" + game;
   }
 
-  function connect(url, params) {
-    if (url && typeof url === "object") { params = url; url = undefined; }
+  // connect(url?, params?, options?): options.WebSocket is the WebSocket
+  // implementation to use (Node's "ws" package for a bot), else the global.
+  function connect(url, params, options) {
+    if (url && typeof url === "object") { options = params; params = url; url = undefined; }
     url = url || defaultURL();
     params = params || {};
-    var WS = root.WebSocket;
-    if (!WS) throw new Error("hoster: no WebSocket in this environment");
+    options = options || {};
+    var WS = options.WebSocket || root.WebSocket;
+    if (!WS) throw new Error("hoster: no WebSocket in this environment: pass one, connect(url, params, {WebSocket: require(\"ws\")})");
 
     var listeners = {};
     var conn = {
@@ -225,9 +228,25 @@ export interface Connection {
   close(): void;
 }
 
+export interface ConnectOptions {
+  /** The WebSocket implementation, for environments without a global one
+   * (in Node: require("ws")). */
+  WebSocket?: unknown;
+}
+
 /** Connects to the game; the URL defaults to the script's own origin and game. */
-export declare function connect(url?: string, params?: Record<string, string>): Connection;
-export declare function connect(params: Record<string, string>): Connection;
+export declare function connect(url?: string, params?: Record<string, string>, options?: ConnectOptions): Connection;
+export declare function connect(params: Record<string, string>, options?: ConnectOptions): Connection;
+
+/** This game, "<domain>/<game>". */
+export declare const game: string;
+/** The argument rule of the server, for any command: null when valid, else the message. */
+export declare function validate<C extends keyof CommandArgs>(name: C, args: unknown): string | null;
+/** In a plain <script> page, every game library loaded on it, by game. */
+export declare const games: Record<string, unknown> | undefined;
+
+/** A plain <script src=".../hoster.client.js"> page sees this module as the global Hoster. */
+export as namespace Hoster;
 `)
 	return []byte(b.String())
 }

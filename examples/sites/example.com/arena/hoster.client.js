@@ -51,12 +51,15 @@
     return (u.protocol === "https:" ? "wss://" : "ws://") + u.host + "/" + game;
   }
 
-  function connect(url, params) {
-    if (url && typeof url === "object") { params = url; url = undefined; }
+  // connect(url?, params?, options?): options.WebSocket is the WebSocket
+  // implementation to use (Node's "ws" package for a bot), else the global.
+  function connect(url, params, options) {
+    if (url && typeof url === "object") { options = params; params = url; url = undefined; }
     url = url || defaultURL();
     params = params || {};
-    var WS = root.WebSocket;
-    if (!WS) throw new Error("hoster: no WebSocket in this environment");
+    options = options || {};
+    var WS = options.WebSocket || root.WebSocket;
+    if (!WS) throw new Error("hoster: no WebSocket in this environment: pass one, connect(url, params, {WebSocket: require(\"ws\")})");
 
     var listeners = {};
     var conn = {
