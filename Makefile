@@ -5,6 +5,9 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/hoster-dev/hoster/internal/version.Version=$(VERSION)
 # Tests never read the developer's own client configuration.
 TESTENV := XDG_CONFIG_HOME=/nonexistent/hoster-test HOSTER_CONFIG_SERVER= HOSTER_CONFIG_APITOKEN= HOSTER_CONFIG_CERTSHA256=
+# The TypeScript compiler scripts/test-deps.sh installs, for gen --check's tests.
+TSC := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/hoster-test/typescript/node_modules/.bin/tsc
+TESTENV += HOSTER_TSC=$$(test -x $(TSC) && echo $(TSC))
 
 .PHONY: help build test test-deps bench lint fuzz clean demo demo-smoke
 

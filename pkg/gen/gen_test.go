@@ -39,7 +39,7 @@ func render(t *testing.T, root string, res Result) string {
 	}
 	var files []string
 	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && (d.Name() == ServerFile || d.Name() == ClientFile || d.Name() == TypesFile) {
+		if err == nil && !d.IsDir() && (d.Name() == ServerFile || d.Name() == ClientFile || d.Name() == TypesFile || d.Name() == EnvFile) {
 			rel, _ := filepath.Rel(root, p)
 			files = append(files, filepath.ToSlash(rel))
 		}
@@ -238,7 +238,7 @@ func BenchmarkGenerate50Games(b *testing.B) {
 		b.StopTimer()
 		// Touch nothing, but remove outputs so every run generates in full.
 		filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err == nil && (d.Name() == ServerFile || d.Name() == ClientFile || d.Name() == TypesFile) {
+			if err == nil && (d.Name() == ServerFile || d.Name() == ClientFile || d.Name() == TypesFile || d.Name() == EnvFile) {
 				os.Remove(p)
 			}
 			return nil
