@@ -643,3 +643,33 @@ func TestFolderReplacedByAFile(t *testing.T) {
 		t.Fatalf("the next upload: %v", err)
 	}
 }
+
+// TestStaleTemporariesRemovedAtOpen: the temporaries of uploads cut off by a
+// killed server are removed at the next start, and nothing else is.
+func TestStaleTemporariesRemovedAtOpen(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "games")
+	deep := filepath.Join(dir, "example.com/arena/assets/img")
+	os.MkdirAll(deep, 0o755)
+	stale := []string{
+		filepath.Join(dir, "example.com/arena", tempPrefix+"0123456789abcdef"),
+		filepath.Join(deep, tempPrefix+"fedcba9876543210"),
+	}
+	for _, p := range stale {
+		os.WriteFile(p, bytes.Repeat([]byte("x"), 1000), 0o644)
+	}
+	kept := filepath.Join(deep, "hoster-upload-not-ours.png")
+	os.WriteFile(kept, []byte("keep"), 0o644)
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, p := range stale {
+		if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("stale temporary %s left after Open: %v", p, err)
+		}
+	}
+	if _, err := os.Stat(kept); err != nil {
+		t.Errorf("a file not of the store's naming was removed: %v", err)
+	}
+}
