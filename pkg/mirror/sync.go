@@ -111,7 +111,7 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 	if err != nil {
 		return SyncSummary{}, err
 	}
-	sum := SyncSummary{Unchanged: plan.Unchanged, Plan: plan, Failures: []Failure{}}
+	sum := SyncSummary{Unchanged: plan.Unchanged, Plan: plan, Failures: append([]Failure{}, local.Refused...)}
 	if opts.DryRun {
 		return sum, nil
 	}

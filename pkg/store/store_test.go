@@ -22,7 +22,7 @@ import (
 var traversal = []string{
 	"", "/", "/etc/passwd", "../x/y/z", "a/../../b/c", "a/b/../../../c", "a/b/..", "..",
 	"a/./b/c", "./a/b/c", "a//b/c", "a/b/c/", "a\\b\\c", "a/b\\..\\..\\c", "a/b/c\x00",
-	"a\x00/b/c", ".", "a/b/.", "//a/b/c",
+	"a\x00/b/c", ".", "a/b/.", "//a/b/c", "a/b/bad\xff.txt", "a/b\xfe/c", "a/b/\xed\xa0\x80",
 }
 
 func sha(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
