@@ -170,6 +170,7 @@ func (s *Store) Delete(rel string) error {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("deleting %s: %w", rel, err)
 	}
+	s.removeEmptyParents(rel)
 	// Drop cache entries below rel: they can never validate again anyway, and
 	// the cache should not grow with deleted games.
 	s.mu.Lock()
@@ -180,6 +181,19 @@ func (s *Store) Delete(rel string) error {
 	}
 	s.mu.Unlock()
 	return nil
+}
+
+// removeEmptyParents removes the folders above rel that its deletion left
+// empty, up to but not including the game folder: an emptied folder would
+// stand in the way of a file of the same name. A folder that is not empty
+// (or that an upload is writing into) is kept, and so is everything above it.
+func (s *Store) removeEmptyParents(rel string) {
+	for dir := path.Dir(rel); strings.Count(dir, "/") >= MinDeleteDepth; dir = path.Dir(dir) {
+		if s.root.Remove(dir) != nil {
+			return
+		}
+		s.dirs.drop(dir)
+	}
 }
 
 func randomSuffix() string {

@@ -673,3 +673,42 @@ func TestStaleTemporariesRemovedAtOpen(t *testing.T) {
 		t.Errorf("a file not of the store's naming was removed: %v", err)
 	}
 }
+
+// TestDeleteRemovesEmptiedFolders: the folders a delete leaves empty go,
+// up to the game folder, so a file of the same name can be written next.
+func TestDeleteRemovesEmptiedFolders(t *testing.T) {
+	s, dir := newStore(t)
+	for _, p := range []string{"example.com/arena/docs/deep/a.txt", "example.com/arena/keep/b.txt", "example.com/arena/keep/sub/c.txt"} {
+		if _, err := s.Write(p, strings.NewReader("x"), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{"example.com/arena/docs/deep/a.txt", "example.com/arena/keep/sub/c.txt"} {
+		if err := s.Delete(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{"example.com/arena/docs", "example.com/arena/keep/sub"} {
+		if _, err := os.Lstat(filepath.Join(dir, p)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s was left behind: %v", p, err)
+		}
+	}
+	for _, p := range []string{"example.com/arena", "example.com/arena/keep/b.txt"} {
+		if _, err := os.Lstat(filepath.Join(dir, p)); err != nil {
+			t.Errorf("%s was removed: %v", p, err)
+		}
+	}
+	if _, err := s.Write("example.com/arena/docs", strings.NewReader("now a file"), 0); err != nil {
+		t.Fatalf("a file where the emptied folder was: %v", err)
+	}
+	// The last file of a game leaves the game folder itself.
+	if err := s.Delete("example.com/arena/keep/b.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete("example.com/arena/docs"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "example.com/arena")); err != nil {
+		t.Errorf("the game folder was removed: %v", err)
+	}
+}
