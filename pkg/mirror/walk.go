@@ -43,7 +43,7 @@ type Local struct {
 // server refuses such a path, and the tree's JSON could not carry it back.
 func refusedName(path string) Failure {
 	q := strconv.Quote(path)
-	return Failure{Op: "upload", Path: q[1 : len(q)-1],
+	return Failure{Op: "skip", Path: q[1 : len(q)-1],
 		Error: "the name is not valid UTF-8, which the server refuses; rename it (it was not sent)"}
 }
 
@@ -221,3 +221,6 @@ func Managed(path string) bool {
 	}
 	return true
 }
+
+// has reports whether the walk found a file at path.
+func (l *Local) has(path string) bool { _, ok := l.Files[path]; return ok }
