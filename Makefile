@@ -47,8 +47,8 @@ fuzz: ## fuzz the path checks and parsers, FUZZTIME (30s) each
 clean: ## remove build output
 	rm -rf bin
 
-demo: build ## start a server on loopback, sync the example sites, print the game's URL
-	$(GO) run ./examples/demo -bin bin -sites examples/sites
+demo: build ## run the example sites with hoster dev: prints the game's URL, follows every save
+	bin/hoster dev examples/sites
 
-demo-smoke: build ## the demo's whole path once (start, sync, one socket round trip, stop)
-	$(GO) run ./examples/demo -bin bin -sites examples/sites -port 0 -smoke
+demo-smoke: build ## the demo's whole path once (hoster dev, the page, one socket round trip, Ctrl-C)
+	$(GO) run ./examples/demo -bin bin -sites examples/sites

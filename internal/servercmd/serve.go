@@ -150,6 +150,7 @@ func runServe(ctx context.Context, o serveOptions, log *slog.Logger, ready func(
 
 	srv, err := server.New(server.Options{
 		GamesRoot:      filepath.Join(o.HostingRoot, api.GamesDir),
+		Store:          parts.store,
 		Token:          token,
 		Variant:        variant,
 		MaxUpload:      o.MaxUpload,

@@ -473,8 +473,10 @@ func (in *Instance) count(events []event, now time.Time) {
 		switch ev.kind {
 		case "join":
 			in.tel.arrivals++
+			in.log.Debug("player joined", "player", ev.player)
 		case "leave":
 			in.tel.departures++
+			in.log.Debug("player left", "player", ev.player)
 			if ev.seat != nil {
 				in.tel.playtime.Sum += in.rt.now().Sub(ev.seat.joined).Seconds()
 				in.tel.playtime.Count++
