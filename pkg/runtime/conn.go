@@ -60,7 +60,7 @@ var upgrader = websocket.Upgrader{
 // serveSocket checks the Origin, upgrades, and seats the player: on its
 // resume token's seat when valid, else in an instance with room.
 func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) {
-	if origin := r.Header.Get("Origin"); origin != "" && !g.cfg.AllowsOrigin(origin) {
+	if origin := r.Header.Get("Origin"); origin != "" && !g.current().cfg.AllowsOrigin(origin) {
 		http.Error(w, "origin not allowed", http.StatusForbidden)
 		return
 	}
@@ -86,6 +86,10 @@ func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) 
 		c.seat = s
 	} else {
 		in := rt.place(g)
+		if in == nil {
+			c.closeWith(1001, "the game was removed")
+			return
+		}
 		in.mu.Lock()
 		in.nextID++
 		player := fmt.Sprintf("p%d", in.nextID)
@@ -110,7 +114,7 @@ func (rt *Runtime) resume(token string, g *Game, c *conn) *seat {
 	}
 	rt.mu.Lock()
 	s := rt.seats[token]
-	if s == nil || s.in.domain != g.Domain || s.in.name != g.Name {
+	if s == nil || s.in.g != g {
 		rt.mu.Unlock()
 		return nil
 	}
@@ -216,7 +220,7 @@ func (c *conn) readLoop() {
 		}
 		in := c.seat.in
 		in.mu.Lock()
-		schema, ok := in.cmds[m.C]
+		schema, ok := in.ver.commands[m.C]
 		in.mu.Unlock()
 		if !ok {
 			c.sendError(fmt.Sprintf("unknown command %q", m.C))

@@ -13,7 +13,6 @@ import (
 
 	"github.com/dop251/goja"
 	"github.com/hoster-dev/hoster/pkg/api"
-	"github.com/hoster-dev/hoster/pkg/game"
 )
 
 //go:embed prelude.js
@@ -29,21 +28,19 @@ const maxCatchUp = 5
 type Instance struct {
 	id     string
 	rt     *Runtime
+	g      *Game
 	domain string
 	name   string
-	cfg    game.Config
-	cmds   map[string]game.Args
-	prog   *goja.Program
 	log    *slog.Logger
 
 	mu        sync.Mutex
+	ver       *version // the code it runs; the tick loop moves it to g's current one
 	events    []event
 	seats     int              // players placed here, connected or within their resume grace
 	conns     map[string]*conn // connected players by id
 	nextID    int
 	stopping  bool
 	empty     *time.Timer
-	upgradeTo *Game // new code to move to before the next tick
 	tel       counters
 
 	quit chan struct{}
@@ -69,20 +66,24 @@ func newID() string {
 
 // place puts a new player in the fullest live instance with room, or a new
 // instance, and reserves the seat so capacity can never be exceeded.
+// It returns nil when the game was removed.
 func (rt *Runtime) place(g *Game) *Instance {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.removed {
+		return nil
+	}
 	var best *Instance
 	for _, in := range g.instances {
 		in.mu.Lock()
-		ok := !in.stopping && in.seats < in.cfg.Capacity
+		ok := !in.stopping && in.seats < in.ver.cfg.Capacity
 		if ok && (best == nil || in.seats > best.seats) {
 			best = in
 		}
 		in.mu.Unlock()
 	}
 	if best == nil {
-		best = &Instance{id: newID(), rt: rt, domain: g.Domain, name: g.Name, cfg: g.cfg, cmds: g.commands, prog: g.program,
+		best = &Instance{id: newID(), rt: rt, g: g, domain: g.Domain, name: g.Name, ver: g.current(),
 			conns: map[string]*conn{}, quit: make(chan struct{}), done: make(chan struct{})}
 		best.log = rt.log.With("game", g.Key(), "instance", best.id)
 		best.tel.reset()
@@ -97,6 +98,13 @@ func (rt *Runtime) place(g *Game) *Instance {
 	}
 	best.mu.Unlock()
 	return best
+}
+
+// version is the code the instance runs.
+func (in *Instance) version() *version {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.ver
 }
 
 func (in *Instance) enqueue(ev event) bool {
@@ -149,13 +157,11 @@ func (in *Instance) stop(code int, reason string) {
 	for _, c := range conns {
 		c.closeWith(code, reason)
 	}
-	if g := in.rt.lookup(in.domain, in.name); g != nil {
-		g.mu.Lock()
-		if g.instances[in.id] == in {
-			delete(g.instances, in.id)
-		}
-		g.mu.Unlock()
+	in.g.mu.Lock()
+	if in.g.instances[in.id] == in {
+		delete(in.g.instances, in.id)
 	}
+	in.g.mu.Unlock()
 	in.rt.dropSeats(in)
 }
 
@@ -234,7 +240,7 @@ func (in *Instance) newVM(prog *goja.Program) (*vm, error) {
 }
 
 func (in *Instance) start() (*vm, error) {
-	v, err := in.newVM(in.prog)
+	v, err := in.newVM(in.version().program)
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +253,7 @@ func (in *Instance) start() (*vm, error) {
 // upgrade moves the instance to new code between two ticks: the old code
 // serialises (or hands over its state object), the new code restores. On any
 // failure the old code keeps running and nobody notices but the log.
-func (in *Instance) upgrade(old *vm, g *Game) (*vm, error) {
+func (in *Instance) upgrade(old *vm, g *version) (*vm, error) {
 	// The old runtime's delta counts move to Go before it is dropped.
 	a, ch, gn := in.takeDeltaCounts(old)
 	in.mu.Lock()
@@ -267,7 +273,7 @@ func (in *Instance) upgrade(old *vm, g *Game) (*vm, error) {
 		return old, fmt.Errorf("restoring with the new code: %w", err)
 	}
 	in.mu.Lock()
-	in.prog, in.cfg, in.cmds = g.program, g.cfg, g.commands
+	in.ver = g
 	in.mu.Unlock()
 	return v, nil
 }
@@ -280,10 +286,10 @@ func (in *Instance) run() {
 		in.fail(err)
 		return
 	}
-	in.mu.Lock()
-	step := time.Second / time.Duration(in.cfg.TickRate)
-	sendStep := time.Second / time.Duration(in.cfg.SendRate)
-	in.mu.Unlock()
+	cfg := in.version().cfg
+	step := time.Second / time.Duration(cfg.TickRate)
+	sendStep := time.Second / time.Duration(cfg.SendRate)
+	var tried *version // the last version an upgrade to failed
 	start := time.Now()
 	last, nextSend := start, start
 	clock := in.rt.now
@@ -319,20 +325,18 @@ func (in *Instance) run() {
 		in.mu.Lock()
 		events := in.events
 		in.events = nil
-		next := in.upgradeTo
-		in.upgradeTo = nil
+		running := in.ver
 		in.mu.Unlock()
-		if next != nil {
+		if next := in.g.current(); next != running && next != tried {
 			nv, err := in.upgrade(v, next)
 			if err != nil {
+				tried = next
 				in.log.Warn("hot reload failed; the old code keeps running", "err", err)
 			} else {
 				v = nv
 				in.log.Info("moved to the new code")
-				in.mu.Lock()
-				step = time.Second / time.Duration(in.cfg.TickRate)
-				sendStep = time.Second / time.Duration(in.cfg.SendRate)
-				in.mu.Unlock()
+				step = time.Second / time.Duration(next.cfg.TickRate)
+				sendStep = time.Second / time.Duration(next.cfg.SendRate)
 				start, n, nextSend = now, 0, now
 			}
 		}
@@ -400,6 +404,7 @@ func encodeEvents(events []event) (string, []event) {
 // welcome attaches a joined (or resumed) player's connection and greets it.
 func (in *Instance) welcome(ev event) {
 	in.mu.Lock()
+	cfg := in.ver.cfg
 	if old := in.conns[ev.player]; old != nil && old != ev.conn {
 		defer old.closeWith(4000, "replaced by a newer connection of the same player")
 	}
@@ -407,7 +412,7 @@ func (in *Instance) welcome(ev event) {
 	in.mu.Unlock()
 	msg, _ := json.Marshal(map[string]any{
 		"t": "welcome", "game": in.domain + "/" + in.name, "instance": in.id, "player": ev.player,
-		"tickRate": in.cfg.TickRate, "sendRate": in.cfg.SendRate, "resume": ev.seat.token,
+		"tickRate": cfg.TickRate, "sendRate": cfg.SendRate, "resume": ev.seat.token,
 	})
 	ev.conn.enqueue(msg, false)
 }

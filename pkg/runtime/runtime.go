@@ -86,6 +86,9 @@ type Runtime struct {
 	o   Options
 	log *slog.Logger
 
+	// Lock order: rt.mu, then a Game's mu, then an Instance's mu, then a
+	// conn's mu. A lock is never taken while holding one later in that
+	// order; hook calls into JavaScript run with none of them held.
 	mu     sync.RWMutex
 	games  map[string]map[string]*Game // domain -> game name -> game
 	seats  map[string]*seat            // resume token -> seat
@@ -185,12 +188,15 @@ func (rt *Runtime) Reload(domain, name string) {
 		}
 		rt.mu.Unlock()
 		if old != nil {
+			old.mu.Lock()
+			old.removed = true
+			old.mu.Unlock()
 			log.Info("game removed; closing its instances")
 			old.closeAll(1001, "the game was removed")
 		}
 		return
 	}
-	g, err := loadGame(dir, domain, name)
+	v, err := loadVersion(dir)
 	if err != nil {
 		if _, ok := os.Stat(filepath.Join(dir, api.GameConfigFile)); ok == nil || !os.IsNotExist(ok) {
 			log.Warn("game not loaded; the running version, if any, keeps serving", "reason", err)
@@ -201,22 +207,16 @@ func (rt *Runtime) Reload(domain, name string) {
 	if rt.games[domain] == nil {
 		rt.games[domain] = map[string]*Game{}
 	}
-	old := rt.games[domain][name]
-	if old != nil {
-		old.mu.Lock()
-		g.instances = old.instances
-		old.mu.Unlock()
-		// Live instances move to the new code at their next tick, keeping
-		// their players connected.
-		for _, in := range g.snapshot() {
-			in.mu.Lock()
-			in.upgradeTo = g
-			in.mu.Unlock()
-		}
+	g := rt.games[domain][name]
+	if g == nil {
+		g = &Game{Domain: domain, Name: name, instances: map[string]*Instance{}}
+		rt.games[domain][name] = g
 	}
-	rt.games[domain][name] = g
+	// Live instances move to the new version at their next tick, keeping
+	// their players connected; new instances start on it.
+	g.cur.Store(v)
 	rt.mu.Unlock()
-	log.Info("game loaded", "tickRate", g.cfg.TickRate, "sendRate", g.cfg.SendRate, "capacity", g.cfg.Capacity)
+	log.Info("game loaded", "tickRate", v.cfg.TickRate, "sendRate", v.cfg.SendRate, "capacity", v.cfg.Capacity)
 }
 
 // AskHandler answers Caddy's on-demand TLS question on --ask-listen:
@@ -249,11 +249,12 @@ func (rt *Runtime) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case g == nil || (r.Method != http.MethodGet && r.Method != http.MethodHead):
 		http.NotFound(w, r)
-	case file == api.ClientLibrary && g.client != nil:
+	case file == api.ClientLibrary && g.current().client != nil:
+		v := g.current()
 		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
-		w.Header().Set("ETag", g.clientETag)
+		w.Header().Set("ETag", v.clientETag)
 		w.Header().Set("Cache-Control", "no-cache") // revalidate: a sync may change it
-		http.ServeContent(w, r, api.ClientLibrary, g.clientMod, strings.NewReader(string(g.client)))
+		http.ServeContent(w, r, api.ClientLibrary, v.clientMod, strings.NewReader(string(v.client)))
 	case file == "" && !strings.HasSuffix(rest, "/"):
 		rt.serveSocket(w, r, g)
 	default:
