@@ -58,13 +58,23 @@ type Config struct {
 	// Origins are the page origins allowed to open the game socket; "*"
 	// allows any. Never empty.
 	Origins []string `json:"origins"`
+	// ResumeGrace is how many seconds the seat of a player whose connection
+	// was lost (no close frame) is held for it to come back, 0 to 300;
+	// DefaultResumeGrace when absent. 0: every disconnect is a leave.
+	ResumeGrace float64 `json:"resumeGrace"`
 }
+
+// Limits and default of resumeGrace, in seconds.
+const (
+	DefaultResumeGrace = 15
+	MaxResumeGrace     = 300
+)
 
 // ParseConfig decodes and validates hoster-game.json. Every problem is
 // reported, joined in one error. Unknown keys are an error, so a misspelt
 // setting is not silently ignored.
 func ParseConfig(data []byte) (Config, error) {
-	var c Config
+	c := Config{ResumeGrace: DefaultResumeGrace}
 	// Unknown keys are reported below with the other problems, not here.
 	if err := decodeJSON(data, &c, false); err != nil {
 		return Config{}, err
@@ -76,7 +86,7 @@ func ParseConfig(data []byte) (Config, error) {
 	var errs []error
 	for _, key := range slices.Sorted(maps.Keys(present)) {
 		switch key {
-		case "tickRate", "sendRate", "capacity", "origins":
+		case "tickRate", "sendRate", "capacity", "origins", "resumeGrace":
 		default:
 			errs = append(errs, fmt.Errorf("unknown setting %q", key))
 		}
@@ -96,6 +106,9 @@ func ParseConfig(data []byte) (Config, error) {
 	}
 	if need("capacity") && c.Capacity < 1 {
 		errs = append(errs, fmt.Errorf("capacity must be at least 1, not %d", c.Capacity))
+	}
+	if c.ResumeGrace < 0 || c.ResumeGrace > MaxResumeGrace {
+		errs = append(errs, fmt.Errorf("resumeGrace must be from 0 to %d seconds, not %v", MaxResumeGrace, c.ResumeGrace))
 	}
 	if need("origins") {
 		if len(c.Origins) == 0 {

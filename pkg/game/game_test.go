@@ -2,6 +2,7 @@ package game
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -40,8 +41,14 @@ func TestParseConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.TickRate != 20 || c.SendRate != 10 || c.Capacity != 16 || len(c.Origins) != 1 {
+	if c.TickRate != 20 || c.SendRate != 10 || c.Capacity != 16 || len(c.Origins) != 1 || c.ResumeGrace != DefaultResumeGrace {
 		t.Fatalf("parsed %+v", c)
+	}
+	for _, grace := range []float64{0, 2.5, 300} {
+		in := fmt.Sprintf(`{"tickRate": 20, "sendRate": 10, "capacity": 16, "origins": ["*"], "resumeGrace": %v}`, grace)
+		if c, err := ParseConfig([]byte(in)); err != nil || c.ResumeGrace != grace {
+			t.Errorf("resumeGrace %v: %+v %v", grace, c, err)
+		}
 	}
 	for _, tc := range []struct{ in, want string }{
 		{`{}`, "tickRate is missing"},
@@ -54,6 +61,9 @@ func TestParseConfig(t *testing.T) {
 		{`{"tickRate": 20, "sendRate": 10, "capacity": 1, "origins": []}`, "origins must not be empty"},
 		{`{"tickRate": 20, "sendRate": 10, "capacity": 1, "origins": [""]}`, "is not an origin"},
 		{`{"tickRate": 20, "sendRate": 10, "capacity": 1, "origins": ["*"], "tickrate": 5}`, `unknown setting "tickrate"`},
+		{`{"tickRate": 20, "sendRate": 10, "capacity": 1, "origins": ["*"], "resumeGrace": 301}`, "resumeGrace must be from 0 to 300 seconds, not 301"},
+		{`{"tickRate": 20, "sendRate": 10, "capacity": 1, "origins": ["*"], "resumeGrace": -1}`, "resumeGrace must be from 0 to 300"},
+		{`{"tickRate": 20, "sendRate": 10, "capacity": 1, "origins": ["*"], "resumeGrace": "15"}`, "decoding JSON"},
 		{`{"tickRate": 2.5}`, "decoding JSON"},
 		{`[1]`, "decoding JSON"},
 		{`{"tickRate": 20} {}`, "trailing data"},

@@ -30,7 +30,7 @@ type hook struct {
 
 var (
 	instanceHooks = []string{"create", "tick", "serialise", "restore"}
-	playerHooks   = []string{"join", "leave", "visible"}
+	playerHooks   = []string{"join", "leave", "disconnect", "reconnect", "visible"}
 	entityHooks   = []string{"tick"}
 )
 

@@ -23,8 +23,9 @@ const maxUpdatesInFlight = 2
 // pingEvery keeps idle connections alive; a peer silent for 3 pings is gone.
 const pingEvery = 20 * time.Second
 
-// seat is a player's place in an instance, kept for ResumeGrace after the
-// socket drops so the player can come back with its resume token.
+// seat is a player's place in an instance, kept for the game's resume grace
+// after the connection is lost (no close frame) so the player can come back
+// with its resume token.
 type seat struct {
 	token  string
 	in     *Instance
@@ -32,6 +33,7 @@ type seat struct {
 	conn   *conn       // nil while disconnected
 	grace  *time.Timer // running while disconnected
 	joined time.Time   // for the playtime of the session
+	left   bool        // the player left or was kicked: the seat is over
 }
 
 // conn is one player's socket.
@@ -114,7 +116,7 @@ func (rt *Runtime) resume(token string, g *Game, c *conn) *seat {
 	}
 	rt.mu.Lock()
 	s := rt.seats[token]
-	if s == nil || s.in.g != g {
+	if s == nil || s.in.g != g || s.left {
 		rt.mu.Unlock()
 		return nil
 	}
@@ -134,16 +136,22 @@ func (rt *Runtime) resume(token string, g *Game, c *conn) *seat {
 	return s
 }
 
-// disconnected starts the resume grace of c's seat; when it runs out, the
-// player leaves the game.
-func (rt *Runtime) disconnected(c *conn) {
+// disconnected ends c's part in its seat. A clean close (the player sent
+// 1000 or 1001), or a game whose resume grace is 0, is a leave at once;
+// otherwise the seat is held for the grace, the player marked disconnected,
+// and when the grace runs out the player leaves.
+func (rt *Runtime) disconnected(c *conn, clean bool) {
 	s := c.seat
 	if s == nil {
 		return
 	}
+	grace := rt.o.ResumeGrace
+	if grace <= 0 {
+		grace = time.Duration(s.in.version().cfg.ResumeGrace * float64(time.Second))
+	}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	if s.conn != c {
+	if s.conn != c || s.left {
 		return
 	}
 	s.conn = nil
@@ -156,17 +164,34 @@ func (rt *Runtime) disconnected(c *conn) {
 	if stopping {
 		return
 	}
-	s.grace = time.AfterFunc(rt.o.ResumeGrace, func() {
+	if clean || grace <= 0 {
+		rt.leaveLocked(s)
+		return
+	}
+	s.in.enqueue(event{kind: "drop", player: s.player})
+	s.grace = time.AfterFunc(grace, func() {
 		rt.mu.Lock()
-		if s.conn != nil || rt.seats[s.token] != s {
-			rt.mu.Unlock()
+		defer rt.mu.Unlock()
+		if s.conn != nil || rt.seats[s.token] != s || s.left {
 			return
 		}
-		delete(rt.seats, s.token)
-		rt.mu.Unlock()
-		s.in.enqueue(event{kind: "leave", player: s.player, seat: s})
-		s.in.release()
+		rt.leaveLocked(s)
 	})
+}
+
+// leaveLocked ends a seat: the player leaves its instance at the next tick
+// and cannot resume. rt.mu is held.
+func (rt *Runtime) leaveLocked(s *seat) {
+	if s.left {
+		return
+	}
+	s.left = true
+	if s.grace != nil {
+		s.grace.Stop()
+	}
+	delete(rt.seats, s.token)
+	s.in.enqueue(event{kind: "leave", player: s.player, seat: s})
+	s.in.release()
 }
 
 // dropSeats forgets the seats of a stopped instance.
@@ -187,7 +212,8 @@ func (rt *Runtime) dropSeats(in *Instance) {
 // command gets an error frame and the socket stays open; too large a frame or
 // too many commands closes it (1008).
 func (c *conn) readLoop() {
-	defer c.rt.disconnected(c)
+	clean := false // the player closed with 1000 or 1001: a leave
+	defer func() { c.rt.disconnected(c, clean) }()
 	defer c.closeWith(1000, "")
 	ws := c.ws
 	ws.SetReadLimit(c.rt.o.MaxFrame)
@@ -199,6 +225,7 @@ func (c *conn) readLoop() {
 		kind, data, err := ws.ReadMessage()
 		if err != nil {
 			// gorilla answers a frame over the read limit with 1009 itself.
+			clean = websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway)
 			return
 		}
 		deadline()

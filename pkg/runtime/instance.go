@@ -33,15 +33,15 @@ type Instance struct {
 	name   string
 	log    *slog.Logger
 
-	mu        sync.Mutex
-	ver       *version // the code it runs; the tick loop moves it to g's current one
-	events    []event
-	seats     int              // players placed here, connected or within their resume grace
-	conns     map[string]*conn // connected players by id
-	nextID    int
-	stopping  bool
-	empty     *time.Timer
-	tel       counters
+	mu       sync.Mutex
+	ver      *version // the code it runs; the tick loop moves it to g's current one
+	events   []event
+	seats    int              // players placed here, connected or within their resume grace
+	conns    map[string]*conn // connected players by id
+	nextID   int
+	stopping bool
+	empty    *time.Timer
+	tel      counters
 
 	quit chan struct{}
 	done chan struct{}
@@ -49,7 +49,7 @@ type Instance struct {
 
 // event is a change queued for the next tick, applied in arrival order.
 type event struct {
-	kind   string // join, leave, resume, cmd
+	kind   string // join, leave, drop (connection lost, seat held), resume, cmd
 	player string
 	params map[string]string
 	name   string
@@ -390,6 +390,8 @@ func encodeEvents(events []event) (string, []event) {
 			joins = append(joins, ev)
 		case "leave":
 			list = append(list, []any{"leave", ev.player})
+		case "drop":
+			list = append(list, []any{"drop", ev.player})
 		case "resume":
 			list = append(list, []any{"resume", ev.player})
 			joins = append(joins, ev)
@@ -406,7 +408,7 @@ func (in *Instance) welcome(ev event) {
 	in.mu.Lock()
 	cfg := in.ver.cfg
 	if old := in.conns[ev.player]; old != nil && old != ev.conn {
-		defer old.closeWith(4000, "replaced by a newer connection of the same player")
+		defer old.closeWith(4002, "replaced by a newer connection of the same player")
 	}
 	in.conns[ev.player] = ev.conn
 	in.mu.Unlock()

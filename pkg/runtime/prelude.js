@@ -76,14 +76,14 @@ function __adopt(json) {
 }
 
 // __tick applies the queued events in order, then ticks (when dt > 0).
-// events: JSON [["join", id, params] | ["leave", id] | ["resume", id] | ["cmd", id, name, args]]
+// events: JSON [["join", id, params] | ["leave", id] | ["drop", id] | ["resume", id] | ["cmd", id, name, args]]
 function __tick(dt, now, events) {
   __now = now;
   var evs = JSON.parse(events);
   for (var i = 0; i < evs.length; i++) {
     var ev = evs[i], p;
     if (ev[0] === "join") {
-      p = { id: ev[1] };
+      p = { id: ev[1], connected: true };
       __inst.players[p.id] = p;
       __viewers[p.id] = { round: -1, known: {}, seq: 0 }; // gets everything it sees first
       if (__R.player.join) __R.player.join(__inst, p, ev[2]);
@@ -92,8 +92,19 @@ function __tick(dt, now, events) {
       if (p && __R.player.leave) __R.player.leave(__inst, p);
       delete __inst.players[ev[1]];
       delete __viewers[ev[1]];
+    } else if (ev[0] === "drop") {
+      p = __inst.players[ev[1]];
+      if (p && p.connected !== false) {
+        p.connected = false;
+        if (__R.player.disconnect) __R.player.disconnect(__inst, p);
+      }
     } else if (ev[0] === "resume") {
       if (__viewers[ev[1]]) { __viewers[ev[1]].round = -1; __viewers[ev[1]].known = {}; __viewers[ev[1]].nk = 0; }
+      p = __inst.players[ev[1]];
+      if (p && p.connected === false) {
+        p.connected = true;
+        if (__R.player.reconnect) __R.player.reconnect(__inst, p);
+      }
     } else if (ev[0] === "cmd") {
       p = __inst.players[ev[1]];
       if (p) __R.commands[ev[2]].run(__inst, p, ev[3]);

@@ -50,7 +50,9 @@ type Options struct {
 	GamesRoot string
 	// Logger receives what happens to games and instances.
 	Logger *slog.Logger
-	// ResumeGrace is how long a dropped player may come back: 30 s.
+	// ResumeGrace, when positive, replaces every game's resumeGrace (how
+	// long the seat of a player whose connection was lost is held); tests
+	// use it. Zero: each game's hoster-game.json decides.
 	ResumeGrace time.Duration
 	// EmptyGrace is how long an instance with no player lives on: 10 s.
 	EmptyGrace time.Duration
@@ -117,7 +119,6 @@ func New(o Options) (*Runtime, error) {
 			*d = v
 		}
 	}
-	def(&o.ResumeGrace, 30*time.Second)
 	def(&o.EmptyGrace, 10*time.Second)
 	def(&o.HookBudget, time.Second)
 	def(&o.WriteTimeout, 10*time.Second)
