@@ -30,6 +30,7 @@ const (
 	ServerFile = api.ServerModule     // hoster.server.js
 	ClientFile = api.ClientLibrary    // hoster.client.js
 	TypesFile  = "hoster.client.d.ts" // hoster.client.d.ts
+	MapFile    = ServerFile + ".map"  // hoster.server.js.map: never served
 )
 
 // Problem is one thing wrong with a game.
@@ -137,18 +138,19 @@ func generateGame(root, dir string) GameResult {
 	abs := filepath.Join(root, filepath.FromSlash(dir))
 	def, problems := load(abs)
 	if len(problems) == 0 {
-		var server []byte
-		server, problems = bundle(abs, def)
+		var server, sourceMap []byte
+		server, sourceMap, problems = bundle(abs, def)
 		if len(problems) == 0 {
-			problems = check(server, def)
+			problems = check(server, sourceMap, def)
 		}
 		if len(problems) == 0 {
 			files := map[string][]byte{
 				ServerFile: server,
+				MapFile:    sourceMap,
 				ClientFile: clientLibrary(dir, def),
 				TypesFile:  clientTypes(dir, def),
 			}
-			for _, name := range []string{ServerFile, ClientFile, TypesFile} {
+			for _, name := range []string{ServerFile, MapFile, ClientFile, TypesFile} {
 				changed, err := writeIfChanged(filepath.Join(abs, name), files[name])
 				if err != nil {
 					problems = append(problems, Problem{File: name, Msg: err.Error()})

@@ -70,6 +70,10 @@ func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) 
 		http.NotFound(w, r)
 		return
 	}
+	if room := r.URL.Query().Get("room"); !validRoom(room) {
+		http.Error(w, "room must be letters and digits, up to 32", http.StatusBadRequest)
+		return
+	}
 	ws, err := upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		return
@@ -87,9 +91,11 @@ func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) 
 	if s := rt.resume(q.Get("resume"), g, c); s != nil {
 		c.seat = s
 	} else {
-		in := rt.place(g)
-		if in == nil {
-			c.closeWith(1001, "the game was removed")
+		in, err := rt.place(g, q.Get("room"), params)
+		if err != nil {
+			np := err.(*errNoPlace)
+			c.sendError(np.reason, "")
+			c.closeWith(np.code, np.reason)
 			return
 		}
 		in.mu.Lock()
@@ -99,6 +105,9 @@ func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) 
 		s := &seat{token: newID() + newID(), in: in, player: player, conn: c, joined: rt.now()}
 		rt.mu.Lock()
 		rt.seats[s.token] = s
+		in.mu.Lock()
+		in.byPlayer[player] = s
+		in.mu.Unlock()
 		rt.mu.Unlock()
 		c.seat = s
 		if !in.enqueue(event{kind: "join", player: player, params: params, conn: c, seat: s}) {
@@ -107,6 +116,20 @@ func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) 
 		}
 	}
 	c.readLoop()
+}
+
+// validRoom reports whether code is a valid ?room= code: letters and
+// digits (ASCII), up to 32; "" is no room.
+func validRoom(code string) bool {
+	if len(code) > 32 {
+		return false
+	}
+	for _, r := range code {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // resume reattaches c to the seat of token, if it is valid for this game.
@@ -151,16 +174,16 @@ func (rt *Runtime) disconnected(c *conn, clean bool) {
 	}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	if s.conn != c || s.left {
-		return
-	}
-	s.conn = nil
 	s.in.mu.Lock()
 	if s.in.conns[s.player] == c {
 		delete(s.in.conns, s.player)
 	}
 	stopping := s.in.stopping
 	s.in.mu.Unlock()
+	if s.conn != c || s.left {
+		return
+	}
+	s.conn = nil
 	if stopping {
 		return
 	}
@@ -186,6 +209,11 @@ func (rt *Runtime) leaveLocked(s *seat) {
 		return
 	}
 	s.left = true
+	s.in.mu.Lock()
+	if s.in.byPlayer[s.player] == s {
+		delete(s.in.byPlayer, s.player)
+	}
+	s.in.mu.Unlock()
 	if s.grace != nil {
 		s.grace.Stop()
 	}
@@ -237,12 +265,12 @@ func (c *conn) readLoop() {
 			return
 		}
 		if kind != websocket.TextMessage {
-			c.sendError("frames must be text: JSON {\"c\": command, \"a\": {arguments}}")
+			c.sendError("frames must be text: JSON {\"c\": command, \"a\": {arguments}}", "")
 			continue
 		}
 		m, err := parseCommand(data)
 		if err != nil {
-			c.sendError(err.Error())
+			c.sendError(err.Error(), "")
 			continue
 		}
 		in := c.seat.in
@@ -250,18 +278,18 @@ func (c *conn) readLoop() {
 		schema, ok := in.ver.commands[m.C]
 		in.mu.Unlock()
 		if !ok {
-			c.sendError(fmt.Sprintf("unknown command %q", m.C))
+			c.sendError(fmt.Sprintf("unknown command %q", m.C), m.C)
 			continue
 		}
 		var args any
 		if len(m.A) > 0 {
 			if err := json.Unmarshal(m.A, &args); err != nil {
-				c.sendError("malformed arguments")
+				c.sendError("malformed arguments", m.C)
 				continue
 			}
 		}
 		if err := schema.Validate(args); err != nil {
-			c.sendError(err.Error())
+			c.sendError(err.Error(), m.C)
 			continue
 		}
 		if args == nil {
@@ -292,11 +320,6 @@ func parseCommand(data []byte) (command, error) {
 		return command{}, errMalformed
 	}
 	return m, nil
-}
-
-func (c *conn) sendError(msg string) {
-	b, _ := json.Marshal(map[string]string{"t": "error", "error": msg})
-	c.enqueue(b, false)
 }
 
 // A connection's state at a send round.

@@ -30,6 +30,11 @@ type Game struct {
 	mu        sync.Mutex // guards instances and removed; see Runtime.mu for the lock order
 	instances map[string]*Instance
 	removed   bool // the folder is gone: no new instance
+
+	// The allowance of hook error and instance.log lines: see logAllowed.
+	logTokens  float64
+	logLast    time.Time
+	logDropped int
 }
 
 // version is one load of a game's folder: its configuration, its compiled
@@ -66,7 +71,12 @@ func loadVersion(dir string) (*version, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading %s (run hoster gen): %w", api.ServerModule, err)
 	}
-	program, err := goja.Compile(api.ServerModule, string(src), false)
+	// The map is optional: without it, errors name hoster.server.js lines.
+	sourceMap, err := os.ReadFile(filepath.Join(dir, api.ServerModule+".map"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("reading %s.map: %w", api.ServerModule, err)
+	}
+	program, err := module.Compile(api.ServerModule, src, sourceMap)
 	if err != nil {
 		return nil, fmt.Errorf("compiling %s: %w", api.ServerModule, err)
 	}

@@ -18,7 +18,10 @@ import (
 //go:embed prelude.js
 var preludeSrc string
 
-var prelude = goja.MustCompile("hoster-prelude.js", preludeSrc, false)
+// preludeName is the prelude's file name in stacks.
+const preludeName = "hoster-prelude.js"
+
+var prelude = goja.MustCompile(preludeName, preludeSrc, false)
 
 // maxCatchUp is how many steps behind schedule an instance may fall before
 // its schedule restarts from now instead of bursting ticks to catch up.
@@ -40,8 +43,17 @@ type Instance struct {
 	conns    map[string]*conn // connected players by id
 	nextID   int
 	stopping bool
+	locked   bool             // instance.lock(): takes no new player
+	room     string           // the ?room= code it holds, "" for a public instance
+	byPlayer map[string]*seat // the seat of each player placed here
 	empty    *time.Timer
 	tel      counters
+	params   map[string]string // the first player's, for create
+
+	// pending holds messages from instance.send and broadcast until their
+	// player's next update has been queued; only the instance goroutine
+	// touches it (under mu, as conns is read with it).
+	pending map[string][][]byte
 
 	quit chan struct{}
 	done chan struct{}
@@ -64,27 +76,48 @@ func newID() string {
 	return hex.EncodeToString(b)
 }
 
-// place puts a new player in the fullest live instance with room, or a new
-// instance, and reserves the seat so capacity can never be exceeded.
-// It returns nil when the game was removed.
-func (rt *Runtime) place(g *Game) *Instance {
+// errNoPlace says why a player could not be placed.
+type errNoPlace struct {
+	code   int
+	reason string
+}
+
+func (e *errNoPlace) Error() string { return e.reason }
+
+// place puts a new player in the fullest live public instance with room that
+// is not locked, or a new instance, and reserves the seat so capacity can
+// never be exceeded. With a room code it is the instance holding that code
+// (started when there is none), which never takes players without it.
+// params are the player's, given to create when an instance starts.
+func (rt *Runtime) place(g *Game, room string, params map[string]string) (*Instance, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.removed {
-		return nil
+		return nil, &errNoPlace{1001, "the game was removed"}
 	}
 	var best *Instance
 	for _, in := range g.instances {
 		in.mu.Lock()
-		ok := !in.stopping && in.seats < in.ver.cfg.Capacity
-		if ok && (best == nil || in.seats > best.seats) {
-			best = in
+		if !in.stopping && in.room == room {
+			if room != "" {
+				switch {
+				case in.locked:
+					in.mu.Unlock()
+					return nil, &errNoPlace{1013, "room " + room + " is locked"}
+				case in.seats >= in.ver.cfg.Capacity:
+					in.mu.Unlock()
+					return nil, &errNoPlace{1013, "room " + room + " is full"}
+				}
+				best = in
+			} else if !in.locked && in.seats < in.ver.cfg.Capacity && (best == nil || in.seats > best.seats) {
+				best = in
+			}
 		}
 		in.mu.Unlock()
 	}
 	if best == nil {
-		best = &Instance{id: newID(), rt: rt, g: g, domain: g.Domain, name: g.Name, ver: g.current(),
-			conns: map[string]*conn{}, quit: make(chan struct{}), done: make(chan struct{})}
+		best = &Instance{id: newID(), rt: rt, g: g, domain: g.Domain, name: g.Name, ver: g.current(), room: room, params: params,
+			conns: map[string]*conn{}, byPlayer: map[string]*seat{}, quit: make(chan struct{}), done: make(chan struct{})}
 		best.log = rt.log.With("game", g.Key(), "instance", best.id)
 		best.tel.reset()
 		g.instances[best.id] = best
@@ -97,7 +130,7 @@ func (rt *Runtime) place(g *Game) *Instance {
 		best.empty = nil
 	}
 	best.mu.Unlock()
-	return best
+	return best, nil
 }
 
 // version is the code the instance runs.
@@ -207,12 +240,29 @@ func armInterrupt(r *goja.Runtime, reason string) (fire, end func()) {
 	return fire, end
 }
 
+// callerIn is the file:line of the innermost call in r that is the game's
+// own code (not the prelude), "" when there is none.
+func callerIn(r *goja.Runtime) string {
+	for _, f := range r.CaptureCallStack(0, nil) {
+		if pos := f.Position(); pos.Filename != "" && pos.Filename != preludeName && pos.Line > 0 {
+			return fmt.Sprintf("%s:%d", pos.Filename, pos.Line)
+		}
+	}
+	return ""
+}
+
 // newVM loads prog and the prelude in a fresh goja runtime.
 func (in *Instance) newVM(prog *goja.Program) (*vm, error) {
 	r := goja.New()
 	r.SetMaxCallStackSize(4096)
 	v := &vm{rt: r, budget: in.rt.o.HookBudget}
-	r.Set("__log", func(msg string) { in.log.Info("game log", "msg", msg) })
+	r.Set("__log", func(call goja.FunctionCall) goja.Value {
+		msg := call.Argument(0).String()
+		if ok, held := in.g.logAllowed(in.rt.now()); ok {
+			in.log.Info("game log", "msg", msg, "at", callerIn(r), "heldBack", held)
+		}
+		return goja.Undefined()
+	})
 	fire, end := armInterrupt(r, "loading ran longer than "+v.budget.String())
 	timer := time.AfterFunc(v.budget, fire)
 	_, err := r.RunProgram(prog)
@@ -244,7 +294,11 @@ func (in *Instance) start() (*vm, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := v.call(v.init, v.rt.ToValue(in.id)); err != nil {
+	params, _ := json.Marshal(in.params)
+	if params == nil || string(params) == "null" {
+		params = []byte("{}")
+	}
+	if _, err := v.call(v.init, v.rt.ToValue(in.id), v.rt.ToValue(time.Now().UnixMilli()), v.rt.ToValue(string(params))); err != nil {
 		return nil, fmt.Errorf("create: %w", err)
 	}
 	return v, nil
@@ -269,7 +323,7 @@ func (in *Instance) upgrade(old *vm, g *version) (*vm, error) {
 	if err != nil {
 		return old, fmt.Errorf("loading the new code: %w", err)
 	}
-	if _, err := v.call(v.adopt, dump); err != nil {
+	if _, err := v.call(v.adopt, dump, v.rt.ToValue(time.Now().UnixMilli())); err != nil {
 		return old, fmt.Errorf("restoring with the new code: %w", err)
 	}
 	in.mu.Lock()
@@ -289,7 +343,8 @@ func (in *Instance) run() {
 	cfg := in.version().cfg
 	step := time.Second / time.Duration(cfg.TickRate)
 	sendStep := time.Second / time.Duration(cfg.SendRate)
-	var tried *version // the last version an upgrade to failed
+	var tried *version         // the last version an upgrade to failed
+	var failingSince time.Time // since when every tick had a hook throw
 	start := time.Now()
 	last, nextSend := start, start
 	clock := in.rt.now
@@ -341,7 +396,8 @@ func (in *Instance) run() {
 			}
 		}
 		payload, joins := encodeEvents(events)
-		if _, err := v.call(v.tick, v.rt.ToValue(dt), v.rt.ToValue(now.UnixMilli()), v.rt.ToValue(payload)); err != nil {
+		res, err := v.call(v.tick, v.rt.ToValue(dt), v.rt.ToValue(now.UnixMilli()), v.rt.ToValue(payload))
+		if err != nil {
 			in.fail(err)
 			return
 		}
@@ -351,6 +407,27 @@ func (in *Instance) run() {
 		in.count(events, now)
 		for _, ev := range joins {
 			in.welcome(ev)
+		}
+		in.mu.Lock()
+		for _, ev := range events {
+			if ev.kind == "leave" {
+				delete(in.pending, ev.player)
+			}
+		}
+		in.mu.Unlock()
+		ticking := in.apply(res.String())
+		select {
+		case <-in.quit: // instance.close
+			return
+		default:
+		}
+		if t := clock(); !ticking {
+			failingSince = time.Time{}
+		} else if failingSince.IsZero() {
+			failingSince = t
+		} else if t.Sub(failingSince) >= failingFor {
+			in.fail(fmt.Errorf("its hooks threw in every tick for %s", failingFor))
+			return
 		}
 		if !now.Before(nextSend) {
 			nextSend = nextSend.Add(sendStep)
@@ -455,6 +532,10 @@ func (in *Instance) sendRound(v *vm) error {
 			in.tel.updBytes.Sum += float64(len(msg))
 			in.tel.updBytes.Count++
 		}
+	}
+	// Messages follow the update that reflects the tick that sent them.
+	for _, id := range ready {
+		in.flushLocked(id.(string))
 	}
 	return nil
 }

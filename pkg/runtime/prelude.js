@@ -12,6 +12,73 @@ var __ef = {};
 Object.keys(__R.entities).forEach(function (t) { __ef[t] = Object.keys(__R.entities[t].fields).sort(); });
 var __counts = [0, 0, 0]; // appeared, changed, gone, since the last __takeCounts
 
+// __out collects what hooks asked of Go since the last __tick returned it:
+// ["err", player, command, message] an error frame for one player;
+// ["herr", where, error text, ticking] a hook error to log (ticking: it was
+// thrown by a tick, entity tick, timer or visibility hook);
+// ["msg", player, frame] a message for one player, after the next update;
+// ["kick", player, reason]; ["close", reason]; ["lock"]; ["unlock"].
+var __out = [];
+var __timers = []; // {at: ms, every: ms or 0, fn, dead}
+
+// __Refusal is what instance.refuse throws: the command is refused with its
+// reason, and nothing is logged.
+function __Refusal(reason) { this.reason = reason; }
+__Refusal.prototype.toString = function () { return "refused: " + this.reason; };
+
+// __hookErr records a hook's error for Go to log.
+function __hookErr(where, e, ticking) {
+  var text;
+  if (e instanceof __Refusal) text = "instance.refuse called outside a command: " + e.reason;
+  else if (e && typeof e === "object" && typeof e.stack === "string") text = e.stack;
+  else text = "threw " + (function () { try { return JSON.stringify(e); } catch (x) { return String(e); } })();
+  __out.push(["herr", where, text, !!ticking]);
+}
+
+function __pid(player) {
+  var id = player && typeof player === "object" ? player.id : player;
+  if (typeof id !== "string") throw new TypeError("not a player: " + String(player));
+  return id;
+}
+
+function __message(type, data) {
+  if (typeof type !== "string" || type === "") throw new TypeError("a message type must be a non-empty string");
+  var s = JSON.stringify({ t: "message", type: type, data: data === undefined ? null : data });
+  return s;
+}
+
+function __timer(seconds, fn, repeat) {
+  if (typeof fn !== "function") throw new TypeError((repeat ? "every" : "after") + ": the second argument must be a function");
+  var ms = Number(seconds) * 1000;
+  if (!(ms >= 0) || !isFinite(ms) || (repeat && ms <= 0)) throw new RangeError((repeat ? "every" : "after") + ": seconds must be a " + (repeat ? "positive" : "non-negative") + " number, not " + String(seconds));
+  var t = { at: __now + ms, every: repeat ? ms : 0, fn: fn, dead: false };
+  __timers.push(t);
+  return { cancel: function () { t.dead = true; } };
+}
+
+// __runTimers calls the timers that are due, earliest first.
+function __runTimers() {
+  if (!__timers.length) return;
+  var due = [], keep = [], i, t;
+  for (i = 0; i < __timers.length; i++) {
+    t = __timers[i];
+    if (t.dead) continue;
+    (t.at <= __now ? due : keep).push(t);
+  }
+  __timers = keep;
+  due.sort(function (a, b) { return a.at - b.at; });
+  for (i = 0; i < due.length; i++) {
+    t = due[i];
+    if (t.dead) continue;
+    if (t.every) {
+      t.at += t.every;
+      if (t.at <= __now) t.at = __now + t.every;
+      __timers.push(t);
+    }
+    try { t.fn(__inst); } catch (e) { __hookErr("timer", e, true); }
+  }
+}
+
 function __make(id) {
   __inst = {
     id: id,
@@ -31,13 +98,38 @@ function __make(id) {
     },
     remove: function (id) { delete __inst.entities[id]; },
     now: function () { return __now; },
-    log: function () { __log(Array.prototype.map.call(arguments, String).join(" ")); }
+    log: function () { __log(Array.prototype.map.call(arguments, String).join(" ")); },
+    send: function (player, type, data) {
+      var id = __pid(player);
+      if (__inst.players[id]) __out.push(["msg", id, __message(type, data)]);
+    },
+    broadcast: function (type, data) {
+      var m = __message(type, data);
+      for (var id in __inst.players) __out.push(["msg", id, m]);
+    },
+    kick: function (player, reason) { __out.push(["kick", __pid(player), reason === undefined ? "" : String(reason)]); },
+    close: function (reason) { __out.push(["close", reason === undefined ? "" : String(reason)]); },
+    lock: function () { __out.push(["lock"]); },
+    unlock: function () { __out.push(["unlock"]); },
+    after: function (seconds, fn) { return __timer(seconds, fn, false); },
+    every: function (seconds, fn) { return __timer(seconds, fn, true); },
+    refuse: function (reason) { throw new __Refusal(reason === undefined ? "refused" : String(reason)); }
   };
 }
 
-function __init(id) {
+// __init starts an instance; params are its first player's (JSON).
+function __init(id, now, params) {
+  __now = now;
   __make(id);
-  if (__R.instance.create) __R.instance.create(__inst);
+  if (__R.instance.create) __R.instance.create(__inst, JSON.parse(params));
+}
+
+// __takeOut hands __out to Go (as JSON, "" when empty).
+function __takeOut() {
+  if (!__out.length) return "";
+  var s = JSON.stringify(__out);
+  __out = [];
+  return s;
 }
 
 // __export hands a live instance to new code: its players, entities,
@@ -53,8 +145,9 @@ function __export() {
 
 // __adopt takes over an instance exported by older code; restore rebuilds
 // the state when this code has the hook and the old code serialised.
-function __adopt(json) {
+function __adopt(json, now) {
   var x = JSON.parse(json);
+  __now = now;
   __make(x.id);
   __inst.players = x.players;
   __inst.entities = x.entities;
@@ -75,7 +168,10 @@ function __adopt(json) {
   }
 }
 
-// __tick applies the queued events in order, then ticks (when dt > 0).
+// __tick applies the queued events in order, then runs the timers that are
+// due and ticks (when dt > 0), and returns what hooks asked of Go (see
+// __out). A hook that throws is recorded and the rest goes on: a command's
+// error goes to its player.
 // events: JSON [["join", id, params] | ["leave", id] | ["drop", id] | ["resume", id] | ["cmd", id, name, args]]
 function __tick(dt, now, events) {
   __now = now;
@@ -86,40 +182,59 @@ function __tick(dt, now, events) {
       p = { id: ev[1], connected: true };
       __inst.players[p.id] = p;
       __viewers[p.id] = { round: -1, known: {}, seq: 0 }; // gets everything it sees first
-      if (__R.player.join) __R.player.join(__inst, p, ev[2]);
+      if (__R.player.join) {
+        try { __R.player.join(__inst, p, ev[2]); } catch (e) {
+          __hookErr("join", e, false);
+          // A player whose join failed is not in the game.
+          delete __inst.players[p.id];
+          delete __viewers[p.id];
+          __out.push(["kick", p.id, "joining the game failed", 1011]);
+        }
+      }
     } else if (ev[0] === "leave") {
       p = __inst.players[ev[1]];
-      if (p && __R.player.leave) __R.player.leave(__inst, p);
+      if (p && __R.player.leave) { try { __R.player.leave(__inst, p); } catch (e) { __hookErr("leave", e, false); } }
       delete __inst.players[ev[1]];
       delete __viewers[ev[1]];
     } else if (ev[0] === "drop") {
       p = __inst.players[ev[1]];
       if (p && p.connected !== false) {
         p.connected = false;
-        if (__R.player.disconnect) __R.player.disconnect(__inst, p);
+        if (__R.player.disconnect) { try { __R.player.disconnect(__inst, p); } catch (e) { __hookErr("disconnect", e, false); } }
       }
     } else if (ev[0] === "resume") {
       if (__viewers[ev[1]]) { __viewers[ev[1]].round = -1; __viewers[ev[1]].known = {}; __viewers[ev[1]].nk = 0; }
       p = __inst.players[ev[1]];
       if (p && p.connected === false) {
         p.connected = true;
-        if (__R.player.reconnect) __R.player.reconnect(__inst, p);
+        if (__R.player.reconnect) { try { __R.player.reconnect(__inst, p); } catch (e) { __hookErr("reconnect", e, false); } }
       }
     } else if (ev[0] === "cmd") {
       p = __inst.players[ev[1]];
-      if (p) __R.commands[ev[2]].run(__inst, p, ev[3]);
+      if (p) {
+        try { __R.commands[ev[2]].run(__inst, p, ev[3]); } catch (e) {
+          if (e instanceof __Refusal) {
+            __out.push(["err", p.id, ev[2], e.reason]);
+          } else {
+            __out.push(["err", p.id, ev[2], "command " + ev[2] + " failed"]);
+            __hookErr("command " + ev[2], e, false);
+          }
+        }
+      }
     }
   }
   if (dt > 0) {
-    if (__R.instance.tick) __R.instance.tick(__inst, dt);
+    __runTimers();
+    if (__R.instance.tick) { try { __R.instance.tick(__inst, dt); } catch (e) { __hookErr("tick", e, true); } }
     var ids = Object.keys(__inst.entities);
     for (var j = 0; j < ids.length; j++) {
-      var e = __inst.entities[ids[j]];
-      if (!e) continue;
-      var t = __R.entities[e.type];
-      if (t && t.tick) t.tick(__inst, e, dt);
+      var en = __inst.entities[ids[j]];
+      if (!en) continue;
+      var t = __R.entities[en.type];
+      if (t && t.tick) { try { t.tick(__inst, en, dt); } catch (e) { __hookErr("entity " + en.type + " tick", e, true); } }
     }
   }
+  return __takeOut();
 }
 
 function __object(fields, values) {
@@ -336,6 +451,14 @@ function __sendVisible(ready, round) {
     rs.push(recs[id]);
     objs.push(recs[id].type === "player" ? players[id] : entities[id]);
   }
+  var failed = false;
+  function sees(me, obj) {
+    try { return visible(__inst, me, obj); } catch (e) {
+      if (!failed) __hookErr("visible", e, true); // once a round
+      failed = true;
+      return false;
+    }
+  }
   for (var i = 0; i < ready.length; i++) {
     var vid = ready[i], v = __viewers[vid], me = players[vid];
     if (!v || !me) continue;
@@ -345,7 +468,7 @@ function __sendVisible(ready, round) {
     for (k = 0; k < ids.length; k++) {
       var r = rs[k];
       id = ids[k];
-      if (!visible(__inst, me, objs[k])) {
+      if (!sees(me, objs[k])) {
         if (known[id]) { d.gone.push(id); delete known[id]; nk--; }
         continue;
       }

@@ -233,7 +233,10 @@ func TestReloadKeepsTheGameIdentity(t *testing.T) {
 	if e.rt.lookup("a.example", "lab") != g {
 		t.Fatal("a reload replaced the game's identity")
 	}
-	in := e.rt.place(g)
+	in, err := e.rt.place(g, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if in.version() != g.current() || in.version() == first {
 		t.Fatal("an instance placed through a game held across a reload runs old code")
 	}

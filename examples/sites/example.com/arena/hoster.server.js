@@ -180,3 +180,4 @@
   registry.commands["say"].run = run2;
   globalThis.__hoster = registry;
 })();
+//# sourceMappingURL=hoster.server.js.map
