@@ -158,29 +158,54 @@ func (t FieldType) valid() bool {
 	return false
 }
 
+// Field is the schema of one field of a player or entity.
+type Field struct {
+	// Type is the field's type: a value of another type is never sent.
+	Type FieldType `json:"type"`
+	// Private fields of a player are sent only to that player.
+	Private bool `json:"private,omitempty"`
+}
+
+// MarshalJSON writes a field as its type name alone when that is all it
+// has, the form most fields.json files use.
+func (f Field) MarshalJSON() ([]byte, error) {
+	if !f.Private {
+		return json.Marshal(f.Type)
+	}
+	type plain Field
+	return json.Marshal(plain(f))
+}
+
 // Fields is a fields.json: the fields of a player or entity that viewers see,
-// by name.
-type Fields map[string]FieldType
+// by name. Each is a type name ("number") or an object {type, private}.
+type Fields map[string]Field
 
 // ParseFields decodes and validates a fields.json.
 func ParseFields(data []byte) (Fields, error) {
-	var f Fields
-	if err := decodeStrict(data, &f); err != nil {
+	var raw map[string]json.RawMessage
+	if err := decodeStrict(data, &raw); err != nil {
 		return nil, err
 	}
+	f := Fields{}
 	var errs []error
-	for _, name := range slices.Sorted(maps.Keys(f)) {
+	for _, name := range slices.Sorted(maps.Keys(raw)) {
 		if err := checkName(name); err != nil {
 			errs = append(errs, fmt.Errorf("field %q: %w", name, err))
-		} else if name == "id" || name == "type" {
-			errs = append(errs, fmt.Errorf("field %q: the name is the object's own (id and type are always sent)", name))
+		} else if name == "id" || name == "type" || name == "connected" {
+			errs = append(errs, fmt.Errorf("field %q: the name is the object's own (id and type are always sent; connected is the runtime's)", name))
 		}
-		if !f[name].valid() {
-			errs = append(errs, fmt.Errorf("field %q: unknown type %q (want number, integer, string or boolean)", name, f[name]))
+		var field Field
+		var short string
+		if err := json.Unmarshal(raw[name], &short); err == nil {
+			field.Type = FieldType(short)
+		} else if err := decodeStrict(raw[name], &field); err != nil {
+			errs = append(errs, fmt.Errorf("field %q: want a type name or {\"type\": ..., \"private\": true}: %w", name, err))
+			continue
 		}
-	}
-	if f == nil {
-		f = Fields{}
+		if !field.Type.valid() {
+			errs = append(errs, fmt.Errorf("field %q: unknown type %q (want number, integer, string or boolean)", name, field.Type))
+		}
+		f[name] = field
 	}
 	return f, errors.Join(errs...)
 }

@@ -100,15 +100,21 @@ func TestAllowsOrigin(t *testing.T) {
 }
 
 func TestParseFields(t *testing.T) {
-	f, err := ParseFields([]byte(`{"x": "number", "name": "string", "n": "integer", "ok": "boolean"}`))
-	if err != nil || len(f) != 4 || f["n"] != Integer {
+	f, err := ParseFields([]byte(`{"x": "number", "name": "string", "n": "integer", "ok": "boolean", "ammo": {"type": "integer", "private": true}}`))
+	if err != nil || len(f) != 5 || f["n"] != (Field{Type: Integer}) || f["ammo"] != (Field{Type: Integer, Private: true}) {
 		t.Fatalf("ParseFields = %v, %v", f, err)
+	}
+	// Written back, a plain field is its type name.
+	if b, _ := json.Marshal(f); string(b) != `{"ammo":{"type":"integer","private":true},"n":"integer","name":"string","ok":"boolean","x":"number"}` {
+		t.Errorf("marshalled as %s", b)
 	}
 	for _, tc := range []struct{ in, want string }{
 		{`{"x": "float"}`, `field "x": unknown type "float"`},
 		{`{"id": "string"}`, `field "id"`},
 		{`{"__proto__": "string"}`, "reserved in JavaScript"},
-		{`{"x": {"type": "number"}}`, "decoding JSON"},
+		{`{"x": {"type": "number", "secret": true}}`, `field "x": want a type name`},
+		{`{"x": {"private": true}}`, `field "x": unknown type ""`},
+		{`{"connected": "boolean"}`, `field "connected"`},
 		{`nope`, "decoding JSON"},
 	} {
 		_, err := ParseFields([]byte(tc.in))

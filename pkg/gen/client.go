@@ -237,7 +237,12 @@ func fieldsType(f game.Fields) string {
 	}
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(f)) {
-		parts = append(parts, fmt.Sprintf("%s: %s", prop(k), tsType(f[k])))
+		// A private field reaches only its own player: others lack it.
+		opt := ""
+		if f[k].Private {
+			opt = "?"
+		}
+		parts = append(parts, fmt.Sprintf("%s%s: %s", prop(k), opt, tsType(f[k].Type)))
 	}
 	return "{ " + strings.Join(parts, "; ") + " }"
 }

@@ -3,8 +3,10 @@ package gen
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -105,7 +107,18 @@ func load(dir string) (*definition, []Problem) {
 			continue
 		}
 		fields := game.Fields{}
-		readJSON("hoster-entities/"+t+"/fields.json", func(b []byte) (err error) { fields, err = game.ParseFields(b); return })
+		readJSON("hoster-entities/"+t+"/fields.json", func(b []byte) (err error) {
+			if fields, err = game.ParseFields(b); err != nil {
+				return err
+			}
+			var errs []error
+			for _, name := range slices.Sorted(maps.Keys(fields)) {
+				if fields[name].Private {
+					errs = append(errs, fmt.Errorf("field %q: only a player's fields can be private (an entity belongs to no player)", name))
+				}
+			}
+			return errors.Join(errs...)
+		})
 		d.Entities[t] = fields
 		for _, h := range entityHooks {
 			findHook("hoster-entities/"+t, h, fmt.Sprintf("entities[%q].%s", t, h), false)

@@ -7,9 +7,41 @@ var __inst = null;
 var __viewers = {}; // player id -> {round, known, seq}: see __send
 var __now = 0;
 var __nextEntity = 0;
-var __pf = Object.keys(__R.player.fields).sort();
+// A field in the registry is a type name or {type, private}. __pf are the
+// player fields every viewer sees, __pp the private ones (sent only to their
+// own player), __ef[type] an entity type's; __ty[type] the expected types in
+// the same order (and "player!" for __pp).
+function __ftype(f) { return typeof f === "string" ? f : f.type; }
+function __fpriv(f) { return !!(f && typeof f === "object" && f.private); }
+var __pf = Object.keys(__R.player.fields).filter(function (k) { return !__fpriv(__R.player.fields[k]); }).sort();
+var __pp = Object.keys(__R.player.fields).filter(function (k) { return __fpriv(__R.player.fields[k]); }).sort();
 var __ef = {};
-Object.keys(__R.entities).forEach(function (t) { __ef[t] = Object.keys(__R.entities[t].fields).sort(); });
+var __ty = {};
+Object.keys(__R.entities).forEach(function (t) {
+  __ef[t] = Object.keys(__R.entities[t].fields).sort();
+  __ty[t] = __ef[t].map(function (k) { return __ftype(__R.entities[t].fields[k]); });
+});
+__ty.player = __pf.map(function (k) { return __ftype(__R.player.fields[k]); });
+__ty["player!"] = __pp.map(function (k) { return __ftype(__R.player.fields[k]); });
+var __bad = {}; // type.field -> true once a wrong value was reported
+
+// __ok reports whether x (already normalised: no undefined, no NaN) is of
+// the field type t; null (unset) is of every type. A wrong value is not
+// sent, and the first per field and instance is reported as a hook error.
+function __ok(t, x, type, field) {
+  if (x === null) return true;
+  var k = typeof x;
+  if (t === "integer" ? k === "number" && x % 1 === 0 : k === t) return true;
+  var key = type + "." + field;
+  if (!__bad[key]) {
+    __bad[key] = true;
+    var v;
+    try { v = JSON.stringify(x); } catch (e) { v = String(x); }
+    __out.push(["herr", "fields", "field " + field + " of " + (type === "player" ? "a player" : type) +
+      " must be " + (t === "integer" ? "an integer" : "a " + t) + ", not " + (v === undefined ? k : v) + ": the value is not sent", false]);
+  }
+  return false;
+}
 var __counts = [0, 0, 0]; // appeared, changed, gone, since the last __takeCounts
 
 // __out collects what hooks asked of Go since the last __tick returned it:
@@ -160,6 +192,7 @@ function __adopt(json, now) {
   __ntombs = Object.keys(__tombs).length;
   if (x.visible !== !!__R.player.visible) __switchMode();
   __nextEntity = x.nextEntity;
+  for (var vid in __viewers) delete __viewers[vid].pv; // the private fields may differ: all sent again
   if ("saved" in x && __R.instance.restore) {
     __inst.state = {};
     __R.instance.restore(__inst, x.saved);
@@ -278,11 +311,36 @@ function __fieldsOf(type) {
   return type === "player" ? __pf : (__ef[type] || []);
 }
 
+function __typesOf(type) {
+  return __ty[type] || [];
+}
+
+// __private is what viewer v's own player's private fields changed to since
+// it last got them (all of them when fresh), or null.
+function __private(v, me, fresh) {
+  var f = null, pv = v.pv, n, x, name, ty = __ty["player!"];
+  if (!pv) { pv = v.pv = []; fresh = true; }
+  for (n = 0; n < __pp.length; n++) {
+    name = __pp[n];
+    x = __norm(me[name]);
+    if (!__ok(ty[n], x, "player", name)) x = n in pv ? pv[n] : null;
+    if (fresh || x !== pv[n]) {
+      pv[n] = x;
+      (f = f || {})[name] = x;
+    }
+  }
+  return f;
+}
+
 // __appear starts the record of a thing seen for the first time.
 function __appear(id, type, obj, round, d) {
-  var fields = __fieldsOf(type), v = new Array(fields.length), fr = new Array(fields.length);
-  for (var n = 0; n < fields.length; n++) { v[n] = __norm(obj[fields[n]]); fr[n] = round; }
-  __recs[id] = { type: type, fields: fields, v: v, fr: fr, a: round, seen: round };
+  var fields = __fieldsOf(type), ty = __typesOf(type), v = new Array(fields.length), fr = new Array(fields.length);
+  for (var n = 0; n < fields.length; n++) {
+    v[n] = __norm(obj[fields[n]]);
+    if (!__ok(ty[n], v[n], type, fields[n])) v[n] = null;
+    fr[n] = round;
+  }
+  __recs[id] = { type: type, fields: fields, ty: ty, v: v, fr: fr, a: round, seen: round };
   __nrecs++;
   if (__tombs[id]) { delete __tombs[id]; __ntombs--; }
   d.appear.push({ id: id, type: type, f: __object(fields, v) });
@@ -295,7 +353,7 @@ function __appear(id, type, obj, round, d) {
 // thing that already has a record: in goja, globals and calls cost more
 // than the comparisons.
 function __track(objs, player, round, d) {
-  var recs = __recs, change = d.change, count = 0, id, obj, r, fs, rv, f, n, x;
+  var recs = __recs, change = d.change, count = 0, id, obj, r, fs, rv, f, n, x, t;
   for (id in objs) {
     count++;
     obj = objs[id];
@@ -312,6 +370,9 @@ function __track(objs, player, round, d) {
       x = obj[fs[n]];
       if (x === undefined || (typeof x === "number" && (x !== x || x === Infinity || x === -Infinity))) x = null;
       if (x !== rv[n]) {
+        // The type check, inlined for the common cases: see __ok.
+        if (x !== null && (t = r.ty[n]) !== typeof x && !(t === "integer" && typeof x === "number" && x % 1 === 0) &&
+          !__ok(t, x, r.type, fs[n])) continue;
         rv[n] = x;
         r.fr[n] = round;
         if (f === null) f = {};
@@ -369,6 +430,7 @@ function __refit(r) {
     fr[n] = k >= 0 ? r.fr[k] : r.a;
   }
   r.fields = fields;
+  r.ty = __typesOf(r.type);
   r.v = v;
   r.fr = fr;
 }
@@ -420,18 +482,23 @@ function __sendShared(ready, prev, round, d) {
   for (var i = 0; i < ready.length; i++) {
     var vid = ready[i], v = viewers[vid];
     if (!v || !players[vid]) continue;
-    var b;
+    var b, src = d, pf = __pp.length ? __private(v, players[vid], v.round < 0) : null;
     if (v.round === prev) {
       b = body;
-      if (b) inStep++;
+      if (b && !pf) inStep++;
     } else {
-      var m = __since(v.round);
+      var m = src = __since(v.round);
       if (v.stale) {
         for (var sid in v.stale) if (!__recs[sid]) m.gone.push(sid);
         delete v.stale;
       }
       b = __body(m);
-      if (b) __count(m, 1);
+      if (b && !pf) __count(m, 1);
+    }
+    if (pf) { // this viewer's own private fields ride with its delta
+      src = { appear: src.appear, change: src.change.concat([{ id: vid, f: pf }]), gone: src.gone };
+      b = __body(src);
+      __count(src, 1);
     }
     v.round = round;
     if (b) out.push(vid, '{"t":"update","seq":' + (++v.seq) + b);
@@ -485,6 +552,10 @@ function __sendVisible(ready, round) {
     }
     if (nk > hits) {
       for (id in known) if (!recs[id]) { d.gone.push(id); delete known[id]; nk--; }
+    }
+    if (__pp.length) {
+      var pf = __private(v, me, vr < 0);
+      if (pf) d.change.push({ id: vid, f: pf });
     }
     v.nk = nk;
     v.round = round;
