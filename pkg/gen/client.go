@@ -78,10 +78,28 @@ var clientTemplate = template.Must(template.New("client").Delims("[[", "]]").Par
     return (u.protocol === "https:" ? "wss://" : "ws://") + u.host + "/" + game;
   }
 
+  // pageRoom is the ?room= of the page's own address: a shared link.
+  function pageRoom() {
+    try { return new URLSearchParams(root.location.search).get("room"); } catch (e) { return null; }
+  }
+
+  // roomLink is the page's address with ?room=code: what a player shares.
+  function roomLink(code) {
+    var u = new URL(root.location.href);
+    u.searchParams.set("room", code);
+    return u.toString();
+  }
+
   function connect(url, params) {
     if (url && typeof url === "object") { params = url; url = undefined; }
     url = url || defaultURL();
     params = params || {};
+    if (params.room === undefined && pageRoom()) {
+      var withRoom = {};
+      for (var k in params) withRoom[k] = params[k];
+      withRoom.room = pageRoom();
+      params = withRoom;
+    }
     var WS = root.WebSocket;
     if (!WS) throw new Error("hoster: no WebSocket in this environment");
 
@@ -92,6 +110,7 @@ var clientTemplate = template.Must(template.New("client").Delims("[[", "]]").Par
       entities: {},  // id -> {id, type, ...fields}
       me: null,      // this player's id once welcomed
       instance: null,
+      room: params.room || null, // the private room's code, if any
       connected: false,
       commands: {},
       on: function (event, fn) { (listeners[event] = listeners[event] || []).push(fn); return conn; },
@@ -154,12 +173,17 @@ var clientTemplate = template.Must(template.New("client").Delims("[[", "]]").Par
             if (o) emit("gone", o);
           });
         } else if (m.t === "error") {
-          emit("error", m.error);
+          emit("error", m.error, m.c); // m.c: the command it answers, if any
+        } else if (m.t === "message") {
+          emit("message", m.type, m.data);
         }
       };
       ws.onclose = function (ev) {
         conn.connected = false;
-        var again = !closing;
+        // Kicked (4000), the instance closed (4001), replaced (4002), or a
+        // full or locked room (1013): coming back would not help.
+        var final = ev.code === 4000 || ev.code === 4001 || ev.code === 4002 || ev.code === 1013;
+        var again = !closing && !final;
         emit("close", { code: ev.code, reason: ev.reason, reconnecting: again });
         if (again) {
           var delay = Math.min(30000, 500 * Math.pow(2, attempt++));
@@ -171,7 +195,7 @@ var clientTemplate = template.Must(template.New("client").Delims("[[", "]]").Par
     return conn;
   }
 
-  return { game: SCHEMA.game, schema: SCHEMA, connect: connect, validate: function (name, args) {
+  return { game: SCHEMA.game, schema: SCHEMA, connect: connect, roomLink: roomLink, validate: function (name, args) {
     var schema = SCHEMA.commands[name];
     return schema ? validate(schema, args) : "unknown command " + JSON.stringify(name);
   } };
@@ -204,7 +228,10 @@ export interface Events {
   appear: (thing: Player | Entity) => void;
   change: (thing: Player | Entity, changed: Record<string, unknown>) => void;
   gone: (thing: Player | Entity) => void;
-  error: (message: string) => void;
+  /** A rejected command (command names it) or a refusal: instance.refuse's reason. */
+  error: (message: string, command?: keyof CommandArgs) => void;
+  /** From instance.send or instance.broadcast. */
+  message: (type: string, data: unknown) => void;
   close: (info: CloseInfo) => void;
 }
 
@@ -214,6 +241,8 @@ export interface Connection {
   readonly entities: Record<string, Entity>;
   readonly me: string | null;
   readonly instance: string | null;
+  /** The private room's code (connect({room}) or the page's ?room=), else null. */
+  readonly room: string | null;
   readonly connected: boolean;
   readonly commands: { [C in keyof CommandArgs]: (args: CommandArgs[C]) => void };
   on<E extends keyof Events>(event: E, fn: Events[E]): Connection;
@@ -224,9 +253,15 @@ export interface Connection {
   close(): void;
 }
 
-/** Connects to the game; the URL defaults to the script's own origin and game. */
+/**
+ * Connects to the game; the URL defaults to the script's own origin and game.
+ * params reach the join hook; params.room (letters and digits, up to 32) joins
+ * or starts the private room with that code, and defaults to the page's ?room=.
+ */
 export declare function connect(url?: string, params?: Record<string, string>): Connection;
 export declare function connect(params: Record<string, string>): Connection;
+/** The page's address with ?room=code: the link a player shares to a private room. */
+export declare function roomLink(code: string): string;
 `)
 	return []byte(b.String())
 }
