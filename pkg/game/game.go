@@ -37,9 +37,15 @@ func IsGameName(name string) bool {
 // neither pushed nor pruned by a sync.
 func IsReserved(name string) bool { return strings.HasPrefix(name, "_") }
 
+// EnvTypes is the hooks' type file hoster gen writes for editors and tsc:
+// it is the developer's alone, never pushed.
+const EnvTypes = "hoster-env.d.ts"
+
 // IsSkipped reports whether an entry inside a game is skipped by the walk:
-// hidden entries and node_modules.
-func IsSkipped(name string) bool { return strings.HasPrefix(name, ".") || name == "node_modules" }
+// hidden entries, node_modules and EnvTypes.
+func IsSkipped(name string) bool {
+	return strings.HasPrefix(name, ".") || name == "node_modules" || name == EnvTypes
+}
 
 // Limits of hoster-game.json.
 const (

@@ -31,6 +31,7 @@ const (
 	ClientFile = api.ClientLibrary    // hoster.client.js
 	TypesFile  = "hoster.client.d.ts" // hoster.client.d.ts
 	MapFile    = ServerFile + ".map"  // hoster.server.js.map: never served
+	EnvFile    = game.EnvTypes        // hoster-env.d.ts: the hooks' types, never pushed
 )
 
 // Problem is one thing wrong with a game.
@@ -149,8 +150,9 @@ func generateGame(root, dir string) GameResult {
 				MapFile:    sourceMap,
 				ClientFile: clientLibrary(dir, def),
 				TypesFile:  clientTypes(dir, def),
+				EnvFile:    envTypes(dir, def),
 			}
-			for _, name := range []string{ServerFile, MapFile, ClientFile, TypesFile} {
+			for _, name := range []string{ServerFile, MapFile, ClientFile, TypesFile, EnvFile} {
 				changed, err := writeIfChanged(filepath.Join(abs, name), files[name])
 				if err != nil {
 					problems = append(problems, Problem{File: name, Msg: err.Error()})

@@ -11,8 +11,15 @@
 // JSON string), and once per send round one call that computes every ready
 // viewer's appear/change/gone delta in JavaScript and returns finished
 // messages. Each call runs under an interrupt timer and a bounded call stack;
-// a hook that throws or overruns closes its instance (close code 1011) and
-// nothing else.
+// a hook that overruns closes its instance (close code 1011) and nothing
+// else. A hook that throws is caught in JavaScript: a command's player gets
+// an error frame, everything else is logged with the author's file:line (the
+// module's source map) and the tick goes on; what hooks ask of Go (messages,
+// kicks, closing, locking) comes back from each tick as one list (hooks.go).
+//
+// A Game keeps its identity from its first load to its removal; each load is
+// an immutable version, and each instance moves to the current one at its
+// next tick.
 //
 // Ticks follow a fixed-step schedule from the instance's start, so compute
 // time never accumulates as drift; after a stall of more than a few steps the
