@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/gorilla/websocket"
 )
 
 // failingFor is how long an instance may go on with a hook throwing in
@@ -52,11 +54,25 @@ func (in *Instance) apply(out string) (ticking bool) {
 			ticking = ticking || t
 			in.hookError(str(op, 1), str(op, 2))
 		case "msg":
-			id := str(op, 1)
+			id, msg := str(op, 1), []byte(str(op, 2))
+			in.mu.Lock()
 			if in.pending == nil {
 				in.pending = map[string][][]byte{}
 			}
-			in.pending[id] = append(in.pending[id], []byte(str(op, 2)))
+			size := len(msg)
+			for _, m := range in.pending[id] {
+				size += len(m)
+			}
+			c := in.conns[id]
+			if size <= maxPending {
+				in.pending[id] = append(in.pending[id], msg)
+			}
+			in.mu.Unlock()
+			if size > maxPending && c != nil {
+				// Its socket has not taken an update for so long that the
+				// messages would outgrow what it may queue.
+				c.closeWith(websocket.ClosePolicyViolation, "too slow a reader")
+			}
 		case "kick":
 			code := 4000
 			if len(op) > 3 {

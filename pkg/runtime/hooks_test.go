@@ -303,3 +303,24 @@ func TestTimers(t *testing.T) {
 		t.Fatalf("hits %v, want 7", h)
 	}
 }
+
+// The log allowance of a game: a burst, then a steady rate, and a count of
+// what was held back when logging resumes.
+func TestLogAllowance(t *testing.T) {
+	g := &Game{}
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	for i := 0; i < logBurst; i++ {
+		if ok, _ := g.logAllowed(now); !ok {
+			t.Fatalf("line %d of the burst held back", i)
+		}
+	}
+	for i := 0; i < 7; i++ {
+		if ok, _ := g.logAllowed(now); ok {
+			t.Fatal("a line past the burst was let through")
+		}
+	}
+	ok, held := g.logAllowed(now.Add(time.Second / logRate))
+	if !ok || held != 7 {
+		t.Fatalf("after a refill: %v, held %d, want 7", ok, held)
+	}
+}
