@@ -20,7 +20,7 @@ const maxPending = maxQueued
 
 // apply carries out what the game's hooks asked for during a tick (the
 // JSON list __tick returns, see prelude.js) and reports whether a tick,
-// entity tick, timer or visibility hook threw.
+// entity tick or timer threw.
 func (in *Instance) apply(out string) (ticking bool) {
 	if out == "" {
 		return false

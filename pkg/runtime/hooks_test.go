@@ -263,6 +263,10 @@ func TestBroadcastKickClose(t *testing.T) {
 func TestLock(t *testing.T) {
 	e := start(t, map[string]map[string]string{"a.example/ctl": ctl()})
 	ada := e.join(t, "a.example", "ctl", "ada")
+	if two := e.join(t, "a.example", "ctl", "two"); two.inst != ada.inst {
+		t.Fatal("the second player started another instance")
+	}
+	// (ada's is now the fullest, so it is where cy goes once unlocked.)
 	ada.send("lock", nil)
 	ada.send("msg", nil) // after the lock is applied
 	ada.next("message")
@@ -323,4 +327,29 @@ func TestLogAllowance(t *testing.T) {
 	if !ok || held != 7 {
 		t.Fatalf("after a refill: %v, held %d, want 7", ok, held)
 	}
+}
+
+// A throwing join keeps that player out (1011) and nobody else notices; a
+// throwing visibility hook hides the thing, and a throwing entity tick is
+// logged: the instance goes on.
+func TestJoinVisibleAndEntityTickThrowing(t *testing.T) {
+	var logs logBuf
+	files := lab(4)
+	files["hoster-player/join.js"] = `export default function (i, p, params) { if (params.name === "bad") throw new Error("no bad names"); p.name = params.name; p.x = 0; }`
+	files["hoster-player/visible.js"] = `export default function (i, me, thing) { if (thing.type === "box") throw new Error("no boxes"); return true; }`
+	files["hoster-entities/box/tick.js"] = `export default function (i, e) { e.n = (e.n || 0) + 1; if (e.n === 3) throw new Error("box trouble"); }`
+	e := startWith(t, map[string]map[string]string{"a.example/lab": files}, withLog(&logs))
+	ada := e.join(t, "a.example", "lab", "ada")
+	bad, _, err := e.dial(t, "a.example", "/lab?name=bad", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := bad.closed(t); code != 1011 {
+		t.Fatalf("a failed join closed with %d, want 1011", code)
+	}
+	logs.wait(t, "hook=join", "no bad names", "at=hoster-player/join.js:1", "hook=visible", "no boxes", "box trouble", `hook="entity box tick"`)
+	ada.send("move", map[string]any{"dx": 1})
+	ada.until("ada plays on, seeing herself but no box", func(m map[string]map[string]any) bool {
+		return m[ada.me] != nil && m[ada.me]["x"] == 1.0 && len(m) == 1
+	})
 }

@@ -47,7 +47,7 @@ var __counts = [0, 0, 0]; // appeared, changed, gone, since the last __takeCount
 // __out collects what hooks asked of Go since the last __tick returned it:
 // ["err", player, command, message] an error frame for one player;
 // ["herr", where, error text, ticking] a hook error to log (ticking: it was
-// thrown by a tick, entity tick, timer or visibility hook);
+// thrown by a tick, entity tick or timer);
 // ["msg", player, frame] a message for one player, after the next update;
 // ["kick", player, reason]; ["close", reason]; ["lock"]; ["unlock"].
 var __out = [];
@@ -521,7 +521,9 @@ function __sendVisible(ready, round) {
   var failed = false;
   function sees(me, obj) {
     try { return visible(__inst, me, obj); } catch (e) {
-      if (!failed) __hookErr("visible", e, true); // once a round
+      // Once a round; it hides the thing, which is safe, so it does not
+      // count towards closing an instance whose ticks keep throwing.
+      if (!failed) __hookErr("visible", e, false);
       failed = true;
       return false;
     }
