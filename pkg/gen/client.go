@@ -219,7 +219,7 @@ func clientTypes(dir string, d *definition) []byte {
 	}
 	b.WriteString(`}
 
-export interface Welcome { t: "welcome"; game: string; instance: string; player: string; tickRate: number; sendRate: number; resume?: string }
+export interface Welcome { t: "welcome"; game: string; instance: string; player: string; tickRate: number; sendRate: number; resume?: string; room?: string }
 export interface CloseInfo { code: number; reason: string; reconnecting: boolean }
 
 export interface Events {

@@ -489,10 +489,14 @@ func (in *Instance) welcome(ev event) {
 	}
 	in.conns[ev.player] = ev.conn
 	in.mu.Unlock()
-	msg, _ := json.Marshal(map[string]any{
+	m := map[string]any{
 		"t": "welcome", "game": in.domain + "/" + in.name, "instance": in.id, "player": ev.player,
 		"tickRate": cfg.TickRate, "sendRate": cfg.SendRate, "resume": ev.seat.token,
-	})
+	}
+	if in.room != "" {
+		m["room"] = in.room
+	}
+	msg, _ := json.Marshal(m)
 	ev.conn.enqueue(msg, false)
 }
 

@@ -213,6 +213,9 @@ func TestPrivateRooms(t *testing.T) {
 		t.Fatal(err)
 	}
 	aw := ada.next("welcome")
+	if aw["room"] != "abc" {
+		t.Fatalf("the welcome names room %v, want abc", aw["room"])
+	}
 	pub := e.join(t, "a.example", "ctl", "pub")
 	if pub.inst == aw["instance"] {
 		t.Fatal("a player without the code joined a private room")

@@ -15,7 +15,7 @@ export interface CommandArgs {
   say: { text: string };
 }
 
-export interface Welcome { t: "welcome"; game: string; instance: string; player: string; tickRate: number; sendRate: number; resume?: string }
+export interface Welcome { t: "welcome"; game: string; instance: string; player: string; tickRate: number; sendRate: number; resume?: string; room?: string }
 export interface CloseInfo { code: number; reason: string; reconnecting: boolean }
 
 export interface Events {
