@@ -329,7 +329,7 @@ export interface Instance<State = any> {
   after(seconds: number, fn: (instance: Instance<State>) => void): Timer;
   /** Calls fn every seconds until cancelled, on the tick thread. */
   every(seconds: number, fn: (instance: Instance<State>) => void): Timer;
-  /** Inside a command: refuses it; the player gets reason as its error. */
+  /** Inside a command: refuses it; the player gets reason as its error. In join: turns the player away (4000 and reason). */
   refuse(reason: string): never;
 }
 

@@ -335,7 +335,11 @@ func TestLogAllowance(t *testing.T) {
 func TestJoinVisibleAndEntityTickThrowing(t *testing.T) {
 	var logs logBuf
 	files := lab(4)
-	files["hoster-player/join.js"] = `export default function (i, p, params) { if (params.name === "bad") throw new Error("no bad names"); p.name = params.name; p.x = 0; }`
+	files["hoster-player/join.js"] = `export default function (i, p, params) {
+  if (params.name === "bad") throw new Error("no bad names");
+  if (params.name === "late") i.refuse("the match has started");
+  p.name = params.name; p.x = 0;
+}`
 	files["hoster-player/visible.js"] = `export default function (i, me, thing) { if (thing.type === "box") throw new Error("no boxes"); return true; }`
 	files["hoster-entities/box/tick.js"] = `export default function (i, e) { e.n = (e.n || 0) + 1; if (e.n === 3) throw new Error("box trouble"); }`
 	e := startWith(t, map[string]map[string]string{"a.example/lab": files}, withLog(&logs))
@@ -347,7 +351,14 @@ func TestJoinVisibleAndEntityTickThrowing(t *testing.T) {
 	if code := bad.closed(t); code != 1011 {
 		t.Fatalf("a failed join closed with %d, want 1011", code)
 	}
-	logs.wait(t, "hook=join", "no bad names", "at=hoster-player/join.js:1", "hook=visible", "no boxes", "box trouble", `hook="entity box tick"`)
+	late, _, err := e.dial(t, "a.example", "/lab?name=late", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := late.closed(t); code != 4000 {
+		t.Fatalf("a refused join closed with %d, want 4000", code)
+	}
+	logs.wait(t, "hook=join", "no bad names", "at=hoster-player/join.js:2", "hook=visible", "no boxes", "box trouble", `hook="entity box tick"`)
 	ada.send("move", map[string]any{"dx": 1})
 	ada.until("ada plays on, seeing herself but no box", func(m map[string]map[string]any) bool {
 		return m[ada.me] != nil && m[ada.me]["x"] == 1.0 && len(m) == 1

@@ -53,8 +53,8 @@ var __counts = [0, 0, 0]; // appeared, changed, gone, since the last __takeCount
 var __out = [];
 var __timers = []; // {at: ms, every: ms or 0, fn, dead}
 
-// __Refusal is what instance.refuse throws: the command is refused with its
-// reason, and nothing is logged.
+// __Refusal is what instance.refuse throws: the command (or the join) is
+// refused with its reason, and nothing is logged.
 function __Refusal(reason) { this.reason = reason; }
 __Refusal.prototype.toString = function () { return "refused: " + this.reason; };
 
@@ -217,11 +217,15 @@ function __tick(dt, now, events) {
       __viewers[p.id] = { round: -1, known: {}, seq: 0 }; // gets everything it sees first
       if (__R.player.join) {
         try { __R.player.join(__inst, p, ev[2]); } catch (e) {
-          __hookErr("join", e, false);
-          // A player whose join failed is not in the game.
+          // A player whose join failed or was refused is not in the game.
           delete __inst.players[p.id];
           delete __viewers[p.id];
-          __out.push(["kick", p.id, "joining the game failed", 1011]);
+          if (e instanceof __Refusal) {
+            __out.push(["kick", p.id, e.reason]);
+          } else {
+            __hookErr("join", e, false);
+            __out.push(["kick", p.id, "joining the game failed", 1011]);
+          }
         }
       }
     } else if (ev[0] === "leave") {
