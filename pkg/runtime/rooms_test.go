@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/hoster-dev/hoster/pkg/api"
 )
 
 // graceLab is lab with the given resumeGrace and hooks that make a
@@ -279,5 +281,32 @@ func TestTimersAcrossAReload(t *testing.T) {
 	defer ada.mu.Unlock()
 	if h := ada.things[ada.me]["hits"]; h != 10.0 {
 		t.Fatalf("hits %v: the old code's timer survived the reload", h)
+	}
+}
+
+// The stats lines follow the same rule: a clean close departs at once, with
+// its playtime, even with a long grace; a held seat has not departed.
+func TestCleanCloseDepartsInTheStats(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 11, 22, 10, 30, 0, 0, time.UTC)}
+	dir := t.TempDir()
+	e := startWith(t, map[string]map[string]string{"a.example/lab": graceLab(300)}, func(o *Options) {
+		useGameGrace(o)
+		o.LogsRoot, o.GamelogInterval, o.Now = dir, time.Minute, clock.Now
+	})
+	ada := e.join(t, "a.example", "lab", "ada")
+	bob := e.join(t, "a.example", "lab", "bob")
+	cy := e.join(t, "a.example", "lab", "cy")
+	clock.Add(20 * time.Second)
+	bob.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(1001, "")) // a tab closed
+	cy.ws.UnderlyingConn().Close()                                                      // lost: held
+	ada.until("bob gone, cy held", func(m map[string]map[string]any) bool {
+		return m[bob.me] == nil && m[cy.me] != nil && m[cy.me]["on"] == false
+	})
+	clock.Add(41 * time.Second)
+	path := filepath.Join(dir, "hoster-logs", "a.example", "lab", "hoster-processes", e.rt.Process(), "stats-2026-11-22-10.jsonl")
+	var line api.GameStatsLine
+	json.Unmarshal([]byte(waitFile(t, path, 1)[0]), &line)
+	if line.Arrivals != 3 || line.Departures != 1 || line.Playtime != (api.SumCount{Sum: 20, Count: 1}) {
+		t.Fatalf("stats %+v: want 3 arrivals, bob's departure after 20 s", line)
 	}
 }
