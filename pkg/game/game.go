@@ -37,15 +37,14 @@ func IsGameName(name string) bool {
 // neither pushed nor pruned by a sync.
 func IsReserved(name string) bool { return strings.HasPrefix(name, "_") }
 
-// EnvTypesFile is the declaration file hoster gen writes into each game for
-// the author's editor and tsc; it stays on the author's machine.
-const EnvTypesFile = "hoster-env.d.ts"
+// EnvTypes is the hooks' type file hoster gen writes for editors and tsc:
+// it is the developer's alone, neither pushed nor pruned.
+const EnvTypes = "hoster-env.d.ts"
 
-// IsSkipped reports whether an entry inside a game is skipped by the walk
-// (neither pushed nor pruned): hidden entries, node_modules, and
-// hoster-env.d.ts.
+// IsSkipped reports whether an entry inside a game is skipped by the walk:
+// hidden entries, node_modules and EnvTypes.
 func IsSkipped(name string) bool {
-	return strings.HasPrefix(name, ".") || name == "node_modules" || name == EnvTypesFile
+	return strings.HasPrefix(name, ".") || name == "node_modules" || name == EnvTypes
 }
 
 // Limits of hoster-game.json.
@@ -65,16 +64,26 @@ type Config struct {
 	// Origins are the page origins allowed to open the game socket; "*"
 	// allows any. Never empty.
 	Origins []string `json:"origins"`
+	// ResumeGrace is how many seconds the seat of a player whose connection
+	// was lost (no close frame) is held for it to come back, 0 to 300;
+	// DefaultResumeGrace when absent. 0: every disconnect is a leave.
+	ResumeGrace float64 `json:"resumeGrace"`
 }
 
 // configKeys are the settings of hoster-game.json.
-var configKeys = []string{"tickRate", "sendRate", "capacity", "origins"}
+var configKeys = []string{"tickRate", "sendRate", "capacity", "origins", "resumeGrace"}
+
+// Limits and default of resumeGrace, in seconds.
+const (
+	DefaultResumeGrace = 15
+	MaxResumeGrace     = 300
+)
 
 // ParseConfig decodes and validates hoster-game.json. Every problem is
 // reported, joined in one error. Unknown keys are an error, so a misspelt
 // setting is not silently ignored.
 func ParseConfig(data []byte) (Config, error) {
-	var c Config
+	c := Config{ResumeGrace: DefaultResumeGrace}
 	// Unknown keys are reported below with the other problems, not here.
 	if err := decodeJSON(data, &c, false, "setting"); err != nil {
 		return Config{}, err
@@ -86,7 +95,7 @@ func ParseConfig(data []byte) (Config, error) {
 	var errs []error
 	for _, key := range slices.Sorted(maps.Keys(present)) {
 		switch key {
-		case "tickRate", "sendRate", "capacity", "origins":
+		case "tickRate", "sendRate", "capacity", "origins", "resumeGrace":
 		default:
 			msg := fmt.Sprintf("unknown setting %q", key)
 			if n := Nearest(key, configKeys); n != "" {
@@ -111,6 +120,9 @@ func ParseConfig(data []byte) (Config, error) {
 	}
 	if need("capacity") && c.Capacity < 1 {
 		at("capacity", fmt.Errorf("capacity must be at least 1, not %d", c.Capacity))
+	}
+	if c.ResumeGrace < 0 || c.ResumeGrace > MaxResumeGrace {
+		at("resumeGrace", fmt.Errorf("resumeGrace must be from 0 to %d seconds, not %v", MaxResumeGrace, c.ResumeGrace))
 	}
 	if need("origins") {
 		if len(c.Origins) == 0 {
@@ -160,32 +172,75 @@ func (t FieldType) valid() bool {
 	return false
 }
 
+// Field is the schema of one field of a player or entity.
+type Field struct {
+	// Type is the field's type: a value of another type is never sent.
+	Type FieldType `json:"type"`
+	// Private fields of a player are sent only to that player.
+	Private bool `json:"private,omitempty"`
+}
+
+// MarshalJSON writes a field as its type name alone when that is all it
+// has, the form most fields.json files use.
+func (f Field) MarshalJSON() ([]byte, error) {
+	if !f.Private {
+		return json.Marshal(f.Type)
+	}
+	type plain Field
+	return json.Marshal(plain(f))
+}
+
 // Fields is a fields.json: the fields of a player or entity that viewers see,
-// by name.
-type Fields map[string]FieldType
+// by name. Each is a type name ("number") or an object {type, private}.
+type Fields map[string]Field
 
 // ParseFields decodes and validates a fields.json.
 func ParseFields(data []byte) (Fields, error) {
-	var f Fields
-	if err := decodeStrict(data, &f, "field"); err != nil {
+	var raw map[string]json.RawMessage
+	if err := decodeStrict(data, &raw, "field"); err != nil {
 		return nil, err
 	}
+	f := Fields{}
 	var errs []error
-	for _, name := range slices.Sorted(maps.Keys(f)) {
+	for _, name := range slices.Sorted(maps.Keys(raw)) {
 		at := func(err error) { errs = append(errs, located(data, name, err)) }
 		if err := checkName(name); err != nil {
 			at(fmt.Errorf("field %q: %w", name, err))
-		} else if name == "id" || name == "type" {
-			at(fmt.Errorf("field %q: the name is the object's own (id and type are always sent)", name))
+		} else if name == "id" || name == "type" || name == "connected" {
+			at(fmt.Errorf("field %q: the name is the object's own (id and type are always sent; connected is the runtime's)", name))
 		}
-		if !f[name].valid() {
-			at(fmt.Errorf("field %q: unknown type %q (want number, integer, string or boolean)", name, f[name]))
+		field, err := parseField(raw[name])
+		for _, e := range unjoin(err) {
+			at(fmt.Errorf("field %q: %w", name, e))
 		}
-	}
-	if f == nil {
-		f = Fields{}
+		if err == nil {
+			f[name] = field
+		}
 	}
 	return f, errors.Join(errs...)
+}
+
+// parseField reads one field's schema: a type name ("number") or an object
+// {type, private}.
+func parseField(raw json.RawMessage) (Field, error) {
+	var field Field
+	var short string
+	if err := json.Unmarshal(raw, &short); err == nil {
+		field.Type = FieldType(short)
+	} else if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
+		return Field{}, errors.New(`want a type name ("number") or an object such as {"type": "number", "private": true}`)
+	} else if err := decodeStrict(raw, &field, ""); err != nil {
+		var pe *PosError
+		if errors.As(err, &pe) {
+			// Placed by the caller, at the field's key.
+			return Field{}, errors.New(pe.Msg)
+		}
+		return Field{}, err
+	}
+	if !field.Type.valid() {
+		return Field{}, fmt.Errorf("unknown type %q (want number, integer, string or boolean)", field.Type)
+	}
+	return field, nil
 }
 
 // Arg is the schema of one command argument.

@@ -2,6 +2,7 @@ package game
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -41,8 +42,14 @@ func TestParseConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.TickRate != 20 || c.SendRate != 10 || c.Capacity != 16 || len(c.Origins) != 1 {
+	if c.TickRate != 20 || c.SendRate != 10 || c.Capacity != 16 || len(c.Origins) != 1 || c.ResumeGrace != DefaultResumeGrace {
 		t.Fatalf("parsed %+v", c)
+	}
+	for _, grace := range []float64{0, 2.5, 300} {
+		in := fmt.Sprintf(`{"tickRate": 20, "sendRate": 10, "capacity": 16, "origins": ["*"], "resumeGrace": %v}`, grace)
+		if c, err := ParseConfig([]byte(in)); err != nil || c.ResumeGrace != grace {
+			t.Errorf("resumeGrace %v: %+v %v", grace, c, err)
+		}
 	}
 	for _, tc := range []struct{ in, want string }{
 		{`{}`, "tickRate is missing"},
@@ -55,6 +62,9 @@ func TestParseConfig(t *testing.T) {
 		{`{"tickRate": 20, "sendRate": 10, "capacity": 1, "origins": []}`, "origins must not be empty"},
 		{`{"tickRate": 20, "sendRate": 10, "capacity": 1, "origins": [""]}`, "is not an origin"},
 		{`{"tickRate": 20, "sendRate": 10, "capacity": 1, "origins": ["*"], "tickrate": 5}`, `unknown setting "tickrate" (did you mean "tickRate"?)`},
+		{`{"tickRate": 20, "sendRate": 10, "capacity": 1, "origins": ["*"], "resumeGrace": 301}`, "resumeGrace must be from 0 to 300 seconds, not 301"},
+		{`{"tickRate": 20, "sendRate": 10, "capacity": 1, "origins": ["*"], "resumeGrace": -1}`, "resumeGrace must be from 0 to 300"},
+		{`{"tickRate": 20, "sendRate": 10, "capacity": 1, "origins": ["*"], "resumeGrace": "15"}`, `setting "resumeGrace": found a string, want a number`},
 		{`{"tickRate": 2.5}`, `line 1, column 14: setting "tickRate": found the number 2.5, want a whole number`},
 		{`[1]`, "line 1, column 1: found a list, want an object"},
 		{`{"tickRate": 20} {}`, "line 1, column 18: JSON syntax: more after the end of the value"},
@@ -91,15 +101,22 @@ func TestAllowsOrigin(t *testing.T) {
 }
 
 func TestParseFields(t *testing.T) {
-	f, err := ParseFields([]byte(`{"x": "number", "name": "string", "n": "integer", "ok": "boolean"}`))
-	if err != nil || len(f) != 4 || f["n"] != Integer {
+	f, err := ParseFields([]byte(`{"x": "number", "name": "string", "n": "integer", "ok": "boolean", "ammo": {"type": "integer", "private": true}}`))
+	if err != nil || len(f) != 5 || f["n"] != (Field{Type: Integer}) || f["ammo"] != (Field{Type: Integer, Private: true}) {
 		t.Fatalf("ParseFields = %v, %v", f, err)
+	}
+	// Written back, a plain field is its type name.
+	if b, _ := json.Marshal(f); string(b) != `{"ammo":{"type":"integer","private":true},"n":"integer","name":"string","ok":"boolean","x":"number"}` {
+		t.Errorf("marshalled as %s", b)
 	}
 	for _, tc := range []struct{ in, want string }{
 		{`{"x": "float"}`, `field "x": unknown type "float"`},
 		{`{"id": "string"}`, `field "id"`},
 		{`{"__proto__": "string"}`, "reserved in JavaScript"},
-		{`{"x": 5}`, `line 1, column 7: field "x": found a number, want a type name (number, integer, string or boolean)`},
+		{`{"x": 5}`, `line 1, column 2: field "x": want a type name ("number") or an object such as {"type": "number", "private": true}`},
+		{`{"x": {"type": "number", "secret": true}}`, `line 1, column 2: field "x": unknown key "secret"`},
+		{`{"x": {"private": true}}`, `field "x": unknown type ""`},
+		{`{"connected": "boolean"}`, `field "connected"`},
 		{`nope`, "line 1, column 2: JSON syntax: invalid character 'o'"},
 	} {
 		_, err := ParseFields([]byte(tc.in))
@@ -238,10 +255,10 @@ func TestErrorsPointAtTheirPlace(t *testing.T) {
 			`line 2, column 3: argument "dx": "max": found true or false, want a number`},
 		{"unknown key", func(b []byte) error { _, err := ParseConfig(b); return err },
 			"{\"tickRate\": 20, \"sendRate\": 10, \"capacity\": 1, \"origins\": [\"*\"],\n \"resumeGrase\": 5}",
-			`line 2, column 2: unknown setting "resumeGrase"`},
+			`line 2, column 2: unknown setting "resumeGrase" (did you mean "resumeGrace"?)`},
 		{"no go types", func(b []byte) error { _, err := ParseFields(b); return err },
 			`{"a": "number", "b": ["number"]}`,
-			`line 1, column 22: field "b": found a list, want a type name (number, integer, string or boolean)`},
+			`line 1, column 17: field "b": want a type name ("number") or an object such as {"type": "number", "private": true}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.parse([]byte(tc.in))

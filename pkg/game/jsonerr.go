@@ -85,6 +85,9 @@ func located(data []byte, key string, err error) error {
 
 // unjoin returns the errors joined in err, or err alone.
 func unjoin(err error) []error {
+	if err == nil {
+		return nil
+	}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		return j.Unwrap()
 	}

@@ -79,6 +79,18 @@ var clientTemplate = template.Must(template.New("client").Delims("[[", "]]").Par
     return (u.protocol === "https:" ? "wss://" : "ws://") + u.host + "/" + game;
   }
 
+  // pageRoom is the ?room= of the page's own address: a shared link.
+  function pageRoom() {
+    try { return new URLSearchParams(root.location.search).get("room"); } catch (e) { return null; }
+  }
+
+  // roomLink is the page's address with ?room=code: what a player shares.
+  function roomLink(code) {
+    var u = new URL(root.location.href);
+    u.searchParams.set("room", code);
+    return u.toString();
+  }
+
   // connect(url?, params?, options?): options.WebSocket is the WebSocket
   // implementation to use (Node's "ws" package for a bot), else the global.
   function connect(url, params, options) {
@@ -86,6 +98,12 @@ var clientTemplate = template.Must(template.New("client").Delims("[[", "]]").Par
     url = url || defaultURL();
     params = params || {};
     options = options || {};
+    if (params.room === undefined && pageRoom()) {
+      var withRoom = {};
+      for (var k in params) withRoom[k] = params[k];
+      withRoom.room = pageRoom();
+      params = withRoom;
+    }
     var WS = options.WebSocket || root.WebSocket;
     if (!WS) throw new Error("hoster: no WebSocket in this environment: pass one, connect(url, params, {WebSocket: require(\"ws\")})");
 
@@ -96,6 +114,7 @@ var clientTemplate = template.Must(template.New("client").Delims("[[", "]]").Par
       entities: {},  // id -> {id, type, ...fields}
       me: null,      // this player's id once welcomed
       instance: null,
+      room: params.room || null, // the private room's code, if any
       connected: false,
       commands: {},
       on: function (event, fn) { (listeners[event] = listeners[event] || []).push(fn); return conn; },
@@ -158,12 +177,17 @@ var clientTemplate = template.Must(template.New("client").Delims("[[", "]]").Par
             if (o) emit("gone", o);
           });
         } else if (m.t === "error") {
-          emit("error", m.error);
+          emit("error", m.error, m.c); // m.c: the command it answers, if any
+        } else if (m.t === "message") {
+          emit("message", m.type, m.data);
         }
       };
       ws.onclose = function (ev) {
         conn.connected = false;
-        var again = !closing;
+        // Kicked (4000), the instance closed (4001), replaced (4002), or a
+        // full or locked room (1013): coming back would not help.
+        var final = ev.code === 4000 || ev.code === 4001 || ev.code === 4002 || ev.code === 1013;
+        var again = !closing && !final;
         emit("close", { code: ev.code, reason: ev.reason, reconnecting: again });
         if (again) {
           var delay = Math.min(30000, 500 * Math.pow(2, attempt++));
@@ -175,7 +199,7 @@ var clientTemplate = template.Must(template.New("client").Delims("[[", "]]").Par
     return conn;
   }
 
-  return { game: SCHEMA.game, schema: SCHEMA, connect: connect, validate: function (name, args) {
+  return { game: SCHEMA.game, schema: SCHEMA, connect: connect, roomLink: roomLink, validate: function (name, args) {
     var schema = SCHEMA.commands[name];
     return schema ? validate(schema, args) : "unknown command " + JSON.stringify(name);
   } };
@@ -199,7 +223,7 @@ func clientTypes(dir string, d *definition) []byte {
 	}
 	b.WriteString(`}
 
-export interface Welcome { t: "welcome"; game: string; instance: string; player: string; tickRate: number; sendRate: number; resume?: string }
+export interface Welcome { t: "welcome"; game: string; instance: string; player: string; tickRate: number; sendRate: number; resume?: string; room?: string }
 export interface CloseInfo { code: number; reason: string; reconnecting: boolean }
 
 export interface Events {
@@ -208,7 +232,10 @@ export interface Events {
   appear: (thing: Player | Entity) => void;
   change: (thing: Player | Entity, changed: Record<string, unknown>) => void;
   gone: (thing: Player | Entity) => void;
-  error: (message: string) => void;
+  /** A rejected command (command names it) or a refusal: instance.refuse's reason. */
+  error: (message: string, command?: keyof CommandArgs) => void;
+  /** From instance.send or instance.broadcast. */
+  message: (type: string, data: unknown) => void;
   close: (info: CloseInfo) => void;
 }
 
@@ -218,6 +245,8 @@ export interface Connection {
   readonly entities: Record<string, Entity>;
   readonly me: string | null;
   readonly instance: string | null;
+  /** The private room's code (connect({room}) or the page's ?room=), else null. */
+  readonly room: string | null;
   readonly connected: boolean;
   readonly commands: { [C in keyof CommandArgs]: (args: CommandArgs[C]) => void };
   on<E extends keyof Events>(event: E, fn: Events[E]): Connection;
@@ -234,9 +263,15 @@ export interface ConnectOptions {
   WebSocket?: unknown;
 }
 
-/** Connects to the game; the URL defaults to the script's own origin and game. */
+/**
+ * Connects to the game; the URL defaults to the script's own origin and game.
+ * params reach the join hook; params.room (letters and digits, up to 32) joins
+ * or starts the private room with that code, and defaults to the page's ?room=.
+ */
 export declare function connect(url?: string, params?: Record<string, string>, options?: ConnectOptions): Connection;
 export declare function connect(params: Record<string, string>, options?: ConnectOptions): Connection;
+/** The page's address with ?room=code: the link a player shares to a private room. */
+export declare function roomLink(code: string): string;
 
 /** This game, "<domain>/<game>". */
 export declare const game: string;
@@ -257,7 +292,12 @@ func fieldsType(f game.Fields) string {
 	}
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(f)) {
-		parts = append(parts, fmt.Sprintf("%s: %s", prop(k), tsType(f[k])))
+		// A private field reaches only its own player: others lack it.
+		opt := ""
+		if f[k].Private {
+			opt = "?"
+		}
+		parts = append(parts, fmt.Sprintf("%s%s: %s", prop(k), opt, tsType(f[k].Type)))
 	}
 	return "{ " + strings.Join(parts, "; ") + " }"
 }

@@ -13,7 +13,7 @@ import (
 // EnvFile is hoster-env.d.ts: the types of a game's hooks, for the author's
 // editor and tsc. It is a script (no import or export), so its names are
 // global and a hook file uses them without an import. Syncs skip it.
-const EnvFile = game.EnvTypesFile
+const EnvFile = game.EnvTypes
 
 // TSConfigFile is written beside EnvFile when the game has none, so that
 // editors pick the types up on their own; an author's own is never touched.
@@ -30,7 +30,8 @@ func envTypes(dir string, d *definition) []byte {
 
 `)
 	b.WriteString("/** A player's fields, as viewers see them (hoster-player/fields.json). */\n")
-	b.WriteString("interface PlayerFields " + fieldsType(d.Player) + "\n\n")
+	// A hook sees its own player's private fields too: none is optional here.
+	b.WriteString("interface PlayerFields " + strings.ReplaceAll(fieldsType(d.Player), "?:", ":") + "\n\n")
 	b.WriteString(`/** A player: its fields, its id, whether its socket is connected (false
  * while its seat is held after a dropped connection), and any other data the
  * game keeps on it (never sent). */
@@ -104,26 +105,26 @@ interface Instance {
   spawn<T extends keyof EntityFields>(type: T, fields: Partial<EntityFields[T]> & { [key: string]: any }): Entity<T>;
   /** Removes an entity by id. */
   remove(id: string): void;
-  /** The instance clock, in milliseconds. */
+  /** Milliseconds since the Unix epoch, as of this tick. */
   now(): number;
-  /** A line in the server log (and hoster dev's terminal), with game and instance. */
+  /** A line in the server log (and hoster dev's terminal), naming the game, the instance and your file:line. */
   log(...values: unknown[]): void;
-  /** A {"t": "message"} to one player, after the update of the round it was sent in. */
-  send(player: Player, type: string, data?: unknown): void;
-  /** A {"t": "message"} to every player of the instance. */
+  /** That player gets {"t": "message", type, data}, after the update of the round it was sent in. */
+  send(player: Player | string, type: string, data?: unknown): void;
+  /** Every player of the instance gets {"t": "message", type, data}. */
   broadcast(type: string, data?: unknown): void;
-  /** Closes a player's socket with 4000 and the reason; a leave, with no resume. */
-  kick(player: Player, reason?: string): void;
+  /** Closes a player's socket with 4000 and the reason: a leave, with no resume. */
+  kick(player: Player | string, reason?: string): void;
   /** Ends the instance: every player gets 4001 and the reason. */
   close(reason?: string): void;
   /** A locked instance takes no new player. */
   lock(): void;
   unlock(): void;
-  /** Calls fn once after seconds, on the tick thread. */
-  after(seconds: number, fn: () => void): Timer;
-  /** Calls fn every seconds, on the tick thread. */
-  every(seconds: number, fn: () => void): Timer;
-  /** Inside a command: refuses it; the player gets the reason as the command's error. */
+  /** Calls fn once after seconds, on the tick thread. Timers do not survive a code reload: restore starts them again. */
+  after(seconds: number, fn: (instance: Instance) => void): Timer;
+  /** Calls fn every seconds until cancelled, on the tick thread. */
+  every(seconds: number, fn: (instance: Instance) => void): Timer;
+  /** Inside a command: refuses it; the player gets the reason as the command's error. In join: turns the player away (4000 and the reason). */
   refuse(reason: string): never;
 }
 

@@ -30,6 +30,7 @@ const (
 	ServerFile = api.ServerModule     // hoster.server.js
 	ClientFile = api.ClientLibrary    // hoster.client.js
 	TypesFile  = "hoster.client.d.ts" // hoster.client.d.ts
+	MapFile    = ServerFile + ".map"  // hoster.server.js.map: never served
 )
 
 // Problem is one thing wrong with a game.
@@ -160,14 +161,15 @@ func generateGame(root, dir string) GameResult {
 	def, problems := load(abs)
 	res.Hooks, res.Commands, res.EntityTypes = len(def.Hooks), len(def.Commands), len(def.Entities)
 	if len(problems) == 0 {
-		var server []byte
-		server, problems = bundle(abs, def)
+		var server, sourceMap []byte
+		server, sourceMap, problems = bundle(abs, def)
 		if len(problems) == 0 {
-			problems = check(server, def)
+			problems = check(server, sourceMap, def)
 		}
 		if len(problems) == 0 {
 			files := map[string][]byte{
 				ServerFile: server,
+				MapFile:    sourceMap,
 				ClientFile: clientLibrary(dir, def),
 				TypesFile:  clientTypes(dir, def),
 			}
@@ -175,7 +177,7 @@ func generateGame(root, dir string) GameResult {
 			if !exists(filepath.Join(abs, TSConfigFile)) {
 				files[TSConfigFile] = []byte(tsconfig)
 			}
-			for _, name := range []string{ServerFile, ClientFile, TypesFile, EnvFile, TSConfigFile} {
+			for _, name := range []string{ServerFile, MapFile, ClientFile, TypesFile, EnvFile, TSConfigFile} {
 				if files[name] == nil {
 					continue
 				}

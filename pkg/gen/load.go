@@ -3,6 +3,7 @@ package gen
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -34,7 +35,7 @@ type hook struct {
 
 var (
 	instanceHooks = []string{"create", "tick", "serialise", "restore"}
-	playerHooks   = []string{"join", "leave", "visible", "disconnect", "reconnect"}
+	playerHooks   = []string{"join", "leave", "disconnect", "reconnect", "visible"}
 	entityHooks   = []string{"tick"}
 )
 
@@ -132,7 +133,18 @@ func load(dir string) (*definition, []Problem) {
 		if !exists(filepath.Join(dir, folder, "fields.json")) {
 			problems = append(problems, Problem{File: folder, Msg: `no fields.json: an entity type needs one, listing what viewers see ({} for nothing)`})
 		}
-		readJSON(folder+"/fields.json", func(b []byte) (err error) { fields, err = game.ParseFields(b); return })
+		readJSON(folder+"/fields.json", func(b []byte) (err error) {
+			if fields, err = game.ParseFields(b); err != nil {
+				return err
+			}
+			var errs []error
+			for _, name := range slices.Sorted(maps.Keys(fields)) {
+				if fields[name].Private {
+					errs = append(errs, fmt.Errorf("field %q: only a player's fields can be private (an entity belongs to no player)", name))
+				}
+			}
+			return errors.Join(errs...)
+		})
 		d.Entities[t] = fields
 		for _, h := range entityHooks {
 			findHook(folder, h, fmt.Sprintf("entities[%q].%s", t, h), false)

@@ -55,26 +55,26 @@ interface Instance {
   spawn<T extends keyof EntityFields>(type: T, fields: Partial<EntityFields[T]> & { [key: string]: any }): Entity<T>;
   /** Removes an entity by id. */
   remove(id: string): void;
-  /** The instance clock, in milliseconds. */
+  /** Milliseconds since the Unix epoch, as of this tick. */
   now(): number;
-  /** A line in the server log (and hoster dev's terminal), with game and instance. */
+  /** A line in the server log (and hoster dev's terminal), naming the game, the instance and your file:line. */
   log(...values: unknown[]): void;
-  /** A {"t": "message"} to one player, after the update of the round it was sent in. */
-  send(player: Player, type: string, data?: unknown): void;
-  /** A {"t": "message"} to every player of the instance. */
+  /** That player gets {"t": "message", type, data}, after the update of the round it was sent in. */
+  send(player: Player | string, type: string, data?: unknown): void;
+  /** Every player of the instance gets {"t": "message", type, data}. */
   broadcast(type: string, data?: unknown): void;
-  /** Closes a player's socket with 4000 and the reason; a leave, with no resume. */
-  kick(player: Player, reason?: string): void;
+  /** Closes a player's socket with 4000 and the reason: a leave, with no resume. */
+  kick(player: Player | string, reason?: string): void;
   /** Ends the instance: every player gets 4001 and the reason. */
   close(reason?: string): void;
   /** A locked instance takes no new player. */
   lock(): void;
   unlock(): void;
-  /** Calls fn once after seconds, on the tick thread. */
-  after(seconds: number, fn: () => void): Timer;
-  /** Calls fn every seconds, on the tick thread. */
-  every(seconds: number, fn: () => void): Timer;
-  /** Inside a command: refuses it; the player gets the reason as the command's error. */
+  /** Calls fn once after seconds, on the tick thread. Timers do not survive a code reload: restore starts them again. */
+  after(seconds: number, fn: (instance: Instance) => void): Timer;
+  /** Calls fn every seconds until cancelled, on the tick thread. */
+  every(seconds: number, fn: (instance: Instance) => void): Timer;
+  /** Inside a command: refuses it; the player gets the reason as the command's error. In join: turns the player away (4000 and the reason). */
   refuse(reason: string): never;
 }
 

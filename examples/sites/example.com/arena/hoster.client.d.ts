@@ -15,7 +15,7 @@ export interface CommandArgs {
   say: { text: string };
 }
 
-export interface Welcome { t: "welcome"; game: string; instance: string; player: string; tickRate: number; sendRate: number; resume?: string }
+export interface Welcome { t: "welcome"; game: string; instance: string; player: string; tickRate: number; sendRate: number; resume?: string; room?: string }
 export interface CloseInfo { code: number; reason: string; reconnecting: boolean }
 
 export interface Events {
@@ -24,7 +24,10 @@ export interface Events {
   appear: (thing: Player | Entity) => void;
   change: (thing: Player | Entity, changed: Record<string, unknown>) => void;
   gone: (thing: Player | Entity) => void;
-  error: (message: string) => void;
+  /** A rejected command (command names it) or a refusal: instance.refuse's reason. */
+  error: (message: string, command?: keyof CommandArgs) => void;
+  /** From instance.send or instance.broadcast. */
+  message: (type: string, data: unknown) => void;
   close: (info: CloseInfo) => void;
 }
 
@@ -34,6 +37,8 @@ export interface Connection {
   readonly entities: Record<string, Entity>;
   readonly me: string | null;
   readonly instance: string | null;
+  /** The private room's code (connect({room}) or the page's ?room=), else null. */
+  readonly room: string | null;
   readonly connected: boolean;
   readonly commands: { [C in keyof CommandArgs]: (args: CommandArgs[C]) => void };
   on<E extends keyof Events>(event: E, fn: Events[E]): Connection;
@@ -50,9 +55,15 @@ export interface ConnectOptions {
   WebSocket?: unknown;
 }
 
-/** Connects to the game; the URL defaults to the script's own origin and game. */
+/**
+ * Connects to the game; the URL defaults to the script's own origin and game.
+ * params reach the join hook; params.room (letters and digits, up to 32) joins
+ * or starts the private room with that code, and defaults to the page's ?room=.
+ */
 export declare function connect(url?: string, params?: Record<string, string>, options?: ConnectOptions): Connection;
 export declare function connect(params: Record<string, string>, options?: ConnectOptions): Connection;
+/** The page's address with ?room=code: the link a player shares to a private room. */
+export declare function roomLink(code: string): string;
 
 /** This game, "<domain>/<game>". */
 export declare const game: string;

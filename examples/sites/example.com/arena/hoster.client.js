@@ -51,6 +51,18 @@
     return (u.protocol === "https:" ? "wss://" : "ws://") + u.host + "/" + game;
   }
 
+  // pageRoom is the ?room= of the page's own address: a shared link.
+  function pageRoom() {
+    try { return new URLSearchParams(root.location.search).get("room"); } catch (e) { return null; }
+  }
+
+  // roomLink is the page's address with ?room=code: what a player shares.
+  function roomLink(code) {
+    var u = new URL(root.location.href);
+    u.searchParams.set("room", code);
+    return u.toString();
+  }
+
   // connect(url?, params?, options?): options.WebSocket is the WebSocket
   // implementation to use (Node's "ws" package for a bot), else the global.
   function connect(url, params, options) {
@@ -58,6 +70,12 @@
     url = url || defaultURL();
     params = params || {};
     options = options || {};
+    if (params.room === undefined && pageRoom()) {
+      var withRoom = {};
+      for (var k in params) withRoom[k] = params[k];
+      withRoom.room = pageRoom();
+      params = withRoom;
+    }
     var WS = options.WebSocket || root.WebSocket;
     if (!WS) throw new Error("hoster: no WebSocket in this environment: pass one, connect(url, params, {WebSocket: require(\"ws\")})");
 
@@ -68,6 +86,7 @@
       entities: {},  // id -> {id, type, ...fields}
       me: null,      // this player's id once welcomed
       instance: null,
+      room: params.room || null, // the private room's code, if any
       connected: false,
       commands: {},
       on: function (event, fn) { (listeners[event] = listeners[event] || []).push(fn); return conn; },
@@ -130,12 +149,17 @@
             if (o) emit("gone", o);
           });
         } else if (m.t === "error") {
-          emit("error", m.error);
+          emit("error", m.error, m.c); // m.c: the command it answers, if any
+        } else if (m.t === "message") {
+          emit("message", m.type, m.data);
         }
       };
       ws.onclose = function (ev) {
         conn.connected = false;
-        var again = !closing;
+        // Kicked (4000), the instance closed (4001), replaced (4002), or a
+        // full or locked room (1013): coming back would not help.
+        var final = ev.code === 4000 || ev.code === 4001 || ev.code === 4002 || ev.code === 1013;
+        var again = !closing && !final;
         emit("close", { code: ev.code, reason: ev.reason, reconnecting: again });
         if (again) {
           var delay = Math.min(30000, 500 * Math.pow(2, attempt++));
@@ -147,7 +171,7 @@
     return conn;
   }
 
-  return { game: SCHEMA.game, schema: SCHEMA, connect: connect, validate: function (name, args) {
+  return { game: SCHEMA.game, schema: SCHEMA, connect: connect, roomLink: roomLink, validate: function (name, args) {
     var schema = SCHEMA.commands[name];
     return schema ? validate(schema, args) : "unknown command " + JSON.stringify(name);
   } };

@@ -26,6 +26,7 @@
   var SPEED = 30;
   var VIEW = 40;
   var COINS = 12;
+  var ROUND = 60;
   function clamp(v, lo, hi) {
     return Math.max(lo, Math.min(hi, v));
   }
@@ -36,12 +37,26 @@
     return Math.hypot(a.x - b.x, a.y - b.y);
   }
 
+  // lib/rounds.js
+  function startRounds(instance) {
+    instance.every(ROUND, () => {
+      let leader = null;
+      for (const id in instance.players) {
+        const p = instance.players[id];
+        if (!leader || p.score > leader.score) leader = p;
+      }
+      instance.broadcast("round", { round: instance.state.round, leader: leader && leader.name });
+      instance.state.round++;
+    });
+  }
+
   // hoster-instance/create.js
   function create(instance) {
     instance.state = { round: 1, collected: 0 };
     for (let i = 0; i < COINS; i++) {
       instance.spawn("coin", __spreadProps(__spreadValues({}, randomSpot()), { value: 1 }));
     }
+    startRounds(instance);
   }
 
   // hoster-instance/tick.ts
@@ -76,6 +91,7 @@
 
   // hoster-instance/restore.js
   function restore(instance, saved) {
+    startRounds(instance);
     instance.state = { round: saved.round, collected: saved.collected };
     for (const id in saved.players) {
       const p = instance.players[id];
@@ -92,6 +108,7 @@
     player.vx = 0;
     player.vy = 0;
     instance.log("joined", player.id, player.name);
+    instance.send(player, "hello", { text: "Welcome, " + player.name + "! Collect the coins." });
   }
 
   // hoster-player/leave.js
@@ -119,6 +136,12 @@
 
   // hoster-commands/say/run.js
   function run2(instance, player, args) {
+    const now = instance.now();
+    if (player.lastSaid !== void 0 && now - player.lastSaid < 1e3) {
+      instance.refuse("wait a second between messages");
+    }
+    player.lastSaid = now;
+    instance.broadcast("chat", { from: player.name, text: args.text });
     instance.log(player.name + ": " + args.text);
   }
 
@@ -180,3 +203,4 @@
   registry.commands["say"].run = run2;
   globalThis.__hoster = registry;
 })();
+//# sourceMappingURL=hoster.server.js.map
