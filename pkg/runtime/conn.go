@@ -268,40 +268,47 @@ func (c *conn) readLoop() {
 			c.sendError("frames must be text: JSON {\"c\": command, \"a\": {arguments}}", "")
 			continue
 		}
-		m, err := parseCommand(data)
-		if err != nil {
-			c.sendError(err.Error(), "")
-			continue
-		}
-		in := c.seat.in
-		in.mu.Lock()
-		schema, ok := in.ver.commands[m.C]
-		in.mu.Unlock()
-		if !ok {
-			c.sendError(fmt.Sprintf("unknown command %q", m.C), m.C)
-			continue
-		}
-		var args any
-		if len(m.A) > 0 {
-			if err := json.Unmarshal(m.A, &args); err != nil {
-				c.sendError("malformed arguments", m.C)
-				continue
-			}
-		}
-		if err := schema.Validate(args); err != nil {
-			c.sendError(err.Error(), m.C)
-			continue
-		}
-		if args == nil {
-			m.A = json.RawMessage("{}")
-		}
-		in.mu.Lock()
-		in.tel.commands[m.C]++
-		in.tel.cmdBytes.Sum += float64(len(data))
-		in.tel.cmdBytes.Count++
-		in.mu.Unlock()
-		in.enqueue(event{kind: "cmd", player: c.seat.player, name: m.C, args: m.A})
+		c.handle(data)
 	}
+}
+
+// handle takes one command frame: a malformed one, an unknown command or
+// bad arguments are answered with an error frame at once; a valid command is
+// queued for the next tick.
+func (c *conn) handle(data []byte) {
+	m, err := parseCommand(data)
+	if err != nil {
+		c.sendError(err.Error(), "")
+		return
+	}
+	in := c.seat.in
+	in.mu.Lock()
+	schema, ok := in.ver.commands[m.C]
+	in.mu.Unlock()
+	if !ok {
+		c.sendError(fmt.Sprintf("unknown command %q", m.C), m.C)
+		return
+	}
+	var args any
+	if len(m.A) > 0 {
+		if err := json.Unmarshal(m.A, &args); err != nil {
+			c.sendError("malformed arguments", m.C)
+			return
+		}
+	}
+	if err := schema.Validate(args); err != nil {
+		c.sendError(err.Error(), m.C)
+		return
+	}
+	if args == nil {
+		m.A = json.RawMessage("{}")
+	}
+	in.mu.Lock()
+	in.tel.commands[m.C]++
+	in.tel.cmdBytes.Sum += float64(len(data))
+	in.tel.cmdBytes.Count++
+	in.mu.Unlock()
+	in.enqueue(event{kind: "cmd", player: c.seat.player, name: m.C, args: m.A})
 }
 
 // command is a player's frame: {"c": name, "a": {arguments}}.

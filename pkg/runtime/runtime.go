@@ -103,6 +103,7 @@ type Runtime struct {
 	seats  map[string]*seat            // resume token -> seat
 	closed bool
 
+	manual     bool   // instances are stepped by a TestGame, not by their own goroutine
 	process    string // this process's id, minted at start
 	now        func() time.Time
 	logs       chan logLine
