@@ -74,7 +74,7 @@ func startWith(t *testing.T, games map[string]map[string]string, opt func(*Optio
 	if res, err := gen.Generate(root); err != nil || res.Failed() {
 		t.Fatalf("generating the test games: %v %v", err, res.Problems())
 	}
-	o := Options{Logger: testLogger(t), GamesRoot: root, EmptyGrace: 200 * time.Millisecond, ResumeGrace: 2 * time.Second, HookBudget: 200 * time.Millisecond}
+	o := Options{Logger: testLogger(t), GamesRoot: root, EmptyGrace: 200 * time.Millisecond, ResumeGrace: 2 * time.Second, HookBudget: 2 * time.Second}
 	if opt != nil {
 		opt(&o)
 	}
@@ -514,10 +514,7 @@ func TestBrokenGamesAreSkipped(t *testing.T) {
 		writeGame(t, root, "c.example", "nomod", map[string]string{"hoster-game.json": cfg(4)})
 		o.Logger = slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))
 	})
-	var got []string
-	for _, g := range e.rt.Games() {
-		got = append(got, g)
-	}
+	got := append([]string(nil), e.rt.Games()...)
 	sort.Strings(got)
 	if strings.Join(got, " ") != "a.example/lab b.example/ok" {
 		t.Fatalf("games served: %v", got)
