@@ -1,8 +1,7 @@
 package integration
 
 import (
-	"encoding/json"
-	"fmt"
+	"bufio"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -20,24 +19,26 @@ import (
 )
 
 // page drives the example game from a browser page through its generated
-// library, loaded by a plain script tag; it reports in document.title.
+// library, loaded by a plain script tag; it reports to /arena/report (and in
+// document.title, for a person watching).
 const page = `<!doctype html><title>loading</title>
 <script src="hoster.client.js"></script>
 <script>
   const role = new URLSearchParams(location.search).get("role");
+  const report = (s) => { document.title = s; fetch("report?" + new URLSearchParams({ role, s })); };
   const g = Hoster.connect({ name: role });
   let seen = 0;
   g.on("welcome", () => {
-    document.title = "joined";
+    report("joined");
     if (role === "mover") setInterval(() => g.commands.move({ dx: 1, dy: 0 }), 100);
   });
   g.on("change", (thing, changed) => {
     if (role === "watcher" && thing.name === "mover" && "x" in changed) {
       seen++;
-      document.title = "saw the mover move " + seen + " times";
+      report("saw the mover move " + seen + " times");
     }
   });
-  g.on("error", (e) => { document.title = "error " + e; });
+  g.on("error", (e) => { report("error " + e); });
 </script>`
 
 func TestExampleGameInChromium(t *testing.T) {
@@ -72,6 +73,13 @@ func TestExampleGameInChromium(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.Handle("/arena", proxy)
 	mux.Handle("/arena/hoster.client.js", proxy)
+	reports := make(chan [2]string, 100)
+	mux.HandleFunc("/arena/report", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case reports <- [2]string{r.FormValue("role"), r.FormValue("s")}:
+		default:
+		}
+	})
 	mux.HandleFunc("/arena/play.html", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		w.Write([]byte(page))
@@ -91,6 +99,11 @@ func TestExampleGameInChromium(t *testing.T) {
 		"--user-data-dir="+profile, "--remote-debugging-port=0",
 		site.URL+"/arena/play.html?role=watcher")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // to stop its helpers too
+	// Chromium says where DevTools listens on stderr.
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -98,17 +111,24 @@ func TestExampleGameInChromium(t *testing.T) {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
 	}()
-	// Chromium writes its DevTools port into the profile once it listens.
-	var devtools string
-	for start := time.Now(); devtools == ""; time.Sleep(100 * time.Millisecond) {
-		if b, err := os.ReadFile(filepath.Join(profile, "DevToolsActivePort")); err == nil {
-			if port, _, ok := strings.Cut(string(b), "\n"); ok && port != "" {
-				devtools = "127.0.0.1:" + port
+	listening := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if rest, ok := strings.CutPrefix(sc.Text(), "DevTools listening on ws://"); ok {
+				host, _, _ := strings.Cut(rest, "/")
+				listening <- host
 			}
 		}
-		if time.Since(start) > 30*time.Second {
-			t.Fatal("chromium did not start")
-		}
+		close(listening)
+	}()
+	var devtools string
+	select {
+	case devtools = <-listening:
+	case <-time.After(30 * time.Second):
+	}
+	if devtools == "" {
+		t.Fatal("chromium did not start")
 	}
 
 	// Headless Chromium starts with one page; the second opens over DevTools.
@@ -119,33 +139,21 @@ func TestExampleGameInChromium(t *testing.T) {
 		resp.Body.Close()
 	}
 
-	// Poll the pages' titles until the watcher has seen the mover move.
-	deadline := time.Now().Add(30 * time.Second)
-	var titles []string
-	for time.Now().Before(deadline) {
-		resp, err := http.Get("http://" + devtools + "/json/list")
-		if err == nil {
-			var targets []struct{ Type, Title, URL string }
-			json.NewDecoder(resp.Body).Decode(&targets)
-			resp.Body.Close()
-			titles = titles[:0]
-			for _, tg := range targets {
-				if tg.Type == "page" {
-					titles = append(titles, fmt.Sprintf("%s: %s", tg.URL[strings.LastIndex(tg.URL, "=")+1:], tg.Title))
-					if strings.HasPrefix(tg.Title, "error") {
-						t.Fatalf("a page reported %q", tg.Title)
-					}
-					if strings.Contains(tg.URL, "watcher") && strings.HasPrefix(tg.Title, "saw the mover move") {
-						var n int
-						fmt.Sscanf(strings.TrimPrefix(tg.Title, "saw the mover move "), "%d", &n)
-						if n >= 3 {
-							return
-						}
-					}
-				}
+	// Wait for the watcher to have seen the mover move three times.
+	deadline := time.After(30 * time.Second)
+	var got []string
+	for {
+		select {
+		case r := <-reports:
+			got = append(got, r[0]+": "+r[1])
+			if strings.HasPrefix(r[1], "error") {
+				t.Fatalf("the %s page reported %q", r[0], r[1])
 			}
+			if r[0] == "watcher" && strings.HasPrefix(r[1], "saw the mover move 3 ") {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("the watcher never saw the mover move; reports: %v", got)
 		}
-		time.Sleep(200 * time.Millisecond)
 	}
-	t.Fatalf("the watcher never saw the mover move; pages: %v", titles)
 }
