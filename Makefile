@@ -49,7 +49,7 @@ fuzz: ## fuzz the path checks and parsers, FUZZTIME (30s) each
 	$(GO) test -run '^$$' -fuzz FuzzValidate -fuzztime $(FUZZTIME) ./pkg/game
 	$(GO) test -run '^$$' -fuzz FuzzParseCommand -fuzztime $(FUZZTIME) ./pkg/runtime
 	$(GO) test -run '^$$' -fuzz FuzzPlanAgainstAHostileTree -fuzztime $(FUZZTIME) ./pkg/mirror
-	$(GO) test -run '^$$' -fuzz FuzzNormalisePin -fuzztime $(FUZZTIME) ./pkg/api
+	$(GO) test -run '^$$' -fuzz FuzzNormalisePin -fuzztime $(FUZZTIME) ./pkg/apiclient
 
 clean: ## remove build output
 	rm -rf bin
