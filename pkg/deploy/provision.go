@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/atomicfile"
 )
 
 // Host is what Provision prepares, as hoster-server init's flags give it.
@@ -96,11 +97,11 @@ func Provision(h Host) (*Provisioned, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := WriteFileAtomic(p.CaddyPath, caddyfile, 0o644); err != nil {
+	if err := atomicfile.WriteFile(p.CaddyPath, caddyfile, 0o644); err != nil {
 		return nil, err
 	}
 	unit := SystemdUnit(h.Binary, h.HostingRoot, h.LogsRoot, h.Listen, h.AskListen)
-	if err := WriteFileAtomic(p.UnitPath, unit, 0o644); err != nil {
+	if err := atomicfile.WriteFile(p.UnitPath, unit, 0o644); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -141,10 +142,10 @@ func (p *Provisioned) certificate() ([]byte, error) {
 		return nil, err
 	}
 	// Key first: a certificate never stands without its key.
-	if err := WriteFileAtomic(p.KeyPath, c.KeyPEM, 0o600); err != nil {
+	if err := atomicfile.WriteFile(p.KeyPath, c.KeyPEM, 0o600); err != nil {
 		return nil, err
 	}
-	if err := WriteFileAtomic(p.CertPath, c.CertPEM, 0o644); err != nil {
+	if err := atomicfile.WriteFile(p.CertPath, c.CertPEM, 0o644); err != nil {
 		return nil, err
 	}
 	return c.CertPEM, nil
