@@ -93,7 +93,7 @@ type StatsFile struct {
 	Size int64 `json:"size"`
 }
 
-// The statistic types of the health day-files.
+// StatsTypes are the statistic types of the health day-files.
 var StatsTypes = []string{"cpu", "memory", "disk", "diskio", "netio"}
 
 // GameLogListing is the body of GET /api/v1/gamelogs (variant 1 only).

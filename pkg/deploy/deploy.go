@@ -1,8 +1,9 @@
-// Package deploy prepares a host for hoster-server: the directory layout, the
-// API token, the ten-year self-signed certificate for the bare IP, and the
-// Caddyfile that puts Caddy in front (TLS for the IP with that certificate,
-// on-demand TLS for game domains gated by the ask endpoint, every request
-// proxied to the loopback server, the access log rolled as the contract says).
+// Package deploy prepares a host for hoster-server ([Provision], behind
+// hoster-server init): the directory layout, the API token, the ten-year
+// self-signed certificate for the bare IP, the Caddyfile that puts Caddy in
+// front (TLS for the IP with that certificate, on-demand TLS for game domains
+// gated by the ask endpoint, every request proxied to the loopback server,
+// the access log rolled as the contract says) and the systemd unit.
 package deploy
 
 import (
@@ -56,9 +57,10 @@ func WriteToken(path, token string) error {
 	return nil
 }
 
-// Certificate is a PEM certificate and key pair.
+// Certificate is a PEM certificate and its key.
 type Certificate struct {
-	CertPEM, KeyPEM []byte
+	CertPEM []byte // one CERTIFICATE block
+	KeyPEM  []byte // one EC PRIVATE KEY block
 }
 
 // NewIPCertificate makes a self-signed ECDSA P-256 certificate for ip, valid

@@ -36,7 +36,13 @@ type Host struct {
 // Provisioned is what Provision did, for the operator.
 type Provisioned struct {
 	Host
-	GamesDir, TokenPath, CertPath, KeyPath, CaddyPath, UnitPath string
+	// GamesDir is {hosting_root}/hoster-games.
+	GamesDir string
+	// TokenPath, CertPath and KeyPath are the token file and the IP
+	// certificate's two files (under {hosting_root}/tls).
+	TokenPath, CertPath, KeyPath string
+	// CaddyPath and UnitPath are the written Caddyfile and systemd unit.
+	CaddyPath, UnitPath string
 	// Token is set only when this run created it: it is shown once.
 	Token string
 	// TokenNote and CertNote say what happened to each.

@@ -28,9 +28,9 @@ import (
 
 // The generated files.
 const (
-	ServerFile = api.ServerModule     // hoster.server.js
-	ClientFile = api.ClientLibrary    // hoster.client.js
-	TypesFile  = "hoster.client.d.ts" // hoster.client.d.ts
+	ServerFile = api.ServerModule  // hoster.server.js
+	ClientFile = api.ClientLibrary // hoster.client.js
+	TypesFile  = api.ClientTypes   // hoster.client.d.ts
 )
 
 // Problem is one thing wrong with a game.
