@@ -11,11 +11,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hoster-dev/hoster/internal/waitbuf"
 	"github.com/hoster-dev/hoster/pkg/api"
 	"github.com/hoster-dev/hoster/pkg/server"
 )
@@ -266,7 +266,7 @@ func TestSyncWatch(t *testing.T) {
 	e.game("arena", map[string]string{"a.txt": "one"})
 	t.Chdir(e.dir)
 	ctx, cancel := context.WithCancel(context.Background())
-	errOut := newSyncBuffer()
+	errOut := waitbuf.New()
 	done := make(chan error, 1)
 	go func() {
 		done <- watchSync(ctx, &IO{Out: io.Discard, ErrOut: errOut}, &globals{}, "sites", syncOptions{Jobs: 2})
@@ -274,52 +274,21 @@ func TestSyncWatch(t *testing.T) {
 	server := filepath.Join(e.games, "example.com/arena/a.txt")
 	synced := func(rounds int, want string) {
 		t.Helper()
-		errOut.waitFor(t, "uploaded example.com/arena/a.txt", rounds)
-		errOut.waitFor(t, "synced sites:", rounds)
+		if !errOut.WaitFor("uploaded example.com/arena/a.txt", rounds, 20*time.Second) || !errOut.WaitFor("synced sites:", rounds, 20*time.Second) {
+			t.Fatalf("sync round %d never ended:\n%s", rounds, errOut)
+		}
 		if b, _ := os.ReadFile(server); string(b) != want {
 			t.Fatalf("the server has %q, want %q\n%s", b, want, errOut)
 		}
 	}
 	synced(1, "one")
-	errOut.waitFor(t, "watching sites for changes", 1)
+	if !errOut.WaitFor("watching sites for changes", 1, 20*time.Second) {
+		t.Fatalf("never watching:\n%s", errOut)
+	}
 	os.WriteFile(filepath.Join(e.sites, "example.com/arena/a.txt"), []byte("two"), 0o644)
 	synced(2, "two")
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
-	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the watcher's goroutine, which a
-// test can wait on.
-type syncBuffer struct {
-	mu      sync.Mutex
-	b       bytes.Buffer
-	written chan struct{} // a token after each write
-}
-
-func newSyncBuffer() *syncBuffer { return &syncBuffer{written: make(chan struct{}, 1)} }
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	select {
-	case s.written <- struct{}{}:
-	default:
-	}
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
-// waitFor waits until what was written holds sub n times.
-func (s *syncBuffer) waitFor(t *testing.T, sub string, n int) {
-	t.Helper()
-	timeout := time.After(20 * time.Second)
-	for strings.Count(s.String(), sub) < n {
-		select {
-		case <-s.written:
-		case <-timeout:
-			t.Fatalf("never written %d times: %q\n%s", n, sub, s)
-		}
 	}
 }

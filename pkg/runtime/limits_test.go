@@ -37,22 +37,8 @@ func TestSlowReaderDisconnected(t *testing.T) {
 	}
 	defer slow.Close()
 	fast := e.join(t, "a.example", "heavy", "fast")
-	fast.until("the slow player appear", func(m map[string]map[string]any) bool {
-		for _, th := range m {
-			if th["name"] == "slow" {
-				return true
-			}
-		}
-		return false
-	})
-	fast.until("the slow player gone, cut for not reading", func(m map[string]map[string]any) bool {
-		for _, th := range m {
-			if th["name"] == "slow" {
-				return false
-			}
-		}
-		return true
-	})
+	fast.until("the slow player appear", holdsPlayer("slow"))
+	fast.until("the slow player gone, cut for not reading", func(m map[string]map[string]any) bool { return !holdsPlayer("slow")(m) })
 	// The fast player is still being served.
 	fast.drain()
 	fast.next("update")

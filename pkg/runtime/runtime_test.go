@@ -494,18 +494,23 @@ func TestSlowReaderDoesNotSlowOthers(t *testing.T) {
 	}
 	defer slow.Close() // never read
 	fast := e.join(t, "a.example", "lab", "fast")
-	fast.until("the slow player", func(m map[string]map[string]any) bool {
-		for _, th := range m {
-			if th["name"] == "slow" {
-				return true
-			}
-		}
-		return false
-	})
+	fast.until("the slow player", holdsPlayer("slow"))
 	for i := 0; i < 50; i++ {
 		fast.send("move", map[string]any{"dx": 1})
 	}
 	fast.until("its own moves", func(m map[string]map[string]any) bool { return m[fast.me]["x"] == 50.0 })
+}
+
+// holdsPlayer is true of a mirrored state holding a player named name.
+func holdsPlayer(name string) func(map[string]map[string]any) bool {
+	return func(m map[string]map[string]any) bool {
+		for _, th := range m {
+			if th["name"] == name {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // smallSendBuffers gives each accepted TCP connection a 4 KB send buffer.

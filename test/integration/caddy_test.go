@@ -17,11 +17,11 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/hoster-dev/hoster/internal/waitbuf"
 )
 
 // repoRoot is the module's root, two levels up from this package.
@@ -56,9 +56,9 @@ func freePort(t *testing.T) int {
 
 // startProcess starts a long-running command and stops it at the end of the
 // test, logging its output if the test failed. Its output can be waited on.
-func startProcess(t *testing.T, name string, cmd *exec.Cmd) *output {
+func startProcess(t *testing.T, name string, cmd *exec.Cmd) output {
 	t.Helper()
-	out := &output{written: make(chan struct{}, 1)}
+	out := output{waitbuf.New()}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", name, err)
@@ -81,34 +81,13 @@ func startProcess(t *testing.T, name string, cmd *exec.Cmd) *output {
 }
 
 // output is a process's output, which a test can wait on.
-type output struct {
-	mu      sync.Mutex
-	b       bytes.Buffer
-	written chan struct{} // a token after each write
-}
-
-func (o *output) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	select {
-	case o.written <- struct{}{}:
-	default:
-	}
-	return o.b.Write(p)
-}
-
-func (o *output) String() string { o.mu.Lock(); defer o.mu.Unlock(); return o.b.String() }
+type output struct{ *waitbuf.Buffer }
 
 // waitFor waits until the output holds sub.
-func (o *output) waitFor(t *testing.T, sub string) {
+func (o output) waitFor(t *testing.T, sub string) {
 	t.Helper()
-	timeout := time.After(30 * time.Second)
-	for !strings.Contains(o.String(), sub) {
-		select {
-		case <-o.written:
-		case <-timeout:
-			t.Fatalf("the output never said %q:\n%s", sub, o)
-		}
+	if !o.WaitFor(sub, 1, 30*time.Second) {
+		t.Fatalf("the output never said %q:\n%s", sub, o)
 	}
 }
 
