@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/apiclient"
 	"github.com/hoster-dev/hoster/pkg/mirror"
 	"github.com/spf13/cobra"
 )
@@ -21,19 +21,19 @@ func init() {
 		newPullAllCmd)
 }
 
-type puller func(ctx context.Context, c *api.Client, dir string, out *output) (mirror.PullSummary, error)
+type puller func(ctx context.Context, c *apiclient.Client, dir string, out *output) (mirror.PullSummary, error)
 
-func pullLogs(ctx context.Context, c *api.Client, dir string, out *output) (mirror.PullSummary, error) {
+func pullLogs(ctx context.Context, c *apiclient.Client, dir string, out *output) (mirror.PullSummary, error) {
 	return mirror.PullLogs(ctx, c, dir, pullJobs, out)
 }
 
-func pullStats(ctx context.Context, c *api.Client, dir string, out *output) (mirror.PullSummary, error) {
+func pullStats(ctx context.Context, c *apiclient.Client, dir string, out *output) (mirror.PullSummary, error) {
 	return mirror.PullStats(ctx, c, dir, pullJobs, out)
 }
 
-func pullGameLogs(ctx context.Context, c *api.Client, dir string, out *output) (mirror.PullSummary, error) {
+func pullGameLogs(ctx context.Context, c *apiclient.Client, dir string, out *output) (mirror.PullSummary, error) {
 	s, err := mirror.PullGameLogs(ctx, c, dir, pullJobs, out)
-	if errors.Is(err, api.ErrNotFound) {
+	if errors.Is(err, apiclient.ErrNotFound) {
 		return s, errNoGameLogs
 	}
 	return s, err

@@ -1,5 +1,5 @@
 // Package cli is the hoster command line: cobra commands that parse flags and
-// configuration, then call into pkg/gen, pkg/mirror and pkg/api, which know
+// configuration, then call into pkg/gen, pkg/mirror and pkg/apiclient, which know
 // nothing of cobra.
 package cli
 

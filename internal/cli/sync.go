@@ -200,8 +200,9 @@ func watchSync(ctx context.Context, ios *IO, g *globals, root string, o syncOpti
 		return err
 	}
 	report(err)
-	fmt.Fprintf(ios.ErrOut, "watching %s for changes; Ctrl-C stops\n", root)
-	werr := mirror.Watch(ctx, root, 200*time.Millisecond, func() { report(runSync(ctx, ios, g, root, o)) })
+	werr := mirror.Watch(ctx, root, 200*time.Millisecond,
+		func() { fmt.Fprintf(ios.ErrOut, "watching %s for changes; Ctrl-C stops\n", root) },
+		func() { report(runSync(ctx, ios, g, root, o)) })
 	if werr != nil {
 		return withExit(ExitFailed, werr)
 	}

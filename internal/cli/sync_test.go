@@ -11,11 +11,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hoster-dev/hoster/internal/waitbuf"
 	"github.com/hoster-dev/hoster/pkg/api"
 	"github.com/hoster-dev/hoster/pkg/server"
 )
@@ -79,9 +79,7 @@ func (e *cliEnv) game(name string, files map[string]string) {
 // run runs hoster in e.dir and returns stdout, stderr and the exit status.
 func (e *cliEnv) run(tty bool, args ...string) (string, string, int) {
 	e.t.Helper()
-	wd, _ := os.Getwd()
-	os.Chdir(e.dir)
-	defer os.Chdir(wd)
+	e.t.Chdir(e.dir)
 	var out, errOut bytes.Buffer
 	code := run(&IO{Out: &out, ErrOut: &errOut, ErrIsTerminal: tty}, args)
 	if strings.Contains(out.String()+errOut.String(), testToken) {
@@ -266,49 +264,31 @@ func TestVersion(t *testing.T) {
 func TestSyncWatch(t *testing.T) {
 	e := newCLIEnv(t, api.Variant1)
 	e.game("arena", map[string]string{"a.txt": "one"})
-	wd, _ := os.Getwd()
-	os.Chdir(e.dir)
-	defer os.Chdir(wd)
+	t.Chdir(e.dir)
 	ctx, cancel := context.WithCancel(context.Background())
-	var errOut syncBuffer
+	errOut := waitbuf.New()
 	done := make(chan error, 1)
 	go func() {
-		done <- watchSync(ctx, &IO{Out: io.Discard, ErrOut: &errOut}, &globals{}, "sites", syncOptions{Jobs: 2})
+		done <- watchSync(ctx, &IO{Out: io.Discard, ErrOut: errOut}, &globals{}, "sites", syncOptions{Jobs: 2})
 	}()
 	server := filepath.Join(e.games, "example.com/arena/a.txt")
-	waitFor := func(want string) {
+	synced := func(rounds int, want string) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) {
-			if b, _ := os.ReadFile(server); string(b) == want {
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
+		if !errOut.WaitFor("uploaded example.com/arena/a.txt", rounds, 20*time.Second) || !errOut.WaitFor("synced sites:", rounds, 20*time.Second) {
+			t.Fatalf("sync round %d never ended:\n%s", rounds, errOut)
 		}
-		t.Fatalf("the server never got %q\n%s", want, errOut.String())
+		if b, _ := os.ReadFile(server); string(b) != want {
+			t.Fatalf("the server has %q, want %q\n%s", b, want, errOut)
+		}
 	}
-	waitFor("one")
-	time.Sleep(300 * time.Millisecond)
+	synced(1, "one")
+	if !errOut.WaitFor("watching sites for changes", 1, 20*time.Second) {
+		t.Fatalf("never watching:\n%s", errOut)
+	}
 	os.WriteFile(filepath.Join(e.sites, "example.com/arena/a.txt"), []byte("two"), 0o644)
-	waitFor("two")
+	synced(2, "two")
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(errOut.String(), "watching sites") {
-		t.Fatalf("output:\n%s", errOut.String())
-	}
 }
-
-// syncBuffer is a bytes.Buffer safe for the watcher's goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

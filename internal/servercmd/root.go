@@ -4,6 +4,7 @@
 package servercmd
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
@@ -24,13 +25,19 @@ func Main(args []string, out, errOut io.Writer) int {
 	root.SetArgs(args)
 	root.SetOut(out)
 	root.SetErr(errOut)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	for _, add := range commands {
 		root.AddCommand(add(out, errOut))
 	}
-	if err := root.Execute(); err != nil {
+	_, _, err := root.Find(args)
+	if err != nil {
+		err = usageError{err} // no such command
+	} else {
+		err = root.Execute()
+	}
+	if err != nil {
 		fmt.Fprintf(errOut, "hoster-server: %v\n", err)
-		var ue usageError
-		if asUsage(err, &ue) {
+		if errors.As(err, new(usageError)) {
 			return 2
 		}
 		return 1
@@ -47,7 +54,7 @@ func init() {
 		return &cobra.Command{
 			Use:   "version",
 			Short: "Print the server version and API version",
-			Args:  cobra.NoArgs,
+			Args:  usageArgs(cobra.NoArgs),
 			Run: func(*cobra.Command, []string) {
 				fmt.Fprintf(out, "hoster-server %s (api %d)\n", version.Version, api.Version)
 			},

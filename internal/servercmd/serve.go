@@ -53,7 +53,7 @@ func newServeCmd(_, errOut io.Writer) *cobra.Command {
 API on --listen (behind Caddy), and the ask gate for Caddy's on-demand TLS on
 --ask-listen. Every flag can also be set as HOSTER_SERVER_<FLAG>, for example
 HOSTER_SERVER_LISTEN; a flag on the command line wins.`,
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := applyEnv(cmd.Flags(), nil); err != nil {
 				return err

@@ -113,6 +113,9 @@ func TestServeFlagErrorsExit2(t *testing.T) {
 		{[]string{"serve", "--tls-cert", "x"}, nil, "--tls-key"},
 		{[]string{"serve", "--reload-debounce", "0s"}, nil, "--reload-debounce"},
 		{[]string{"serve", "--bogus"}, nil, "unknown flag"},
+		{[]string{"serve", "extra"}, nil, "unknown command"},
+		{[]string{"bogus"}, nil, "unknown command"},
+		{[]string{"init", "--http-port", "x"}, nil, "invalid argument"},
 		{[]string{"serve"}, map[string]string{"HOSTER_SERVER_STATS_INTERVAL": "soon"}, "HOSTER_SERVER_STATS_INTERVAL"},
 		{[]string{"serve"}, map[string]string{"HOSTER_SERVER_VARIANT": "9"}, "--variant"},
 	} {

@@ -96,4 +96,5 @@ const (
 	GameConfigFile = "hoster-game.json"
 	ServerModule   = "hoster.server.js"
 	ClientLibrary  = "hoster.client.js"
+	ClientTypes    = "hoster.client.d.ts" // the typings of ClientLibrary, generated beside it
 )

@@ -1,5 +1,7 @@
 package api
 
+import "io"
+
 // VersionInfo is the body of GET /api/version, the only route that needs no
 // token.
 type VersionInfo struct {
@@ -91,7 +93,7 @@ type StatsFile struct {
 	Size int64 `json:"size"`
 }
 
-// The statistic types of the health day-files.
+// StatsTypes are the statistic types of the health day-files.
 var StatsTypes = []string{"cpu", "memory", "disk", "diskio", "netio"}
 
 // GameLogListing is the body of GET /api/v1/gamelogs (variant 1 only).
@@ -235,4 +237,18 @@ type GameSnapshotLine struct {
 	// State is what the game's serialise hook returned (the instance state
 	// when there is none); its shape is the game's own.
 	State any `json:"state"`
+}
+
+// Fetched is the answer to a request for one of the tools routes' files,
+// its body still to be read.
+type Fetched struct {
+	// Status is 200 or 206.
+	Status int
+	// Start is where the body begins in the file: the Content-Range start of
+	// a 206, 0 for a 200.
+	Start int64
+	// Length is the Content-Length, or -1 when unknown.
+	Length int64
+	// Body must be closed.
+	Body io.ReadCloser
 }

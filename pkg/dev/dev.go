@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/apiclient"
 	"github.com/hoster-dev/hoster/pkg/gen"
 	"github.com/hoster-dev/hoster/pkg/mirror"
 	"github.com/hoster-dev/hoster/pkg/pages"
@@ -137,7 +138,7 @@ func Run(ctx context.Context, o Options) error {
 		o.Ready(base)
 	}
 
-	client, err := api.NewClient(api.ClientConfig{Server: base, Token: token, Attempts: 1})
+	client, err := apiclient.NewClient(apiclient.ClientConfig{Server: base, Token: token, Attempts: 1})
 	if err != nil {
 		hs.Close()
 		return err
@@ -146,9 +147,9 @@ func Run(ctx context.Context, o Options) error {
 	defer stopWatch()
 	push := func() { syncOnce(wctx, o.Root, client, o.Log) }
 	push()
-	fmt.Fprintf(o.Log, "watching %s for changes; Ctrl-C stops\n", o.Root)
 	watched := make(chan error, 1)
-	go func() { watched <- mirror.Watch(wctx, o.Root, o.Debounce, push) }()
+	ready := func() { fmt.Fprintf(o.Log, "watching %s for changes; Ctrl-C stops\n", o.Root) }
+	go func() { watched <- mirror.Watch(wctx, o.Root, o.Debounce, ready, push) }()
 
 	var failure error
 	select {

@@ -13,8 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-
-	"github.com/hoster-dev/hoster/pkg/api"
 )
 
 // unreachableAfter is how many transfers in a row may fail for want of a
@@ -22,11 +20,12 @@ import (
 const unreachableAfter = 3
 
 // unreachable reports whether err says the server is not there to answer:
-// no answer at all, or a server error, after the transfer's own retries.
-// A full disk is an answer, not an absence.
+// no answer at all, or a server error, after the transfer's own retries
+// (the Remote's errors say so with an Unreachable method, as
+// *apiclient.Error does). A full disk is an answer, not an absence.
 func unreachable(err error) bool {
-	var e *api.Error
-	return errors.As(err, &e) && e.Transient && e.Status != 429 && !outOfSpace(err)
+	var e interface{ Unreachable() bool }
+	return errors.As(err, &e) && e.Unreachable() && !outOfSpace(err)
 }
 
 // outOfSpace reports whether err is the server saying its disk is full.

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/apiclient"
 	"github.com/hoster-dev/hoster/pkg/server"
 )
 
@@ -97,7 +98,7 @@ func TestFullDiskFreedByDeletingLocally(t *testing.T) {
 			}
 			ts := httptest.NewServer(srv.Handler())
 			t.Cleanup(func() { ts.Close(); srv.Close() })
-			c, _ := api.NewClient(api.ClientConfig{Server: ts.URL, Token: token, Attempts: 2, RetryBase: 1})
+			c, _ := apiclient.NewClient(apiclient.ClientConfig{Server: ts.URL, Token: token, Attempts: 2, RetryBase: 1})
 			f := &fixture{root: t.TempDir(), games: games, c: c}
 			write(t, f.root, "a.com/g/hoster-game.json", cfg)
 			write(t, f.root, "a.com/g/old.bin", strings.Repeat("o", 700<<10))
@@ -196,7 +197,7 @@ func TestDeadServerEndsTheSync(t *testing.T) {
 			}))
 			t.Cleanup(func() { ts.Close(); srv.Close() })
 			const attempts = 3
-			c, _ := api.NewClient(api.ClientConfig{Server: ts.URL, Token: token, Attempts: attempts, RetryBase: 1})
+			c, _ := apiclient.NewClient(apiclient.ClientConfig{Server: ts.URL, Token: token, Attempts: attempts, RetryBase: 1})
 			root := t.TempDir()
 			write(t, root, "a.com/g/hoster-game.json", cfg)
 			const files = 300

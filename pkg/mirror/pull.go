@@ -17,7 +17,7 @@ import (
 	"github.com/hoster-dev/hoster/pkg/api"
 )
 
-// LogsRemote is the server side of a pull; *api.Client is one.
+// LogsRemote is the server side of a pull; *apiclient.Client is one.
 type LogsRemote interface {
 	Logs(ctx context.Context) (api.LogListing, error)
 	Stats(ctx context.Context) (api.StatsListing, error)

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/apiclient"
 	"github.com/hoster-dev/hoster/pkg/server"
 	"github.com/hoster-dev/hoster/pkg/tools"
 )
@@ -22,7 +23,7 @@ type pullEnv struct {
 	base   string // the server's URL
 	logs   string // server {logs_root}
 	mirror string
-	c      *api.Client
+	c      *apiclient.Client
 	mu     sync.Mutex
 	reqs   map[string]int // by path
 	bytes  int64          // body bytes of file answers
@@ -55,7 +56,7 @@ func newPullEnv(t testing.TB, variant api.Variant) *pullEnv {
 	}))
 	t.Cleanup(func() { ts.Close(); srv.Close() })
 	e.base = ts.URL
-	e.c, _ = api.NewClient(api.ClientConfig{Server: ts.URL, Token: token, Attempts: 1})
+	e.c, _ = apiclient.NewClient(apiclient.ClientConfig{Server: ts.URL, Token: token, Attempts: 1})
 	return e
 }
 

@@ -12,7 +12,7 @@ import (
 	"github.com/hoster-dev/hoster/pkg/api"
 )
 
-// Remote is the server side of a sync; *api.Client is one.
+// Remote is the server side of a sync; *apiclient.Client is one.
 type Remote interface {
 	Tree(ctx context.Context) (api.Tree, error)
 	PutFile(ctx context.Context, rel string, size int64, open func() (io.ReadCloser, error)) (api.WriteResult, error)

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/apiclient"
 	"github.com/hoster-dev/hoster/pkg/game"
 	"github.com/hoster-dev/hoster/pkg/server"
 )
@@ -52,7 +53,7 @@ type fixture struct {
 	root  string // local sites
 	games string // server games root
 	cnt   *counter
-	c     *api.Client
+	c     *apiclient.Client
 }
 
 func newFixture(t *testing.T, variant api.Variant) *fixture {
@@ -65,7 +66,7 @@ func newFixture(t *testing.T, variant api.Variant) *fixture {
 	f.cnt = &counter{n: map[string]int{}, next: srv.Handler()}
 	ts := httptest.NewServer(f.cnt)
 	t.Cleanup(func() { ts.Close(); srv.Close() })
-	f.c, err = api.NewClient(api.ClientConfig{Server: ts.URL, Token: token, Attempts: 2, RetryBase: 1})
+	f.c, err = apiclient.NewClient(apiclient.ClientConfig{Server: ts.URL, Token: token, Attempts: 2, RetryBase: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

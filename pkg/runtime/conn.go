@@ -390,6 +390,14 @@ func (c *conn) closeWith(code int, reason string) {
 	}
 }
 
+// drop marks the connection closed without a close frame, for a socket that
+// can no longer be written (writeLoop then ends and closes it).
+func (c *conn) drop() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+}
+
 // writeLoop writes queued messages with a deadline each, and pings.
 func (c *conn) writeLoop() {
 	defer close(c.gone)
@@ -402,7 +410,7 @@ func (c *conn) writeLoop() {
 		case <-c.wake:
 		case <-ping.C:
 			if c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(timeout)) != nil {
-				c.closeWith(1006, "")
+				c.drop() // no close frame could be written either
 				return
 			}
 			continue
@@ -425,10 +433,7 @@ func (c *conn) writeLoop() {
 			c.mu.Unlock()
 			c.ws.SetWriteDeadline(time.Now().Add(timeout))
 			if err := c.ws.WriteMessage(websocket.TextMessage, msg); err != nil {
-				// Stuck past the write deadline, or gone: drop the socket.
-				c.mu.Lock()
-				c.closed = true
-				c.mu.Unlock()
+				c.drop() // stuck past the write deadline, or gone
 				return
 			}
 		}

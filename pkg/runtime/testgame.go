@@ -277,8 +277,8 @@ type lines struct {
 }
 
 func (l *lines) Enabled(context.Context, slog.Level) bool { return true }
-func (l *lines) WithAttrs([]slog.Attr) slog.Handler     { return l }
-func (l *lines) WithGroup(string) slog.Handler          { return l }
+func (l *lines) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *lines) WithGroup(string) slog.Handler            { return l }
 
 func (l *lines) Handle(_ context.Context, r slog.Record) error {
 	attrs := map[string]string{}

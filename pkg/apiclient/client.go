@@ -1,4 +1,9 @@
-package api
+// Package apiclient is hoster's HTTP client of the contract in [api]: the
+// Sync API (version, tree, upload, delete) and the tools API's listings and
+// files, with the certificate pin, retries and error classification. It is
+// the one place hoster links an HTTP client library (resty); hoster-server
+// never imports it.
+package apiclient
 
 import (
 	"context"
@@ -20,6 +25,7 @@ import (
 	"time"
 
 	"github.com/go-resty/resty/v2"
+	"github.com/hoster-dev/hoster/pkg/api"
 )
 
 // ClientConfig configures a Client.
@@ -63,6 +69,11 @@ type Error struct {
 	Transient bool
 	retryAt   time.Duration
 }
+
+// Unreachable reports whether the failure says the server is not there to
+// answer: no answer at all, or a server error (a 429 is an answer: slow
+// down).
+func (e *Error) Unreachable() bool { return e.Transient && e.Status != 429 }
 
 func (e *Error) Error() string {
 	if e.Status != 0 {
@@ -177,16 +188,16 @@ func tlsConfig(host, pin string, warn func(string)) *tls.Config {
 }
 
 // Version asks the server's API version (the one route without a token).
-func (c *Client) Version(ctx context.Context) (VersionInfo, error) {
-	var v VersionInfo
-	err := c.getJSON(ctx, "asking the server's API version", PathVersion, &v)
+func (c *Client) Version(ctx context.Context) (api.VersionInfo, error) {
+	var v api.VersionInfo
+	err := c.getJSON(ctx, "asking the server's API version", api.PathVersion, &v)
 	return v, err
 }
 
 // Tree fetches the server's tree of hashes.
-func (c *Client) Tree(ctx context.Context) (Tree, error) {
-	t := Tree{}
-	err := c.getJSON(ctx, "fetching the server's tree", PathTree, &t)
+func (c *Client) Tree(ctx context.Context) (api.Tree, error) {
+	t := api.Tree{}
+	err := c.getJSON(ctx, "fetching the server's tree", api.PathTree, &t)
 	return t, err
 }
 
@@ -211,16 +222,16 @@ func (c *Client) getJSON(ctx context.Context, op, path string, v any) error {
 // resty client's own http.Client (same transport, same kept-alive
 // connections): resty itself reads any io.Reader body whole into memory to
 // be able to replay it, which for large files costs as much as the upload.
-func (c *Client) PutFile(ctx context.Context, rel string, size int64, open func() (io.ReadCloser, error)) (WriteResult, error) {
+func (c *Client) PutFile(ctx context.Context, rel string, size int64, open func() (io.ReadCloser, error)) (api.WriteResult, error) {
 	op := "uploading " + rel
-	var res WriteResult
+	var res api.WriteResult
 	err := c.retry(ctx, op, func() error {
 		body, err := open()
 		if err != nil {
 			return &Error{Op: op, Msg: err.Error()}
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodPut,
-			c.server+PathFile+"?"+url.Values{QueryPath: {rel}}.Encode(), body)
+			c.server+api.PathFile+"?"+url.Values{api.QueryPath: {rel}}.Encode(), body)
 		if err != nil {
 			body.Close()
 			return &Error{Op: op, Msg: err.Error()}
@@ -247,7 +258,7 @@ func (c *Client) PutFile(ctx context.Context, rel string, size int64, open func(
 		if err := statusError(op, resp.StatusCode, resp.Header, answer); err != nil {
 			return err
 		}
-		res = WriteResult{}
+		res = api.WriteResult{}
 		if err := json.Unmarshal(answer, &res); err != nil {
 			return &Error{Op: op, Msg: "the answer is not a write result: " + err.Error()}
 		}
@@ -266,11 +277,11 @@ func (c *Client) PutFile(ctx context.Context, rel string, size int64, open func(
 func (c *Client) DeleteFile(ctx context.Context, rel string) error {
 	op := "deleting " + rel
 	return c.retry(ctx, op, func() error {
-		resp, err := c.r.R().SetContext(ctx).SetQueryParam(QueryPath, rel).Delete(PathFile)
+		resp, err := c.r.R().SetContext(ctx).SetQueryParam(api.QueryPath, rel).Delete(api.PathFile)
 		if err := answerError(op, resp, err); err != nil {
 			return err
 		}
-		var res DeleteResult
+		var res api.DeleteResult
 		if err := json.Unmarshal(resp.Body(), &res); err != nil {
 			return &Error{Op: op, Msg: "the answer is not a delete result: " + err.Error()}
 		}
@@ -335,7 +346,7 @@ func statusError(op string, status int, header http.Header, body []byte) error {
 
 // serverMessage reads {error} from a body, or a short excerpt of it.
 func serverMessage(body []byte) string {
-	var e ErrorBody
+	var e api.ErrorBody
 	if json.Unmarshal(body, &e) == nil && e.Error != "" {
 		return e.Error
 	}

@@ -1,4 +1,4 @@
-package api
+package apiclient
 
 import (
 	"context"
@@ -8,41 +8,30 @@ import (
 	"net/url"
 	"regexp"
 	"strconv"
+
+	"github.com/hoster-dev/hoster/pkg/api"
 )
 
 // Logs fetches the access-log listing.
-func (c *Client) Logs(ctx context.Context) (LogListing, error) {
-	var l LogListing
-	err := c.getJSON(ctx, "listing the access logs", ToolsPath(Version, PathLogs), &l)
+func (c *Client) Logs(ctx context.Context) (api.LogListing, error) {
+	var l api.LogListing
+	err := c.getJSON(ctx, "listing the access logs", api.ToolsPath(api.Version, api.PathLogs), &l)
 	return l, err
 }
 
 // Stats fetches the health day-file listing.
-func (c *Client) Stats(ctx context.Context) (StatsListing, error) {
-	var l StatsListing
-	err := c.getJSON(ctx, "listing the health day-files", ToolsPath(Version, PathStats), &l)
+func (c *Client) Stats(ctx context.Context) (api.StatsListing, error) {
+	var l api.StatsListing
+	err := c.getJSON(ctx, "listing the health day-files", api.ToolsPath(api.Version, api.PathStats), &l)
 	return l, err
 }
 
 // GameLogs fetches the game-log listing (variant 1 only: a variant 2 server
 // answers ErrNotFound).
-func (c *Client) GameLogs(ctx context.Context) (GameLogListing, error) {
-	var l GameLogListing
-	err := c.getJSON(ctx, "listing the game logs", ToolsPath(Version, PathGameLogs), &l)
+func (c *Client) GameLogs(ctx context.Context) (api.GameLogListing, error) {
+	var l api.GameLogListing
+	err := c.getJSON(ctx, "listing the game logs", api.ToolsPath(api.Version, api.PathGameLogs), &l)
 	return l, err
-}
-
-// Fetched is the answer to a file request, its body still to be read.
-type Fetched struct {
-	// Status is 200 or 206.
-	Status int
-	// Start is where the body begins in the file: the Content-Range start of
-	// a 206, 0 for a 200.
-	Start int64
-	// Length is the Content-Length, or -1 when unknown.
-	Length int64
-	// Body must be closed.
-	Body io.ReadCloser
 }
 
 var contentRange = regexp.MustCompile(`^bytes (\d+)-(\d+)/(\d+|\*)$`)
@@ -50,18 +39,18 @@ var contentRange = regexp.MustCompile(`^bytes (\d+)-(\d+)/(\d+|\*)$`)
 // Fetch requests one of the tools routes' files (route is PathLogsFile,
 // PathStatsFile or PathGameLogsFile) from offset on; offset 0 asks for the
 // whole file. The body is streamed, never buffered.
-func (c *Client) Fetch(ctx context.Context, route string, query url.Values, offset int64) (*Fetched, error) {
+func (c *Client) Fetch(ctx context.Context, route string, query url.Values, offset int64) (*api.Fetched, error) {
 	op := "fetching " + route + "?" + query.Encode()
 	req := c.r.R().SetContext(ctx).SetQueryParamsFromValues(query).SetDoNotParseResponse(true)
 	if offset > 0 {
 		req.SetHeader("Range", fmt.Sprintf("bytes=%d-", offset))
 	}
-	resp, err := req.Get(ToolsPath(Version, route))
+	resp, err := req.Get(api.ToolsPath(api.Version, route))
 	if err != nil {
 		return nil, answerError(op, resp, err)
 	}
 	body := resp.RawBody()
-	f := &Fetched{Status: resp.StatusCode(), Length: resp.RawResponse.ContentLength, Body: body}
+	f := &api.Fetched{Status: resp.StatusCode(), Length: resp.RawResponse.ContentLength, Body: body}
 	switch f.Status {
 	case http.StatusOK:
 		return f, nil
