@@ -91,6 +91,8 @@ type Runtime struct {
 	seats  map[string]*seat            // resume token -> seat
 	closed bool
 
+	refusals refusals // origins refused, for a rate-limited log
+
 	process    string // this process's id, minted at start
 	now        func() time.Time
 	logs       chan logLine
