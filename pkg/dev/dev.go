@@ -146,6 +146,9 @@ func Run(ctx context.Context, o Options) error {
 	defer stopWatch()
 	push := func() { syncOnce(wctx, o.Root, client, o.Log) }
 	push()
+	if games, err := gen.FindGames(o.Root); err == nil && len(games) == 0 {
+		fmt.Fprintf(o.Log, "no game under %s yet: a game is a folder <domain>/<game>/ holding hoster-game.json\n", o.Root)
+	}
 	fmt.Fprintf(o.Log, "watching %s for changes; Ctrl-C stops\n", o.Root)
 	watched := make(chan error, 1)
 	go func() { watched <- mirror.Watch(wctx, o.Root, o.Debounce, push) }()

@@ -149,6 +149,15 @@ func TestDevRunsTheExampleAndFollowsEdits(t *testing.T) {
 	}
 	waitFor(t, "the join in the terminal", func() bool { return strings.Contains(log.String(), "player joined player="+welcome.Player) })
 
+	// A page elsewhere is refused, and the terminal says why.
+	if _, r, err := dialer.Dial(fmt.Sprintf("ws://example.com.localhost:%d/arena", port),
+		http.Header{"Origin": {"https://elsewhere.example"}}); err == nil || r == nil || r.StatusCode != http.StatusForbidden {
+		t.Fatalf("a socket from https://elsewhere.example: %v %v", err, r)
+	}
+	waitFor(t, "the refusal in the terminal", func() bool {
+		return strings.Contains(log.String(), "socket refused: its Origin is not in the game's origins origin=https://elsewhere.example allowed=https://example.com")
+	})
+
 	// The author edits a hook and saves: the next move runs the new code.
 	run := filepath.Join(root, "example.com", "arena", "hoster-commands", "move", "run.js")
 	os.WriteFile(run, []byte(`export default function run(instance, player, args) { player.name = "edited"; instance.log("edited move"); }`), 0o644)

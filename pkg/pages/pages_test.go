@@ -30,7 +30,7 @@ type fixture struct {
 	mu     sync.Mutex
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := store.Open(filepath.Join(dir, "games"))
@@ -75,7 +75,7 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
-func (f *fixture) write(t *testing.T, rel, body string) {
+func (f *fixture) write(t testing.TB, rel, body string) {
 	t.Helper()
 	if _, err := f.st.Write(rel, strings.NewReader(body), 0); err != nil {
 		t.Fatal(err)
