@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/hoster-dev/hoster/pkg/server"
 	"github.com/hoster-dev/hoster/pkg/store"
@@ -182,6 +181,8 @@ func TestNeverServed(t *testing.T) {
 		"relleak":          "../../../outside.txt",
 		"config-link.json": filepath.Join(gameDir, "hoster-game.json"),
 		"server-link.js":   "hoster.server.js",
+		"code":             "hoster-commands",
+		"libdir":           "lib",
 	} {
 		if err := os.Symlink(target, filepath.Join(gameDir, name)); err != nil {
 			t.Fatal(err)
@@ -216,6 +217,9 @@ func TestNeverServed(t *testing.T) {
 		{"GET", "example.com", "/arena/relleak"},
 		{"GET", "example.com", "/arena/config-link.json"},
 		{"GET", "example.com", "/arena/server-link.js"},
+		{"GET", "example.com", "/arena/code/move/run.js"},
+		{"GET", "example.com", "/arena/libdir/app.js"},
+		{"GET", "example.com", "/arena/libdir/"},
 		{"GET", "example.com", "/broken/"}, // a game that did not load
 		{"GET", "example.com", "/broken/index.html"},
 		{"GET", "unknown.org", "/arena/"}, // an unknown domain
@@ -411,5 +415,3 @@ func TestContentTypes(t *testing.T) {
 		}
 	}
 }
-
-var _ = time.Second
