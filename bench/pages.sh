@@ -29,8 +29,9 @@ go build -o "$tmp/hoster-server" ./cmd/hoster-server
 games="$tmp/srv/hoster-games"
 mkdir -p "$games/example.com"
 cp -r examples/sites/example.com/arena "$games/example.com/arena"
-head -c 3072 /dev/urandom | base64 -w 64 | head -c 4096 > "$games/example.com/arena/page4k.js"
-head -c $((50 * 1000 * 1000)) /dev/urandom > "$games/example.com/arena/big.bin"
+mkdir -p "$games/example.com/arena/assets"
+head -c 3072 /dev/urandom | base64 -w 64 | head -c 4096 > "$games/example.com/arena/assets/page4k.js"
+head -c $((50 * 1000 * 1000)) /dev/urandom > "$games/example.com/arena/assets/big.bin"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 hp=$(free_port); ap=$(free_port); cp=$(free_port)
@@ -55,15 +56,15 @@ hoster="http://127.0.0.1:$hp"
 caddy="http://127.0.0.1:$cp"
 for u in "$hoster" "$caddy"; do
 	for _ in $(seq 100); do
-		curl -sf -o /dev/null -H 'Host: example.com' "$u/arena/page4k.js" && break
+		curl -sf -o /dev/null -H 'Host: example.com' "$u/arena/assets/page4k.js" && break
 		sleep 0.1
 	done
 done
-etag() { curl -sfI -H 'Host: example.com' "$1/arena/page4k.js" | tr -d '\r' | awk -F': ' 'tolower($1)=="etag"{print $2}'; }
+etag() { curl -sfI -H 'Host: example.com' "$1/arena/assets/page4k.js" | tr -d '\r' | awk -F': ' 'tolower($1)=="etag"{print $2}'; }
 hoster_etag=$(etag "$hoster"); caddy_etag=$(etag "$caddy")
-code=$(curl -s -o /dev/null -w '%{http_code}' -H 'Host: example.com' -H "If-None-Match: $hoster_etag" "$hoster/arena/page4k.js")
+code=$(curl -s -o /dev/null -w '%{http_code}' -H 'Host: example.com' -H "If-None-Match: $hoster_etag" "$hoster/arena/assets/page4k.js")
 [ "$code" = 304 ] || { echo "hoster-server did not answer 304 ($code)" >&2; exit 1; }
-code=$(curl -s -o /dev/null -w "%{http_code}" -H "Host: example.com" -H "If-None-Match: $caddy_etag" "$caddy/arena/page4k.js")
+code=$(curl -s -o /dev/null -w "%{http_code}" -H "Host: example.com" -H "If-None-Match: $caddy_etag" "$caddy/arena/assets/page4k.js")
 [ "$code" = 304 ] || { echo "caddy did not answer 304 ($code)" >&2; exit 1; }
 
 # run NAME URL ARGS...: prints requests/s and transfer MB/s.
@@ -85,11 +86,11 @@ done
 for round in $(seq "$ROUNDS"); do
 	for who in hoster caddy; do
 		if [ $who = hoster ]; then base=$hoster; tag=$hoster_etag; else base=$caddy; tag=$caddy_etag; fi
-		read -r rps mbs < <(run "$base/arena/page4k.js" -t2 -c64 -H 'Host: example.com')
+		read -r rps mbs < <(run "$base/arena/assets/page4k.js" -t2 -c64 -H 'Host: example.com')
 		R[small.$who.rps]=$(best "${R[small.$who.rps]}" "$rps")
-		read -r rps mbs < <(ALLOW_NON2XX=1 run "$base/arena/page4k.js" -t2 -c64 -H 'Host: example.com' -H "If-None-Match: $tag")
+		read -r rps mbs < <(ALLOW_NON2XX=1 run "$base/arena/assets/page4k.js" -t2 -c64 -H 'Host: example.com' -H "If-None-Match: $tag")
 		R[revalidate.$who.rps]=$(best "${R[revalidate.$who.rps]}" "$rps")
-		read -r rps mbs < <(run "$base/arena/big.bin" -t1 -c4 -H 'Host: example.com')
+		read -r rps mbs < <(run "$base/arena/assets/big.bin" -t1 -c4 -H 'Host: example.com')
 		R[big.$who.mbs]=$(best "${R[big.$who.mbs]}" "$mbs")
 		echo "round $round $who: 4 KiB ${R[small.$who.rps]} req/s, 304 ${R[revalidate.$who.rps]} req/s, 50 MB ${R[big.$who.mbs]} MiB/s (best so far)" >&2
 	done

@@ -58,9 +58,6 @@ type Options struct {
 	Log io.Writer
 	// Debounce is the quiet period after a save before the sync: 200 ms.
 	Debounce time.Duration
-	// Ready, if set, is called with the base URL (http://127.0.0.1:<port>)
-	// once the server listens.
-	Ready func(base string)
 }
 
 // Run serves until ctx ends, then stops everything and removes the
@@ -133,9 +130,6 @@ func Run(ctx context.Context, o Options) error {
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	if o.Ready != nil {
-		o.Ready(base)
-	}
 
 	client, err := api.NewClient(api.ClientConfig{Server: base, Token: token, Attempts: 1})
 	if err != nil {
