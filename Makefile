@@ -47,6 +47,7 @@ $(STATICCHECK):
 
 fuzz: ## fuzz the path checks and parsers, FUZZTIME (30s) each
 	$(GO) test -run '^$$' -fuzz FuzzCleanPath -fuzztime $(FUZZTIME) ./pkg/store
+	$(GO) test -run '^$$' -fuzz FuzzServe -fuzztime $(FUZZTIME) ./pkg/pages
 	$(GO) test -run '^$$' -fuzz FuzzValidGameLogPath -fuzztime $(FUZZTIME) ./pkg/tools
 	$(GO) test -run '^$$' -fuzz FuzzParseConfig -fuzztime $(FUZZTIME) ./pkg/game
 	$(GO) test -run '^$$' -fuzz FuzzValidate -fuzztime $(FUZZTIME) ./pkg/game

@@ -59,9 +59,6 @@ type Options struct {
 	Log io.Writer
 	// Debounce is the quiet period after a save before the sync: 200 ms.
 	Debounce time.Duration
-	// Ready, if set, is called with the base URL (http://127.0.0.1:<port>)
-	// once the server listens.
-	Ready func(base string)
 }
 
 // Run serves until ctx ends, then stops everything and removes the
@@ -134,9 +131,6 @@ func Run(ctx context.Context, o Options) error {
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	if o.Ready != nil {
-		o.Ready(base)
-	}
 
 	client, err := apiclient.NewClient(apiclient.ClientConfig{Server: base, Token: token, Attempts: 1})
 	if err != nil {
@@ -147,6 +141,9 @@ func Run(ctx context.Context, o Options) error {
 	defer stopWatch()
 	push := func() { syncOnce(wctx, o.Root, client, o.Log) }
 	push()
+	if games, err := gen.FindGames(o.Root); err == nil && len(games) == 0 {
+		fmt.Fprintf(o.Log, "no game under %s yet: a game is a folder <domain>/<game>/ holding hoster-game.json\n", o.Root)
+	}
 	watched := make(chan error, 1)
 	ready := func() { fmt.Fprintf(o.Log, "watching %s for changes; Ctrl-C stops\n", o.Root) }
 	go func() { watched <- mirror.Watch(wctx, o.Root, o.Debounce, ready, push) }()

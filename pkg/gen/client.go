@@ -137,7 +137,7 @@ var clientTemplate = template.Must(template.New("client").Delims("[[", "]]").Par
       conn.commands[name] = function (args) { conn.send(name, args); };
     });
 
-    var ws = null, resume = null, attempt = 0, timer = null, closing = false;
+    var ws = null, resume = null, attempt = 0, unwelcomed = 0, timer = null, closing = false;
     function emit(event, a, b) {
       (listeners[event] || []).slice().forEach(function (fn) {
         try { fn(a, b); } catch (e) { setTimeout(function () { throw e; }); }
@@ -153,7 +153,7 @@ var clientTemplate = template.Must(template.New("client").Delims("[[", "]]").Par
         var m;
         try { m = JSON.parse(ev.data); } catch (e) { return; }
         if (m.t === "welcome") {
-          attempt = 0;
+          attempt = 0; unwelcomed = 0;
           resume = m.resume || null;
           conn.me = m.player; conn.instance = m.instance;
           conn.players = {}; conn.entities = {};
@@ -190,6 +190,12 @@ var clientTemplate = template.Must(template.New("client").Delims("[[", "]]").Par
         var again = !closing && !final;
         emit("close", { code: ev.code, reason: ev.reason, reconnecting: again });
         if (again) {
+          if (++unwelcomed === 3 && root.console) {
+            // Refused before it opened, most likely: say why it may be.
+            root.console.warn("hoster: the socket to " + url + " closed before its welcome 3 times in a row: the server refuses it before it opens. " +
+              "Check that this page's origin" + (root.location ? " (" + root.location.origin + ")" : "") +
+              " is in the game's \"origins\" in hoster-game.json, and that the URL names a game the server has loaded.");
+          }
           var delay = Math.min(30000, 500 * Math.pow(2, attempt++));
           timer = setTimeout(open, delay / 2 + Math.random() * delay / 2);
         }

@@ -63,6 +63,7 @@ var upgrader = websocket.Upgrader{
 // resume token's seat when valid, else in an instance with room.
 func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) {
 	if origin := r.Header.Get("Origin"); origin != "" && !g.current().cfg.AllowsOrigin(origin) {
+		rt.refusedOrigin(g, origin)
 		http.Error(w, "origin not allowed", http.StatusForbidden)
 		return
 	}

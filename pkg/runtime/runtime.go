@@ -105,6 +105,7 @@ type Runtime struct {
 	closed bool
 
 	manual     bool   // instances are stepped by a TestGame, not by their own goroutine
+	refusals   refusals // origins refused, for a rate-limited log
 	process    string // this process's id, minted at start
 	now        func() time.Time
 	logs       chan logLine

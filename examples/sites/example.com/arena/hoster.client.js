@@ -109,7 +109,7 @@
       conn.commands[name] = function (args) { conn.send(name, args); };
     });
 
-    var ws = null, resume = null, attempt = 0, timer = null, closing = false;
+    var ws = null, resume = null, attempt = 0, unwelcomed = 0, timer = null, closing = false;
     function emit(event, a, b) {
       (listeners[event] || []).slice().forEach(function (fn) {
         try { fn(a, b); } catch (e) { setTimeout(function () { throw e; }); }
@@ -125,7 +125,7 @@
         var m;
         try { m = JSON.parse(ev.data); } catch (e) { return; }
         if (m.t === "welcome") {
-          attempt = 0;
+          attempt = 0; unwelcomed = 0;
           resume = m.resume || null;
           conn.me = m.player; conn.instance = m.instance;
           conn.players = {}; conn.entities = {};
@@ -162,6 +162,12 @@
         var again = !closing && !final;
         emit("close", { code: ev.code, reason: ev.reason, reconnecting: again });
         if (again) {
+          if (++unwelcomed === 3 && root.console) {
+            // Refused before it opened, most likely: say why it may be.
+            root.console.warn("hoster: the socket to " + url + " closed before its welcome 3 times in a row: the server refuses it before it opens. " +
+              "Check that this page's origin" + (root.location ? " (" + root.location.origin + ")" : "") +
+              " is in the game's \"origins\" in hoster-game.json, and that the URL names a game the server has loaded.");
+          }
           var delay = Math.min(30000, 500 * Math.pow(2, attempt++));
           timer = setTimeout(open, delay / 2 + Math.random() * delay / 2);
         }
