@@ -45,6 +45,7 @@ type Instance struct {
 	empty     *time.Timer
 	upgradeTo *Game // new code to move to before the next tick
 	tel       counters
+	logs      logLimit // instance.log's rate
 
 	quit chan struct{}
 	done chan struct{}
@@ -206,7 +207,7 @@ func (in *Instance) newVM(prog *goja.Program) (*vm, error) {
 	r := goja.New()
 	r.SetMaxCallStackSize(4096)
 	v := &vm{rt: r, budget: in.rt.o.HookBudget}
-	r.Set("__log", func(msg string) { in.log.Info("game log", "msg", msg) })
+	r.Set("__log", in.gameLog)
 	fire, end := armInterrupt(r, "loading ran longer than "+v.budget.String())
 	timer := time.AfterFunc(v.budget, fire)
 	_, err := r.RunProgram(prog)
@@ -338,7 +339,7 @@ func (in *Instance) run() {
 		}
 		payload, joins := encodeEvents(events)
 		if _, err := v.call(v.tick, v.rt.ToValue(dt), v.rt.ToValue(now.UnixMilli()), v.rt.ToValue(payload)); err != nil {
-			in.fail(err)
+			in.fail(err, joins...) // the players this tick was to welcome go too
 			return
 		}
 		if observe := in.rt.o.Observe; observe != nil {
@@ -453,8 +454,9 @@ func (in *Instance) sendRound(v *vm) error {
 }
 
 // fail closes the instance after a hook threw or overran; other instances
-// and games carry on.
-func (in *Instance) fail(err error) {
+// and games carry on. waiting are joins taken for the failed tick: neither
+// welcomed nor queued any more, their connections are closed here.
+func (in *Instance) fail(err error, waiting ...event) {
 	in.log.Error("instance closed: a hook failed", "err", err)
 	reason := "the game instance failed"
 	var ex *goja.InterruptedError
@@ -462,6 +464,11 @@ func (in *Instance) fail(err error) {
 		reason = "the game instance was stopped: a hook ran too long"
 	}
 	in.stop(1011, reason)
+	for _, ev := range waiting {
+		if ev.conn != nil {
+			ev.conn.closeWith(1011, reason)
+		}
+	}
 }
 
 // count adds applied joins and leaves to the interval's telemetry; a leave
