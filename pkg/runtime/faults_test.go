@@ -89,3 +89,24 @@ func TestInstanceLogRateLimited(t *testing.T) {
 		t.Fatalf("the dropped lines are not counted:\n%s", logs.String())
 	}
 }
+
+// TestDroppedLogLinesReportedAtTheEnd: lines dropped by an instance that
+// then falls silent are counted when it ends.
+func TestDroppedLogLinesReportedAtTheEnd(t *testing.T) {
+	chatty := lab(4)
+	chatty["hoster-player/join.js"] = `export default function (i, p) { p.name = "x"; p.x = 0; for (let n = 0; n < 80; n++) i.log("line", n); }`
+	logs := &lockedBuffer{}
+	e := startWith(t, map[string]map[string]string{"a.example/chatty": chatty}, func(o *Options) {
+		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
+		o.Now = func() time.Time { return time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC) }
+	})
+	c := e.join(t, "a.example", "chatty", "x")
+	c.ws.Close() // the instance empties and ends after EmptyGrace (and the resume grace)
+	deadline := time.Now().Add(20 * time.Second) // a hang guard
+	for !strings.Contains(logs.String(), "dropped=30") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the dropped lines were never counted:\n%s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -146,6 +146,7 @@ func (in *Instance) stop(code int, reason string) {
 	}
 	in.events = nil
 	in.mu.Unlock()
+	in.reportDropped()
 	close(in.quit)
 	for _, c := range conns {
 		c.closeWith(code, reason)

@@ -36,6 +36,23 @@ func (l *logLimit) allow(now time.Time) (ok bool, dropped int) {
 	return true, dropped
 }
 
+// takeDropped returns the lines dropped and not yet reported, and forgets them.
+func (l *logLimit) takeDropped() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	d := l.dropped
+	l.dropped = 0
+	return d
+}
+
+// reportDropped logs the lines dropped and not yet reported, when the
+// instance ends.
+func (in *Instance) reportDropped() {
+	if d := in.logs.takeDropped(); d > 0 {
+		in.log.Warn("game log lines dropped: more than the limit per second", "dropped", d, "limit", maxLogLines)
+	}
+}
+
 // gameLog writes one instance.log line through the instance's limit.
 func (in *Instance) gameLog(msg string) {
 	ok, dropped := in.logs.allow(in.rt.now())
