@@ -101,7 +101,8 @@ func TestDroppedLogLinesReportedAtTheEnd(t *testing.T) {
 		o.Now = func() time.Time { return time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC) }
 	})
 	c := e.join(t, "a.example", "chatty", "x")
-	c.ws.Close()                                 // the instance empties and ends after EmptyGrace (and the resume grace)
+	// The instance empties and ends after the resume grace and EmptyGrace.
+	c.ws.Close()
 	deadline := time.Now().Add(20 * time.Second) // a hang guard
 	for !strings.Contains(logs.String(), "dropped=30") {
 		if time.Now().After(deadline) {
