@@ -169,7 +169,11 @@ func failureSummary(sum mirror.SyncSummary) string {
 		parts = append(parts, fmt.Sprintf("%d of %d transfers failed", n, len(sum.Plan.Uploads)+len(sum.Plan.Deletes)))
 	}
 	if n := count["skip"]; n > 0 {
-		parts = append(parts, fmt.Sprintf("%d local names skipped", n))
+		noun := "names"
+		if n == 1 {
+			noun = "name"
+		}
+		parts = append(parts, fmt.Sprintf("%d local %s skipped (not UTF-8)", n, noun))
 	}
 	if sum.DeletesSkipped && sum.NotSent == 0 {
 		parts = append(parts, mirror.ErrUploadsFailed.Error())

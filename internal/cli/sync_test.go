@@ -292,3 +292,18 @@ func TestSyncWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSyncSkipsNameNotUTF8: a local name that is not UTF-8 is named as
+// skipped and the run exits 1; everything else is pushed.
+func TestSyncSkipsNameNotUTF8(t *testing.T) {
+	e := newCLIEnv(t, api.Variant1)
+	e.game("arena", map[string]string{"ok.txt": "ok", "bad\xff.txt": "bad"})
+	_, errOut, code := e.run(false, "sync", "sites")
+	if code != ExitFailed || !strings.Contains(errOut, `failed: skip example.com/arena/bad\xff.txt: the name is not valid UTF-8`) ||
+		!strings.Contains(errOut, "1 local name skipped (not UTF-8)") {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(e.games, "example.com/arena/ok.txt")); err != nil {
+		t.Fatal("the rest was not pushed")
+	}
+}

@@ -29,9 +29,11 @@ func unreachable(err error) bool {
 }
 
 // outOfSpace reports whether err is the server saying its disk is full.
-func outOfSpace(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "no space left on device")
-}
+func outOfSpace(err error) bool { return err != nil && outOfSpaceMsg(err.Error()) }
+
+// outOfSpaceMsg reports whether an error's text is the server saying its
+// disk is full (ENOSPC, as the write's error carries it in both variants).
+func outOfSpaceMsg(msg string) bool { return strings.Contains(msg, "no space left on device") }
 
 // transfers runs do(0..n-1), jobs at a time, and returns the indices never
 // started because the server looked gone. After unreachableAfter failures

@@ -215,7 +215,7 @@ func TestDeadServerEndsTheSync(t *testing.T) {
 			if n := afterDeath.Load(); n > (2*jobs+unreachableAfter+1)*attempts {
 				t.Fatalf("%d requests after the server died: the sync went on trying", n)
 			}
-			if sum.NotSent < files-jobs-unreachableAfter || sum.Uploaded != 1 || sum.Deleted != 0 || !sum.DeletesSkipped {
+			if sum.NotSent < files-2*jobs-unreachableAfter || sum.Uploaded != 1 || sum.Deleted != 0 || !sum.DeletesSkipped {
 				t.Fatalf("uploaded %d, deleted %d, not sent %d, deletes skipped %v", sum.Uploaded, sum.Deleted, sum.NotSent, sum.DeletesSkipped)
 			}
 		})

@@ -192,8 +192,8 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 			// The server's disk is full: the deletes free space, so they
 			// run first (in every game: a full disk holds every game back),
 			// then the uploads that failed for want of it run again.
-			sum.Notes = append(sum.Notes, fmt.Sprintf("the server is out of space: ran the %d deletes first, then sent the %d uploads that failed for want of space again", len(rest), len(retry)))
-			sum.Failures = slices.DeleteFunc(sum.Failures, func(f Failure) bool { return f.Op == "upload" && outOfSpace(errors.New(f.Error)) })
+			sum.Notes = append(sum.Notes, fmt.Sprintf("the server is out of space: ran the %d deletes, then sent again the %d uploads that failed for want of space", len(rest), len(retry)))
+			sum.Failures = slices.DeleteFunc(sum.Failures, func(f Failure) bool { return f.Op == "upload" && outOfSpaceMsg(f.Error) })
 			if sum.NotSent = deletes(rest); sum.NotSent == 0 {
 				sum.NotSent = uploads(retry)
 			}
@@ -230,7 +230,7 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 	}
 	n, diffs, err := verify(ctx, remote, local, plan, sent, func(p string) bool { return under(excused, p) || failedGames[gameOf(p)] && !local.has(p) })
 	if err != nil {
-		sum.Failures = append(sum.Failures, Failure{Op: "check", Path: "", Error: err.Error()})
+		sum.Failures = append(sum.Failures, Failure{Op: "check", Path: api.PathTree, Error: err.Error()})
 		return sum, ctx.Err()
 	}
 	sum.Differ = n
@@ -243,7 +243,7 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 func outOfSpaceUploads(list []Upload, failures []Failure) []Upload {
 	full := map[string]bool{}
 	for _, f := range failures {
-		if f.Op == "upload" && outOfSpace(errors.New(f.Error)) {
+		if f.Op == "upload" && outOfSpaceMsg(f.Error) {
 			full[f.Path] = true
 		}
 	}

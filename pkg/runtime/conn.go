@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
 )
@@ -268,6 +269,11 @@ func (c *conn) readLoop() {
 		if kind != websocket.TextMessage {
 			c.sendError("frames must be text: JSON {\"c\": command, \"a\": {arguments}}", "")
 			continue
+		}
+		if !utf8.Valid(data) {
+			// RFC 6455 8.1: a text frame that is not UTF-8 fails the connection.
+			c.closeWith(websocket.CloseInvalidFramePayloadData, "text frames must be valid UTF-8")
+			return
 		}
 		c.handle(data)
 	}

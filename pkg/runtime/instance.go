@@ -188,6 +188,7 @@ func (in *Instance) stop(code int, reason string) {
 	}
 	in.events = nil
 	in.mu.Unlock()
+	in.g.reportHeldBack(in.log)
 	close(in.quit)
 	for _, c := range conns {
 		c.closeWith(code, reason)
@@ -433,7 +434,7 @@ func (in *Instance) step(l *loop, now time.Time) bool {
 	payload, joins := encodeEvents(events)
 	res, err := l.v.call(l.v.tick, l.v.rt.ToValue(dt), l.v.rt.ToValue(now.UnixMilli()), l.v.rt.ToValue(payload))
 	if err != nil {
-		in.fail(err)
+		in.fail(err, joins...) // the players this tick was to welcome go too
 		return false
 	}
 	if observe := in.rt.o.Observe; observe != nil {
@@ -604,8 +605,9 @@ func (in *Instance) sendRound(v *vm) error {
 }
 
 // fail closes the instance after a hook threw or overran; other instances
-// and games carry on.
-func (in *Instance) fail(err error) {
+// and games carry on. waiting are joins taken for the failed tick: neither
+// welcomed nor queued any more, their connections are closed here.
+func (in *Instance) fail(err error, waiting ...event) {
 	in.log.Error("instance closed: a hook failed", "err", err)
 	reason := "the game instance failed"
 	var ex *goja.InterruptedError
@@ -613,6 +615,11 @@ func (in *Instance) fail(err error) {
 		reason = "the game instance was stopped: a hook ran too long"
 	}
 	in.stop(1011, reason)
+	for _, ev := range waiting {
+		if ev.conn != nil {
+			ev.conn.closeWith(1011, reason)
+		}
+	}
 }
 
 // count adds applied joins and leaves to the interval's telemetry; a leave

@@ -54,6 +54,11 @@ type Options struct {
 	Games http.Handler
 	// Logger receives request failures; nil discards them.
 	Logger *slog.Logger
+	// BodyStall is how long an authenticated upload's body may send
+	// nothing before the upload is cut off; 0 means 60 s. It replaces the
+	// listener's ReadTimeout for that request, so a large upload over a
+	// slow link goes through as long as it moves.
+	BodyStall time.Duration
 }
 
 // Server is the --listen handler of hoster-server.
@@ -82,6 +87,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.BodyStall <= 0 {
+		opts.BodyStall = 60 * time.Second
 	}
 	st := opts.Store
 	if st == nil {
@@ -143,7 +151,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Token == "" {
-		NotFound(w)
+		refuse(w, r)
 		return
 	}
 	key := r.Method + " " + r.URL.Path
@@ -151,7 +159,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	// or not, is checked first, so an unknown route and a bad token are
 	// indistinguishable.
 	if key != "GET "+api.PathVersion && !s.authorized(r) {
-		NotFound(w)
+		refuse(w, r)
 		return
 	}
 	h, ok := s.routes[key]
@@ -174,13 +182,32 @@ func (s *Server) authorized(r *http.Request) bool {
 	return subtle.ConstantTimeCompare(got[:], s.tokenSum[:]) == 1
 }
 
+// refuse answers a request the API will not serve (no token file, a
+// missing or wrong token) with the uniform 404, at once and without reading
+// its body: a stranger's body, however slowly it comes, holds nothing open.
+// A request with a body gets "Connection: close", and its reads end now, so
+// the server does not wait for the rest of the body once it has answered.
+func refuse(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength == 0 {
+		NotFound(w)
+		return
+	}
+	http.NewResponseController(w).SetReadDeadline(time.Now())
+	notFound(w, true)
+}
+
 // NotFound writes the uniform 404: the same status, headers and body for a
 // missing or wrong token, an unknown route, a wrong version prefix and, in
 // variant 2, an unsafe path.
-func NotFound(w http.ResponseWriter) {
+func NotFound(w http.ResponseWriter) { notFound(w, false) }
+
+func notFound(w http.ResponseWriter, closeConn bool) {
 	h := w.Header()
 	for k := range h {
 		delete(h, k)
+	}
+	if closeConn {
+		h.Set("Connection", "close")
 	}
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -226,7 +253,8 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength > s.opts.MaxUpload {
 		err = store.ErrTooLarge
 	} else {
-		n, err = s.store.Write(rel, r.Body, s.opts.MaxUpload)
+		body := &movingBody{r: r.Body, rc: http.NewResponseController(w), stall: s.opts.BodyStall}
+		n, err = s.store.Write(rel, body, s.opts.MaxUpload)
 	}
 	switch {
 	case errors.Is(err, store.ErrInvalidPath):
@@ -247,6 +275,20 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request) {
 		res.OK = api.Bool(true)
 	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+// movingBody reads an upload's body with a read deadline pushed forward
+// before every read: the body may take as long as it needs, but may not
+// stall for longer than stall.
+type movingBody struct {
+	r     io.Reader
+	rc    *http.ResponseController
+	stall time.Duration
+}
+
+func (b *movingBody) Read(p []byte) (int, error) {
+	b.rc.SetReadDeadline(time.Now().Add(b.stall)) // unsupported (a test recorder): no deadline
+	return b.r.Read(p)
 }
 
 func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -412,5 +413,35 @@ func TestExtraRoutesAndGames(t *testing.T) {
 	}
 	if _, err := New(Options{GamesRoot: t.TempDir(), Routes: map[string]http.Handler{"GET /elsewhere": games}}); err == nil {
 		t.Fatal("a route outside /api/ must be refused")
+	}
+}
+
+// TestStalledUploadCutOff: an authenticated upload whose body stops coming
+// is cut off once it has stalled for BodyStall, leaving no temporary file.
+func TestStalledUploadCutOff(t *testing.T) {
+	e := start(t, Options{Token: token, BodyStall: 50 * time.Millisecond})
+	body, feed := io.Pipe()
+	defer feed.Close()
+	go feed.Write([]byte("the first bytes, then nothing"))
+	req, _ := http.NewRequest("PUT", e.url+fileQuery("example.com/arena/slow.bin"), body)
+	req.ContentLength = 1 << 20
+	req.Header.Set("Authorization", "Bearer "+token)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a hang guard only
+	defer cancel()
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if ctx.Err() != nil {
+		t.Fatal("the stalled upload was never cut off")
+	}
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			t.Fatal("a stalled upload succeeded")
+		}
+	}
+	// The handler's end (and its temporary's removal) follows the answer.
+	e.srv.store.Close()
+	m, _ := filepath.Glob(filepath.Join(e.games, "example.com/arena/.hoster-upload-*"))
+	if len(m) > 0 {
+		t.Fatalf("temporary left: %v", m)
 	}
 }

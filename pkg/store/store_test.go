@@ -762,3 +762,23 @@ func TestDeleteRemovesEmptiedFolders(t *testing.T) {
 		t.Errorf("the game folder was removed: %v", err)
 	}
 }
+
+// TestTreeLeavesOutNamesNotUTF8: a name that is not UTF-8, put there by
+// hand, is not in the tree: JSON would name another file, which a client
+// would then try to delete on every sync.
+func TestTreeLeavesOutNamesNotUTF8(t *testing.T) {
+	s, dir := newStore(t)
+	if _, err := s.Write("example.com/arena/ok.txt", strings.NewReader("ok"), 0); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "example.com/arena/bad\xff.txt"), []byte("x"), 0o644)
+	os.MkdirAll(filepath.Join(dir, "example.com/arena/dir\xfe"), 0o755)
+	os.WriteFile(filepath.Join(dir, "example.com/arena/dir\xfe/x"), []byte("x"), 0o644)
+	tree, err := s.Tree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tree) != 1 || tree["example.com/arena/ok.txt"] == "" {
+		t.Fatalf("tree %v", tree)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/hoster-dev/hoster/pkg/filehash"
 )
@@ -38,8 +39,11 @@ func stampOf(fi fs.FileInfo) (stamp, bool) {
 // relative to it, mapped to the lowercase hex sha256 of its bytes, computed
 // from disk now: each file is stat'ed, and hashed unless the cache holds its
 // hash for exactly that inode, size, mtime and ctime. Hashing runs on all
-// cores. Symlinks, in-flight uploads and anything that is not a regular file
-// are left out; a file that vanishes during the walk is left out too.
+// cores. Symlinks, in-flight uploads, anything that is not a regular file and
+// names that are not UTF-8 (put there by hand: the API refuses them, and
+// JSON could only carry another name in their place, which a client would
+// then try to delete forever) are left out; a file that vanishes during the
+// walk is left out too.
 //
 // Each directory is opened once, as its own os.Root, and its files are
 // stat'ed relative to it: one fstatat per file, where a stat of the full path
@@ -67,6 +71,9 @@ func (s *Store) Tree() (map[string]string, error) {
 			return nil // unreadable or vanished below the root: not part of the tree
 		}
 		for _, e := range entries {
+			if !utf8.ValidString(e.Name()) {
+				continue // JSON cannot name it, nor a client address it
+			}
 			rel := prefix + e.Name()
 			switch {
 			case e.IsDir():
