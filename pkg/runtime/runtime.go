@@ -104,9 +104,9 @@ type Runtime struct {
 	seats  map[string]*seat            // resume token -> seat
 	closed bool
 
-	manual     bool   // instances are stepped by a TestGame, not by their own goroutine
+	manual     bool     // instances are stepped by a TestGame, not by their own goroutine
 	refusals   refusals // origins refused, for a rate-limited log
-	process    string // this process's id, minted at start
+	process    string   // this process's id, minted at start
 	now        func() time.Time
 	logs       chan logLine
 	logsDone   chan struct{}
