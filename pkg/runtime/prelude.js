@@ -505,7 +505,7 @@ function __sendShared(ready, prev, round, d) {
       __count(src, 1);
     }
     v.round = round;
-    if (b) out.push(vid, '{"t":"update","seq":' + (++v.seq) + b);
+    if (b) out.push(vid, '{"t":"update","seq":' + (++v.seq) + ',"time":' + __now + b);
   }
   if (inStep) __count(d, inStep);
   return out;
@@ -568,7 +568,7 @@ function __sendVisible(ready, round) {
     var body = __body(d);
     if (body) {
       __count(d, 1);
-      out.push(vid, '{"t":"update","seq":' + (++v.seq) + body);
+      out.push(vid, '{"t":"update","seq":' + (++v.seq) + ',"time":' + __now + body);
     }
   }
   return out;
