@@ -311,7 +311,10 @@ func TestReloadsAfterBurst(t *testing.T) {
 		mu.Lock()
 		got[d+"/"+g]++
 		mu.Unlock()
-		fired <- struct{}{}
+		select {
+		case fired <- struct{}{}:
+		default: // more reloads than expected (a loaded machine): counted in got; never block the debouncer's close
+		}
 	}})
 	games := []string{"a.com/x", "a.com/y", "b.org/z"}
 	var wg sync.WaitGroup
