@@ -240,7 +240,9 @@ function __tick(dt, now, events) {
         if (__R.player.disconnect) { try { __R.player.disconnect(__inst, p); } catch (e) { __hookErr("disconnect", e, false); } }
       }
     } else if (ev[0] === "resume") {
-      if (__viewers[ev[1]]) { __viewers[ev[1]].round = -1; __viewers[ev[1]].known = {}; __viewers[ev[1]].nk = 0; }
+      // It starts over: it knows nothing, and nothing it was remembered
+      // to know across a reload (stale) is told gone to it.
+      if (__viewers[ev[1]]) { __viewers[ev[1]].round = -1; __viewers[ev[1]].known = {}; __viewers[ev[1]].nk = 0; delete __viewers[ev[1]].stale; }
       p = __inst.players[ev[1]];
       if (p && p.connected === false) {
         p.connected = true;
