@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"time"
 
 	"github.com/hoster-dev/hoster/pkg/gen"
@@ -87,19 +88,24 @@ func runSync(ctx context.Context, ios *IO, g *globals, root string, o syncOption
 	if err != nil {
 		return err
 	}
-	// The generator runs while the server computes its tree.
-	generate := func() error {
+	// The generator runs while the server computes its tree. A game that
+	// fails to generate is left as it is on the server (it keeps running
+	// its last good version); the others are pushed.
+	generate := func() ([]string, error) {
 		res, err := gen.Generate(root)
 		if err != nil {
-			return withExit(ExitFailed, fmt.Errorf("generating: %w", err))
+			return nil, withExit(ExitFailed, fmt.Errorf("generating: %w", err))
 		}
 		for _, p := range res.Problems() {
 			fmt.Fprintf(ios.ErrOut, "%s\n", p)
 		}
-		if res.Failed() {
-			return withExit(ExitFailed, errors.New("generating failed, so nothing was pushed; fix the problems above and sync again"))
+		var broken []string
+		for _, gr := range res.Games {
+			if len(gr.Problems) > 0 {
+				broken = append(broken, gr.Dir)
+			}
 		}
-		return nil
+		return broken, nil
 	}
 
 	sum, err := mirror.Sync(ctx, root, client, mirror.SyncOptions{
@@ -135,24 +141,36 @@ func runSync(ctx context.Context, ios *IO, g *globals, root string, o syncOption
 		out.JSON(report)
 		out.Status("dry run: would upload %d files (%s) and delete %d; %d unchanged; nothing was changed",
 			len(sum.Plan.Uploads), humanBytes(sum.Plan.UploadBytes()), sum.Plan.DeleteFiles(), sum.Unchanged)
+		if len(sum.Left) > 0 {
+			return withExit(ExitFailed, errors.New(leftMessage(sum.Left)))
+		}
 		return nil
 	}
 	out.JSON(report)
 	out.Status("synced %s: %d uploaded (%s), %d deleted, %d unchanged in %.1fs",
 		root, sum.Uploaded, humanBytes(sum.Bytes), sum.Deleted, sum.Unchanged, report.Elapsed)
+	var msgs []string
+	if len(sum.Left) > 0 {
+		msgs = append(msgs, leftMessage(sum.Left))
+	}
 	if len(sum.Failures) > 0 {
-		{
-			for _, f := range sum.Failures {
-				fmt.Fprintf(ios.ErrOut, "failed: %s %s: %s\n", f.Op, f.Path, f.Error)
-			}
-		}
+		// Each failure was printed as it happened; this only counts them.
 		msg := fmt.Sprintf("%d of %d transfers failed", len(sum.Failures), len(sum.Plan.Uploads)+len(sum.Plan.Deletes))
 		if sum.DeletesSkipped {
 			msg += "; " + mirror.ErrUploadsFailed.Error()
 		}
-		return withExit(ExitFailed, errors.New(msg))
+		msgs = append(msgs, msg)
+	}
+	if len(msgs) > 0 {
+		return withExit(ExitFailed, errors.New(strings.Join(msgs, "; ")))
 	}
 	return nil
+}
+
+// leftMessage names the games that failed to generate and were left alone.
+func leftMessage(games []string) string {
+	return fmt.Sprintf("generating failed for %s, so the server keeps its last good version (nothing of it was pushed or deleted); fix the problems above and sync again",
+		strings.Join(games, ", "))
 }
 
 // watchSync syncs, then again after every burst of saves under root, until

@@ -157,7 +157,8 @@ func TestSyncFailures(t *testing.T) {
 	e := newCLIEnv(t, api.Variant1)
 	e.game("arena", map[string]string{"hoster-instance/tick.js": "export default function (i, dt) { ( }"})
 	_, errOut, code := e.run(false, "sync", "sites")
-	if code != ExitFailed || e.puts.Load() != 0 || !strings.Contains(errOut, "tick.js:1:") || !strings.Contains(errOut, "nothing was pushed") {
+	if code != ExitFailed || e.puts.Load() != 0 || !strings.Contains(errOut, "tick.js:1:") ||
+		!strings.Contains(errOut, "generating failed for example.com/arena, so the server keeps its last good version") {
 		t.Fatalf("gen failure: exit %d, %d puts\n%s", code, e.puts.Load(), errOut)
 	}
 
@@ -178,6 +179,76 @@ func TestSyncFailures(t *testing.T) {
 	_, errOut, code = e.run(false, "sync", empty)
 	if code != ExitUsage || !strings.Contains(errOut, "--allow-empty") {
 		t.Fatalf("empty root: exit %d\n%s", code, errOut)
+	}
+}
+
+// A game that fails to generate does not stop the sync: the other games
+// are pushed, the broken one keeps its server files exactly (no upload, no
+// delete), and the run exits 1 naming it.
+func TestSyncBrokenGameAmongGoodOnes(t *testing.T) {
+	e := newCLIEnv(t, api.Variant1)
+	e.game("arena", map[string]string{"index.html": "v1", "old.txt": "o"})
+	e.game("maze", map[string]string{"index.html": "m1"})
+	if _, errOut, code := e.run(false, "sync", "sites"); code != 0 {
+		t.Fatalf("first sync: exit %d\n%s", code, errOut)
+	}
+	before := map[string]string{}
+	filepath.WalkDir(filepath.Join(e.games, "example.com/arena"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := os.ReadFile(p)
+			before[p] = string(b)
+		}
+		return nil
+	})
+	// arena breaks (and changes and loses a file); maze changes.
+	e.game("arena", map[string]string{"index.html": "v2", "hoster-instance/tick.js": "export default function (i, dt) { ( }"})
+	os.Remove(filepath.Join(e.sites, "example.com/arena/old.txt"))
+	e.game("maze", map[string]string{"index.html": "m2"})
+	e.puts.Store(0)
+	_, errOut, code := e.run(false, "sync", "sites")
+	if code != ExitFailed || !strings.Contains(errOut, "generating failed for example.com/arena") || strings.Contains(errOut, "maze") && !strings.Contains(errOut, "uploaded example.com/maze/index.html") {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.games, "example.com/maze/index.html")); string(b) != "m2" || e.dels.Load() != 0 {
+		t.Fatalf("the good game was not pushed: %q, %d deletes\n%s", b, e.dels.Load(), errOut)
+	}
+	after := 0
+	filepath.WalkDir(filepath.Join(e.games, "example.com/arena"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			after++
+			if b, _ := os.ReadFile(p); before[p] != string(b) {
+				t.Errorf("%s changed on the server: %q", p, b)
+			}
+		}
+		return nil
+	})
+	if after != len(before) {
+		t.Errorf("the broken game had %d server files, now %d", len(before), after)
+	}
+}
+
+// A failed upload is printed once, naming its path once.
+func TestSyncFailurePrintedOnce(t *testing.T) {
+	e := newCLIEnv(t, api.Variant1)
+	e.game("arena", map[string]string{"index.html": "x"})
+	os.MkdirAll(filepath.Join(e.games, "example.com/arena/index.html"), 0o755) // a folder where the file goes
+	os.WriteFile(filepath.Join(e.games, "example.com/arena/index.html/keep"), []byte("k"), 0o644)
+	_, errOut, code := e.run(false, "sync", "sites")
+	if code != ExitFailed {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	if n := strings.Count(errOut, "failed: upload"); n != 1 {
+		t.Errorf("the failure is printed %d times:\n%s", n, errOut)
+	}
+	// Up to the server's own message (its wording is the server's), the
+	// client names the path once.
+	line := errOut[strings.Index(errOut, "failed: upload"):]
+	line = line[:strings.Index(line, "\n")]
+	if i := strings.Index(line, "server answered"); i > 0 {
+		line = line[:i]
+	}
+	if n := strings.Count(line, "example.com/arena/index.html"); n != 1 {
+		t.Errorf("the path is named %d times: %s", n, line)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -59,16 +60,44 @@ type Error struct {
 	Op     string // e.g. "uploading example.com/arena/x.js"
 	Status int    // 0 when no answer came
 	Msg    string
+	// Err, when set, is the cause (ErrNotFound, a *PinError, the context's
+	// error); Msg is then empty.
+	Err error
 	// Transient is true for failures worth retrying: no answer, 5xx, 429.
 	Transient bool
-	retryAt   time.Duration
+	// Attempts is how many times it was tried, when more than once.
+	Attempts int
+	retryAt  time.Duration
 }
 
-func (e *Error) Error() string {
-	if e.Status != 0 {
-		return fmt.Sprintf("%s: server answered %d: %s", e.Op, e.Status, e.Msg)
+func (e *Error) Error() string { return e.Op + ": " + e.Cause() }
+
+// Cause is the error without the operation, for a caller that names the
+// operation and its path itself.
+func (e *Error) Cause() string {
+	msg := e.Msg
+	if e.Err != nil {
+		msg = e.Err.Error()
 	}
-	return fmt.Sprintf("%s: %s", e.Op, e.Msg)
+	if e.Status != 0 && e.Err == nil {
+		msg = fmt.Sprintf("server answered %d: %s", e.Status, msg)
+	}
+	if e.Attempts > 1 {
+		msg += fmt.Sprintf(" (after %d attempts)", e.Attempts)
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Cause is err without the operation a client method put in front of it
+// (see Error.Cause); any other error is returned whole.
+func Cause(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Cause()
+	}
+	return err.Error()
 }
 
 // ErrNotFound is wrapped by errors for the contract's uniform 404, which a
@@ -217,7 +246,11 @@ func (c *Client) PutFile(ctx context.Context, rel string, size int64, open func(
 	err := c.retry(ctx, op, func() error {
 		body, err := open()
 		if err != nil {
-			return &Error{Op: op, Msg: err.Error()}
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err // the path is the caller's; the cause is what matters
+			}
+			return &Error{Op: op, Msg: "reading the local file: " + err.Error()}
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodPut,
 			c.server+PathFile+"?"+url.Values{QueryPath: {rel}}.Encode(), body)
@@ -297,10 +330,10 @@ func answerError(op string, resp *resty.Response, err error) error {
 func transportError(op string, err error) error {
 	var pe *PinError
 	if errors.As(err, &pe) {
-		return fmt.Errorf("%s: %w", op, pe)
+		return &Error{Op: op, Err: pe}
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%s: %w", op, err)
+		return &Error{Op: op, Err: err}
 	}
 	var uerr *url.Error
 	if errors.As(err, &uerr) {
@@ -321,7 +354,7 @@ func statusError(op string, status int, header http.Header, body []byte) error {
 		return nil
 	}
 	if status == http.StatusNotFound {
-		return fmt.Errorf("%s: %w", op, ErrNotFound)
+		return &Error{Op: op, Err: ErrNotFound}
 	}
 	e := &Error{Op: op, Status: status, Msg: serverMessage(body),
 		Transient: status >= 500 || status == http.StatusTooManyRequests}
@@ -358,7 +391,7 @@ func (c *Client) retry(ctx context.Context, op string, try func() error) error {
 		var e *Error
 		if err == nil || !errors.As(err, &e) || !e.Transient || attempt >= c.attempts {
 			if err != nil && attempt > 1 && e != nil && e.Transient {
-				return fmt.Errorf("%w (after %d attempts)", err, attempt)
+				e.Attempts = attempt
 			}
 			return err
 		}
@@ -368,7 +401,7 @@ func (c *Client) retry(ctx context.Context, op string, try func() error) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s: %w", op, ctx.Err())
+			return &Error{Op: op, Err: ctx.Err()}
 		case <-time.After(sleep):
 		}
 		wait = min(wait*2, 10*time.Second)

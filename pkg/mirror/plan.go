@@ -56,6 +56,10 @@ type PlanOptions struct {
 	AllowEmpty bool
 	// MaxDelete, when > 0, refuses a plan deleting more files than this.
 	MaxDelete int
+	// Leave names games ("<domain>/<game>") whose server files are left
+	// exactly as they are: nothing of them is uploaded or deleted (a game
+	// that failed to generate keeps running its last good version).
+	Leave []string
 }
 
 // ErrEmptyRoot refuses a plan that would delete with no local game.
@@ -70,7 +74,14 @@ var ErrEmptyRoot = errors.New("the sites root holds no game, so every server gam
 // new config or module before its other files.
 func MakePlan(local *Local, remote api.Tree, opts PlanOptions) (Plan, error) {
 	var p Plan
+	leave := map[string]bool{}
+	for _, g := range opts.Leave {
+		leave[g] = true
+	}
 	for _, f := range local.Files {
+		if leave[gameOf(f.Path)] {
+			continue
+		}
 		// Presence is checked, not just equality: a file the server lacks
 		// is not hashed, and "" must never pass for a match.
 		if h, ok := remote[f.Path]; ok && f.Hash != "" && h == f.Hash {
@@ -102,6 +113,9 @@ func MakePlan(local *Local, remote api.Tree, opts PlanOptions) (Plan, error) {
 			continue
 		}
 		g := gameOf(rp)
+		if leave[g] {
+			continue
+		}
 		if !Managed(rp) {
 			unmanaged[g] = true
 			continue

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -28,9 +29,11 @@ type SyncOptions struct {
 	Plan PlanOptions
 	// Prepare, when set, runs once the server's tree has been asked for and
 	// before the local tree is walked, so that it overlaps the server's walk
-	// (hoster sync generates the game modules here). Its error ends the
-	// sync and is returned as it is.
-	Prepare func() error
+	// (hoster sync generates the game modules here). The games it returns
+	// ("<domain>/<game>") are left exactly as they are on the server, as
+	// with PlanOptions.Leave; its error ends the sync and is returned as it
+	// is.
+	Prepare func() (leave []string, err error)
 }
 
 // SyncSummary is what a sync did.
@@ -42,6 +45,8 @@ type SyncSummary struct {
 	Failures  []Failure `json:"failures"`
 	// DeletesSkipped is set when uploads failed and no delete was made.
 	DeletesSkipped bool `json:"deletesSkipped,omitempty"`
+	// Left are the games Prepare asked to leave as they are on the server.
+	Left []string `json:"left,omitempty"`
 	// Plan is what was (or, in a dry run, would be) done.
 	Plan Plan `json:"-"`
 }
@@ -82,7 +87,13 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 	var local *Local
 	var err error
 	if opts.Prepare != nil {
-		err = opts.Prepare()
+		var leave []string
+		leave, err = opts.Prepare()
+		opts.Plan.Leave = append(slices.Clip(opts.Plan.Leave), leave...)
+	}
+	left := map[string]bool{}
+	for _, g := range opts.Plan.Leave {
+		left[g] = true
 	}
 	if err == nil {
 		local, err = Walk(root)
@@ -93,6 +104,9 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 		return SyncSummary{}, err
 	}
 	hashErr := local.HashNeeded(func(path string) bool {
+		if left[gameOf(path)] {
+			return false
+		}
 		t := arrived.Load()
 		if t == nil {
 			return true
@@ -111,7 +125,7 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 	if err != nil {
 		return SyncSummary{}, err
 	}
-	sum := SyncSummary{Unchanged: plan.Unchanged, Plan: plan, Failures: []Failure{}}
+	sum := SyncSummary{Unchanged: plan.Unchanged, Plan: plan, Failures: []Failure{}, Left: opts.Plan.Leave}
 	if opts.DryRun {
 		return sum, nil
 	}
@@ -121,7 +135,7 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
-			sum.Failures = append(sum.Failures, Failure{Op: op.Kind, Path: op.Path, Error: err.Error()})
+			sum.Failures = append(sum.Failures, Failure{Op: op.Kind, Path: op.Path, Error: api.Cause(err)})
 		} else if op.Kind == "upload" {
 			sum.Uploaded++
 			sum.Bytes += op.Size

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -317,9 +318,9 @@ func TestPlanUnhashedIsUploaded(t *testing.T) {
 func TestPrepareRunsBeforeTheWalk(t *testing.T) {
 	f := newFixture(t, api.Variant1)
 	write(t, f.root, "example.com/arena/hoster-game.json", cfg)
-	sum, err := f.sync(t, SyncOptions{Prepare: func() error {
+	sum, err := f.sync(t, SyncOptions{Prepare: func() ([]string, error) {
 		write(t, f.root, "example.com/arena/hoster.server.js", "generated")
-		return nil
+		return nil, nil
 	}})
 	if err != nil || sum.Uploaded != 2 {
 		t.Fatalf("sync = %+v, %v; want both files uploaded", sum, err)
@@ -327,11 +328,45 @@ func TestPrepareRunsBeforeTheWalk(t *testing.T) {
 	f.cnt.reset()
 	boom := errors.New("generator broke")
 	write(t, f.root, "example.com/arena/new.js", "x")
-	if _, err := f.sync(t, SyncOptions{Prepare: func() error { return boom }}); err != boom {
+	if _, err := f.sync(t, SyncOptions{Prepare: func() ([]string, error) { return nil, boom }}); err != boom {
 		t.Fatalf("err = %v, want the Prepare error itself", err)
 	}
 	if n := f.cnt.reset(); n["PUT"] != 0 || n["DELETE"] != 0 {
 		t.Fatalf("a failed Prepare still changed the server: %v", n)
+	}
+}
+
+// A game Prepare leaves (it failed to generate) keeps its server files
+// exactly: nothing uploaded, nothing deleted, not even a folder delete; the
+// other games are pushed and pruned as usual.
+func TestPrepareLeavesABrokenGame(t *testing.T) {
+	f := newFixture(t, api.Variant1)
+	write(t, f.root, "a.com/good/hoster-game.json", cfg)
+	write(t, f.root, "a.com/good/new.js", "new")
+	write(t, f.games, "a.com/good/stale.js", "stale")
+	write(t, f.root, "a.com/broken/hoster-game.json", cfg)
+	write(t, f.root, "a.com/broken/changed.js", "local edit")
+	write(t, f.games, "a.com/broken/changed.js", "last good")
+	write(t, f.games, "a.com/broken/hoster.server.js", "last good module")
+	sum, err := f.sync(t, SyncOptions{Prepare: func() ([]string, error) { return []string{"a.com/broken"}, nil }})
+	if err != nil || len(sum.Failures) > 0 {
+		t.Fatalf("sync = %+v, %v", sum, err)
+	}
+	if !slices.Equal(sum.Left, []string{"a.com/broken"}) {
+		t.Fatalf("Left = %v", sum.Left)
+	}
+	want := []string{"a.com/broken/changed.js", "a.com/broken/hoster.server.js", "a.com/good/hoster-game.json", "a.com/good/new.js"}
+	if got := f.serverFiles(t); !slices.Equal(got, want) {
+		t.Fatalf("server files %v, want %v", got, want)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.games, "a.com/broken/changed.js")); string(b) != "last good" {
+		t.Fatalf("the broken game's file was overwritten: %q", b)
+	}
+	// Even a broken game absent from the server is not created.
+	write(t, f.root, "a.com/fresh/hoster-game.json", cfg)
+	f.sync(t, SyncOptions{Prepare: func() ([]string, error) { return []string{"a.com/broken", "a.com/fresh"}, nil }})
+	if got := f.serverFiles(t); !slices.Equal(got, want) {
+		t.Fatalf("server files %v, want %v", got, want)
 	}
 }
 
