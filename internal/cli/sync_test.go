@@ -237,12 +237,12 @@ func TestSyncFailurePrintedOnce(t *testing.T) {
 	if code != ExitFailed {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
-	if n := strings.Count(errOut, "failed: upload"); n != 1 {
+	if n := strings.Count(errOut, "failed: upload example.com/arena/index.html"); n != 1 {
 		t.Errorf("the failure is printed %d times:\n%s", n, errOut)
 	}
 	// Up to the server's own message (its wording is the server's), the
 	// client names the path once.
-	line := errOut[strings.Index(errOut, "failed: upload"):]
+	line := errOut[strings.Index(errOut, "failed: upload example.com/arena/index.html"):]
 	line = line[:strings.Index(line, "\n")]
 	if i := strings.Index(line, "server answered"); i > 0 {
 		line = line[:i]

@@ -69,9 +69,9 @@ var ErrEmptyRoot = errors.New("the sites root holds no game, so every server gam
 // MakePlan compares a hashed local tree with the server's tree: new and
 // changed files are uploaded; server files absent locally are deleted when
 // Managed. A game absent locally whose server files are all managed is
-// deleted as one folder. Within a game, hoster-game.json and the generated
-// hoster.server.js go last, so a reload never finds a half-pushed game's
-// new config or module before its other files.
+// deleted as one folder. Uploads are listed by game, each game's
+// hoster-game.json and hoster.server.js last; the order they run in is
+// runUploads' (code files only once the rest of their game has landed).
 func MakePlan(local *Local, remote api.Tree, opts PlanOptions) (Plan, error) {
 	var p Plan
 	leave := map[string]bool{}

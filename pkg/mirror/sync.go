@@ -146,9 +146,10 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 	}
 
 	rep.Begin("upload", len(plan.Uploads), plan.UploadBytes())
-	parallel(ctx, opts.Jobs, len(plan.Uploads), func(i int) {
-		u := plan.Uploads[i]
+	runUploads(ctx, plan.Uploads, opts.Jobs, func(u Upload) error {
 		_, err := remote.PutFile(ctx, u.Path, u.Size, func() (io.ReadCloser, error) { return os.Open(u.Abs) })
+		return err
+	}, func(u Upload, err error) {
 		record(Op{Kind: "upload", Path: u.Path, Size: u.Size}, 1, err)
 	})
 	if len(sum.Failures) > 0 || ctx.Err() != nil {

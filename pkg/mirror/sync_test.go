@@ -277,10 +277,14 @@ func TestOneFailedUploadSkipsDeletes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(sum.Failures) != 1 || sum.Failures[0].Path != "a.com/g/bad.js" || !strings.Contains(sum.Failures[0].Error, "disk on fire") {
+	// The game's config is held back: a game with a failed upload keeps
+	// its previous code.
+	sort.Slice(sum.Failures, func(i, j int) bool { return sum.Failures[i].Path < sum.Failures[j].Path })
+	if len(sum.Failures) != 2 || sum.Failures[0].Path != "a.com/g/bad.js" || !strings.Contains(sum.Failures[0].Error, "disk on fire") ||
+		sum.Failures[1].Path != "a.com/g/hoster-game.json" || !strings.Contains(sum.Failures[1].Error, "held back") {
 		t.Fatalf("failures %+v", sum.Failures)
 	}
-	if sum.Uploaded != 2 || !sum.DeletesSkipped {
+	if sum.Uploaded != 1 || !sum.DeletesSkipped {
 		t.Fatalf("summary %+v", sum)
 	}
 	if _, err := os.Stat(filepath.Join(f.games, "a.com/g/old.js")); err != nil {

@@ -1,0 +1,182 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hoster-dev/hoster/pkg/api"
+)
+
+// fakeRemote is a transport that logs every upload's start and end, fails
+// chosen paths and holds chosen ones until a condition on the log holds.
+type fakeRemote struct {
+	mu       sync.Mutex
+	cond     *sync.Cond
+	log      []string // "start <path>", "done <path>"
+	inFlight int
+	maxIn    int
+	fail     func(path string) bool
+	// hold, when set, keeps an upload of path waiting until it returns false.
+	hold func(path string, log []string) bool
+}
+
+func newFakeRemote() *fakeRemote {
+	r := &fakeRemote{}
+	r.cond = sync.NewCond(&r.mu)
+	return r
+}
+
+func (r *fakeRemote) Tree(context.Context) (api.Tree, error)   { return api.Tree{}, nil }
+func (r *fakeRemote) DeleteFile(context.Context, string) error { return nil }
+
+func (r *fakeRemote) PutFile(ctx context.Context, rel string, size int64, open func() (io.ReadCloser, error)) (api.WriteResult, error) {
+	r.mu.Lock()
+	r.log = append(r.log, "start "+rel)
+	r.inFlight++
+	r.maxIn = max(r.maxIn, r.inFlight)
+	r.cond.Broadcast()
+	for r.hold != nil && r.hold(rel, r.log) {
+		r.cond.Wait()
+	}
+	r.inFlight--
+	r.log = append(r.log, "done "+rel)
+	r.cond.Broadcast()
+	r.mu.Unlock()
+	if r.fail != nil && r.fail(rel) {
+		return api.WriteResult{}, errors.New("disk on fire")
+	}
+	return api.WriteResult{Size: size}, nil
+}
+
+func has(log []string, e string) bool { return slices.Contains(log, e) }
+
+// codeGame writes a game with code files and n other files.
+func codeGame(t *testing.T, root, g string, n int) {
+	write(t, root, g+"/hoster-game.json", cfg)
+	write(t, root, g+"/hoster.server.js", "module")
+	for i := 0; i < n; i++ {
+		write(t, root, fmt.Sprintf("%s/f%d.txt", g, i), strings.Repeat("x", i+1))
+	}
+	write(t, root, g+"/big.bin", strings.Repeat("b", 4096))
+}
+
+func isCode(p string) bool { return lastInGame(p) }
+
+// A game's code files start only after every other upload of the game has
+// landed, even when one of those is slow.
+func TestCodeFilesGoLast(t *testing.T) {
+	root := t.TempDir()
+	codeGame(t, root, "a.com/g", 10)
+	codeGame(t, root, "b.com/h", 3)
+	r := newFakeRemote()
+	// big.bin of a.com/g is held until its game's code has started (which a
+	// wrong order does at once) or every other upload of the game is done.
+	r.hold = func(p string, log []string) bool {
+		if p != "a.com/g/big.bin" {
+			return false
+		}
+		if has(log, "start a.com/g/hoster.server.js") || has(log, "start a.com/g/hoster-game.json") {
+			return false
+		}
+		for i := 0; i < 10; i++ {
+			if !has(log, fmt.Sprintf("done a.com/g/f%d.txt", i)) {
+				return true
+			}
+		}
+		return false
+	}
+	sum, err := Sync(context.Background(), root, r, SyncOptions{Jobs: 8}, nil)
+	if err != nil || len(sum.Failures) > 0 || sum.Uploaded != 19 {
+		t.Fatalf("sync %+v, %v", sum, err)
+	}
+	checkCodeAfterRest(t, r.log)
+	if r.maxIn > 8 {
+		t.Errorf("%d uploads in flight, more than --jobs 8", r.maxIn)
+	}
+}
+
+// checkCodeAfterRest checks, for every game, that no code file started
+// before every other file of its game was done.
+func checkCodeAfterRest(t *testing.T, log []string) {
+	t.Helper()
+	for i, e := range log {
+		p, ok := strings.CutPrefix(e, "start ")
+		if !ok || !isCode(p) {
+			continue
+		}
+		for _, later := range log[i:] {
+			q, ok := strings.CutPrefix(later, "done ")
+			if ok && !isCode(q) && gameOf(q) == gameOf(p) {
+				t.Errorf("%s started before %s was done:\n%s", p, q, strings.Join(log, "\n"))
+			}
+		}
+	}
+}
+
+// When an upload of a game fails, its code files are not uploaded at all
+// (each reported as held back); other games are pushed whole.
+func TestCodeFilesHeldAfterAFailure(t *testing.T) {
+	root := t.TempDir()
+	codeGame(t, root, "a.com/g", 10)
+	codeGame(t, root, "b.com/h", 3)
+	r := newFakeRemote()
+	r.fail = func(p string) bool { return p == "a.com/g/f3.txt" }
+	sum, err := Sync(context.Background(), root, r, SyncOptions{Jobs: 4}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"a.com/g/hoster-game.json", "a.com/g/hoster.server.js"} {
+		if has(r.log, "start "+p) {
+			t.Errorf("%s was uploaded after a failure in its game", p)
+		}
+	}
+	for _, p := range []string{"b.com/h/hoster-game.json", "b.com/h/hoster.server.js"} {
+		if !has(r.log, "done "+p) {
+			t.Errorf("%s of the good game was not uploaded", p)
+		}
+	}
+	var failed []string
+	for _, f := range sum.Failures {
+		failed = append(failed, f.Path)
+		if f.Path != "a.com/g/f3.txt" && !strings.Contains(f.Error, "held back") {
+			t.Errorf("failure %+v", f)
+		}
+	}
+	slices.Sort(failed)
+	if want := []string{"a.com/g/f3.txt", "a.com/g/hoster-game.json", "a.com/g/hoster.server.js"}; !slices.Equal(failed, want) {
+		t.Errorf("failures %v, want %v", failed, want)
+	}
+	checkCodeAfterRest(t, r.log)
+}
+
+// With two workers, one takes the biggest file and the other the smallest:
+// small files never wait behind big ones.
+func TestUploadsBigAndSmallAtOnce(t *testing.T) {
+	var ups []Upload
+	for i := 1; i <= 6; i++ {
+		ups = append(ups, Upload{Path: fmt.Sprintf("a.com/g/f%d", i), Size: int64(i * 1000)})
+	}
+	var mu sync.Mutex
+	cond := sync.NewCond(&mu)
+	var started []string
+	runUploads(context.Background(), ups, 2, func(u Upload) error {
+		mu.Lock()
+		defer mu.Unlock()
+		started = append(started, u.Path)
+		cond.Broadcast()
+		for len(started) < 2 { // both workers hold their first file
+			cond.Wait()
+		}
+		return nil
+	}, func(Upload, error) {})
+	first := slices.Sorted(slices.Values(started[:2]))
+	if want := []string{"a.com/g/f1", "a.com/g/f6"}; !slices.Equal(first, want) {
+		t.Fatalf("first two uploads %v, want the smallest and the biggest", first)
+	}
+}
