@@ -15,6 +15,7 @@
 #   bench/link.sh                       RTTS="20 50 100", TREES="2000:200 300:20"
 #   RTTS=50 TREES=2000:200 bench/link.sh
 #   HOSTER_ARGS="--jobs 64" bench/link.sh    extra flags for hoster sync
+#   HOSTER=/tmp/hoster bench/link.sh        another build of the client
 #
 # Needs rsync (apt-get install rsync) and caddy (apt-get install caddy).
 set -euo pipefail
@@ -30,7 +31,8 @@ GOBIN_DIR=${TOXIPROXY_BIN:-$HOME/.cache/hoster-bench/toxiproxy-$TOXIPROXY_VERSIO
 if [ ! -x "$GOBIN_DIR/server" ]; then
 	GOBIN="$GOBIN_DIR" go install "github.com/Shopify/toxiproxy/v2/cmd/...@$TOXIPROXY_VERSION"
 fi
-go build -o bin/hoster ./cmd/hoster
+HOSTER=${HOSTER:-bin/hoster} # HOSTER=path runs another build of the client
+[ "$HOSTER" = bin/hoster ] && go build -o bin/hoster ./cmd/hoster
 go build -o bin/hoster-server ./cmd/hoster-server
 
 W=$(mktemp -d /tmp/hoster-bench-link.XXXXXX)
@@ -51,8 +53,9 @@ SERVER=127.0.0.1:18787
 ASK=127.0.0.1:18788
 RSYNCD=127.0.0.1:18874
 
+declare -A procs=()
 "$GOBIN_DIR/server" -host 127.0.0.1 -port 18474 >"$W/toxiproxy.log" 2>&1 &
-pids+=($!)
+pids+=($!) procs[toxiproxy]=$!
 
 # hoster-server set up by its own init, with Caddy in front.
 bin/hoster-server init --hosting-root "$W/srv" --logs-root "$W/logs" --ip 127.0.0.1 \
@@ -63,10 +66,10 @@ PIN=$(sed -n '/fingerprint:/{n;p}' "$W/init.txt" | tr -d ' ')
 sed -i '0,/^{/s//{\n\tadmin off\n\tdefault_bind 127.0.0.1/' "$W/srv/Caddyfile"
 bin/hoster-server serve --hosting-root "$W/srv" --logs-root "$W/logs" --listen $SERVER --ask-listen $ASK \
 	>"$W/server.log" 2>&1 &
-pids+=($!)
+pids+=($!) procs[hoster-server]=$!
 XDG_DATA_HOME="$W/caddy-data" XDG_CONFIG_HOME="$W/caddy-config" \
 	caddy run --config "$W/srv/Caddyfile" --adapter caddyfile >"$W/caddy.log" 2>&1 &
-pids+=($!)
+pids+=($!) procs[caddy]=$!
 printf '{"hoster-config-server": "https://%s", "hoster-config-apiToken": "%s", "hoster-config-certSha256": "%s"}' \
 	$PROXY_HOSTER "$(cat "$W/srv/hoster-token")" "$PIN" >"$W/hoster.json"
 
@@ -81,7 +84,7 @@ uid = $(id -u)
 gid = $(id -g)
 CONF
 rsync --daemon --no-detach --config="$W/rsyncd.conf" --address=127.0.0.1 --port=${RSYNCD##*:} &
-pids+=($!)
+pids+=($!) procs[rsyncd]=$!
 
 for i in $(seq 50); do
 	curl -sf http://$TOXI/version >/dev/null && curl -skf https://127.0.0.1:$CADDY_HTTPS/api/version >/dev/null && break
@@ -103,7 +106,11 @@ set_rtt() {
 
 now() { date +%s.%N; }
 timeit() { local s e; s=$(now); "$@" >"$W/last.out" 2>&1 || { echo "failed: $*" >&2; cat "$W/last.out" >&2; return 1; }; e=$(now); echo "$e - $s" | bc; }
-run_hoster() { timeit bin/hoster --config "$W/hoster.json" -q sync $HOSTER_ARGS "$W/src"; }
+run_hoster() { timeit "$HOSTER" --config "$W/hoster.json" -q sync $HOSTER_ARGS "$W/src"; }
+# CPU seconds (user+system, waited-for children included) of a process.
+cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14+$15+$16+$17)/hz}' /proc/$1/stat; }
+# With CPU=1, where the CPU went during each first push: each process of the chain.
+cpu_all() { local out="client=$(cpu $$) " p; for p in "${!procs[@]}"; do out+="$p=$(cpu ${procs[$p]}) "; done; echo "$out"; }
 run_rsync() { timeit rsync -r --checksum --delete "$W/src/" rsync://$PROXY_RSYNC/bench/; }
 # The measured link: a no-op request's time through the whole chain.
 probe() { curl -sk -o /dev/null -w '%{time_total}' --resolve x:1:127.0.0.1 https://$PROXY_HOSTER/api/version; }
@@ -115,9 +122,13 @@ for tree in $TREES; do
 		set_rtt "$rtt"
 		rm -rf "$W/src" "$W/rsync"/* "$W/srv/hoster-games"/*
 		go run ./bench/gentree -dir "$W/src" -files "$files" -mib "$mib"
-		bin/hoster gen "$W/src" >/dev/null # both tools push the same files
+		"$HOSTER" gen "$W/src" >/dev/null # both tools push the same files
 		declare -A t=()
-		for tool in hoster rsync; do t[$tool.first]=$(run_$tool); done
+		for tool in hoster rsync; do
+			[ "${CPU:-0}" = 1 ] && before=$(cpu_all)
+			t[$tool.first]=$(run_$tool)
+			[ "${CPU:-0}" = 1 ] && echo "$tool first push: CPU-s before: $before after: $(cpu_all)" >&2
+		done
 		for tool in hoster rsync; do t[$tool.noop]=$(run_$tool); done
 		go run ./bench/gentree -dir "$W/src" -modify
 		for tool in hoster rsync; do t[$tool.change]=$(run_$tool); done

@@ -22,6 +22,8 @@ type syncOptions struct {
 	AllowEmpty bool
 	MaxDelete  int
 	Watch      bool
+	// hashes carries local hashes between the rounds of a watch.
+	hashes *mirror.HashCache
 }
 
 func newSyncCmd(ios *IO, g *globals) *cobra.Command {
@@ -56,7 +58,7 @@ and names starting with "_" are neither pushed nor deleted.`,
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan (uploads, deletes) and change nothing")
-	f.IntVar(&o.Jobs, "jobs", 8, "transfers at a time")
+	f.IntVar(&o.Jobs, "jobs", 64, "most transfers at a time; how many run follows the link's round trip (8 on loopback)")
 	f.BoolVar(&o.AllowEmpty, "allow-empty", false, "let a ROOT with no game delete the server's games")
 	f.IntVar(&o.MaxDelete, "max-delete", 0, "refuse a sync that would delete more than N server files (0: no limit)")
 	f.BoolVar(&o.Watch, "watch", false, "after syncing, regenerate and sync again on every save, until Ctrl-C")
@@ -109,7 +111,7 @@ func runSync(ctx context.Context, ios *IO, g *globals, root string, o syncOption
 	}
 
 	sum, err := mirror.Sync(ctx, root, client, mirror.SyncOptions{
-		Jobs: o.Jobs, DryRun: o.DryRun, Prepare: generate,
+		Jobs: o.Jobs, DryRun: o.DryRun, Prepare: generate, Hashes: o.hashes,
 		Plan: mirror.PlanOptions{AllowEmpty: o.AllowEmpty, MaxDelete: o.MaxDelete},
 	}, out)
 	out.Finish()
@@ -185,6 +187,7 @@ func watchSync(ctx context.Context, ios *IO, g *globals, root string, o syncOpti
 			fmt.Fprintf(ios.ErrOut, "hoster: %v\n", err)
 		}
 	}
+	o.hashes = mirror.NewHashCache() // unchanged files are not read again each round
 	err := runSync(ctx, ios, g, root, o)
 	var ee *exitError
 	if errors.As(err, &ee) && (ee.code == ExitUsage || ee.code == ExitVersion) {

@@ -14,10 +14,12 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-resty/resty/v2"
@@ -52,6 +54,10 @@ type Client struct {
 	token    string
 	attempts int
 	base     time.Duration
+
+	mu     sync.Mutex
+	rtt    time.Duration // shortest request-to-answer time seen; 0: none yet
+	warmed int           // connections opened ahead by Warm
 }
 
 // Error is a failed request: what was being done, the HTTP status when
@@ -219,9 +225,59 @@ func (c *Client) Tree(ctx context.Context) (Tree, error) {
 	return t, err
 }
 
+// RTT is the shortest time seen between a request of a small answer
+// (/api/version) written and the first byte of its answer: the link's round
+// trip, plus the little the server takes. 0 until one was timed.
+func (c *Client) RTT() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rtt
+}
+
+// timed adds a trace to ctx that keeps the shortest request-to-answer time.
+func (c *Client) timed(ctx context.Context) context.Context {
+	var wrote atomic.Int64 // the callbacks run on the transport's goroutines
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(time.Now().UnixNano()) },
+		GotFirstResponseByte: func() {
+			w := wrote.Load()
+			if w == 0 {
+				return
+			}
+			d := time.Duration(time.Now().UnixNano() - w)
+			c.mu.Lock()
+			if c.rtt == 0 || d < c.rtt {
+				c.rtt = d
+			}
+			c.mu.Unlock()
+		},
+	})
+}
+
+// Warm opens connections (TLS handshakes included) in the background
+// until n have been opened, each by an /api/version request left idle in
+// the pool, so that transfers started later find them ready instead of
+// paying their round trips then. The requests also time the link (RTT).
+// It returns at once; it is cheap to call again with the same or a larger n.
+func (c *Client) Warm(ctx context.Context, n int) {
+	c.mu.Lock()
+	more := n - c.warmed
+	c.warmed = max(c.warmed, n)
+	c.mu.Unlock()
+	for range max(more, 0) {
+		go func() {
+			c.r.R().SetContext(c.timed(ctx)).Get(PathVersion) // only the connection matters
+		}()
+	}
+}
+
 func (c *Client) getJSON(ctx context.Context, op, path string, v any) error {
 	return c.retry(ctx, op, func() error {
-		resp, err := c.r.R().SetContext(ctx).Get(path)
+		rctx := ctx
+		if path == PathVersion {
+			rctx = c.timed(ctx)
+		}
+		resp, err := c.r.R().SetContext(rctx).Get(path)
 		if err := answerError(op, resp, err); err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hoster-dev/hoster/pkg/api"
 )
@@ -19,14 +20,25 @@ type Remote interface {
 	DeleteFile(ctx context.Context, rel string) error
 }
 
+// Link is a Remote that knows its link: the round trip it measured, and
+// connections it can open ahead of the transfers. *api.Client is one.
+type Link interface {
+	RTT() time.Duration
+	Warm(ctx context.Context, n int)
+}
+
 // SyncOptions configure a sync.
 type SyncOptions struct {
-	// Jobs is how many transfers run at once; 0 means 8.
+	// Jobs is the most transfers run at once; 0 means 8. Against a Link,
+	// how many run follows its round trip (InFlight), up to Jobs.
 	Jobs int
 	// DryRun makes the plan and changes nothing.
 	DryRun bool
 	// Plan holds the safety rails.
 	Plan PlanOptions
+	// Hashes, when set, keeps local hashes from one sync to the next
+	// (sync --watch); nil for a stateless one-shot sync.
+	Hashes *HashCache
 	// Prepare, when set, runs once the server's tree has been asked for and
 	// before the local tree is walked, so that it overlaps the server's walk
 	// (hoster sync generates the game modules here). The games it returns
@@ -77,13 +89,19 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 	var arrived atomic.Pointer[api.Tree]
 	treeCtx, cancelTree := context.WithCancel(ctx)
 	defer cancelTree()
+	treeDone := make(chan struct{})
 	go func() {
 		t, err := remote.Tree(treeCtx)
 		if err == nil {
 			arrived.Store(&t)
 		}
+		close(treeDone)
 		treeCh <- treeResult{t, err}
 	}()
+	link, _ := remote.(Link)
+	if link != nil {
+		opts.Jobs = InFlight(link.RTT(), opts.Jobs)
+	}
 	var local *Local
 	var err error
 	if opts.Prepare != nil {
@@ -102,6 +120,23 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 		cancelTree()
 		<-treeCh // do not leave the request behind
 		return SyncSummary{}, err
+	}
+	local.Cache = opts.Hashes
+	if link != nil {
+		// Files the server lacks are uploads for sure: open their
+		// connections while the rest is hashed.
+		go func() {
+			<-treeDone
+			if t := arrived.Load(); t != nil {
+				n := 0
+				for p := range local.Files {
+					if _, has := (*t)[p]; !has && !left[gameOf(p)] {
+						n++
+					}
+				}
+				link.Warm(ctx, min(n, opts.Jobs))
+			}
+		}()
 	}
 	hashErr := local.HashNeeded(func(path string) bool {
 		if left[gameOf(path)] {
@@ -145,6 +180,9 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 		rep.Done(op, err)
 	}
 
+	if link != nil {
+		link.Warm(ctx, min(len(plan.Uploads)+len(plan.Deletes), opts.Jobs))
+	}
 	rep.Begin("upload", len(plan.Uploads), plan.UploadBytes())
 	runUploads(ctx, plan.Uploads, opts.Jobs, func(u Upload) error {
 		_, err := remote.PutFile(ctx, u.Path, u.Size, func() (io.ReadCloser, error) { return os.Open(u.Abs) })
@@ -185,3 +223,14 @@ func parallel(ctx context.Context, jobs, n int, do func(i int)) {
 	close(work)
 	wg.Wait()
 }
+
+// InFlight is how many transfers to keep in flight across a link with the
+// given round trip: enough that the round trips overlap (one more transfer
+// per perTransfer of round trip), at least 8, at most ceiling (--jobs).
+func InFlight(rtt time.Duration, ceiling int) int {
+	n := 8 + int(rtt/perTransfer)
+	return max(min(n, ceiling), 1)
+}
+
+// perTransfer is the round trip that warrants one more transfer in flight.
+const perTransfer = 500 * time.Microsecond

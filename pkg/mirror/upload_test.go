@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hoster-dev/hoster/pkg/api"
 )
@@ -178,5 +181,96 @@ func TestUploadsBigAndSmallAtOnce(t *testing.T) {
 	first := slices.Sorted(slices.Values(started[:2]))
 	if want := []string{"a.com/g/f1", "a.com/g/f6"}; !slices.Equal(first, want) {
 		t.Fatalf("first two uploads %v, want the smallest and the biggest", first)
+	}
+}
+
+// With a HashCache (sync --watch), an unchanged file is not hashed again,
+// and a file rewritten with its size and mtime restored is still seen as
+// changed (its ctime moved).
+func TestHashCacheAcrossRounds(t *testing.T) {
+	f := newFixture(t, api.Variant1)
+	write(t, f.root, "a.com/g/hoster-game.json", cfg)
+	write(t, f.root, "a.com/g/a.txt", "aaaa")
+	write(t, f.root, "a.com/g/b.txt", "bbbb")
+	cache := NewHashCache()
+	if _, err := f.sync(t, SyncOptions{Hashes: cache}); err != nil {
+		t.Fatal(err)
+	}
+	// The first round hashed nothing (the server had nothing to compare
+	// with); the second hashes all three and keeps them; the third reads none.
+	f.sync(t, SyncOptions{Hashes: cache})
+	before := cache.Hits()
+	sum, err := f.sync(t, SyncOptions{Hashes: cache})
+	if err != nil || sum.Unchanged != 3 || cache.Hits()-before != 3 {
+		t.Fatalf("third round: %+v, %v, %d cache hits", sum, err, cache.Hits()-before)
+	}
+	p := filepath.Join(f.root, "a.com/g/a.txt")
+	fi, _ := os.Stat(p)
+	os.WriteFile(p, []byte("AAAA"), 0o644)
+	os.Chtimes(p, fi.ModTime(), fi.ModTime())
+	sum, err = f.sync(t, SyncOptions{Hashes: cache})
+	if err != nil || sum.Uploaded != 1 || sum.Plan.Uploads[0].Path != "a.com/g/a.txt" {
+		t.Fatalf("after a rewrite with size and mtime restored: %+v, %v", sum, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.games, "a.com/g/a.txt")); string(b) != "AAAA" {
+		t.Fatalf("server has %q", b)
+	}
+}
+
+func TestInFlightFollowsTheLink(t *testing.T) {
+	for _, c := range []struct {
+		rtt     time.Duration
+		ceiling int
+		want    int
+	}{
+		{0, 64, 8}, {200 * time.Microsecond, 64, 8}, {20 * time.Millisecond, 64, 48},
+		{50 * time.Millisecond, 64, 64}, {50 * time.Millisecond, 256, 108}, {0, 4, 4}, {0, 0, 1},
+	} {
+		if got := InFlight(c.rtt, c.ceiling); got != c.want {
+			t.Errorf("InFlight(%v, %d) = %d, want %d", c.rtt, c.ceiling, got, c.want)
+		}
+	}
+}
+
+// linkRemote is a fakeRemote that reports a round trip and records Warm.
+type linkRemote struct {
+	*fakeRemote
+	rtt    time.Duration
+	warmMu sync.Mutex
+	warmed int
+}
+
+func (l *linkRemote) RTT() time.Duration { return l.rtt }
+func (l *linkRemote) Warm(_ context.Context, n int) {
+	l.warmMu.Lock()
+	l.warmed = max(l.warmed, n)
+	l.warmMu.Unlock()
+}
+
+// Against a Link, connections are warmed for the uploads ahead, and no more
+// transfers run at once than the link's round trip calls for.
+func TestSyncWarmsAndFollowsTheLink(t *testing.T) {
+	root := t.TempDir()
+	codeGame(t, root, "a.com/g", 30)
+	r := &linkRemote{fakeRemote: newFakeRemote(), rtt: 2 * time.Millisecond} // InFlight: 12
+	// Every upload waits until 12 are in flight or none is left to start.
+	r.hold = func(p string, log []string) bool {
+		started := 0
+		for _, e := range log {
+			if strings.HasPrefix(e, "start ") {
+				started++
+			}
+		}
+		return r.inFlight < 12 && started < 30
+	}
+	sum, err := Sync(context.Background(), root, r, SyncOptions{Jobs: 64}, nil)
+	if err != nil || sum.Uploaded != 33 {
+		t.Fatalf("%+v, %v", sum, err)
+	}
+	if r.maxIn != 12 {
+		t.Errorf("%d uploads were in flight at most, want 12", r.maxIn)
+	}
+	if r.warmed != 12 {
+		t.Errorf("%d connections warmed, want 12", r.warmed)
 	}
 }
