@@ -1,6 +1,7 @@
 package api
 
 import (
+	"archive/tar"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -58,6 +59,7 @@ type Client struct {
 	mu     sync.Mutex
 	rtt    time.Duration // shortest request-to-answer time seen; 0: none yet
 	warmed int           // connections opened ahead by Warm
+	batch  bool          // the server offered the batch upload
 }
 
 // Error is a failed request: what was being done, the HTTP status when
@@ -211,11 +213,144 @@ func tlsConfig(host, pin string, warn func(string)) *tls.Config {
 	}
 }
 
-// Version asks the server's API version (the one route without a token).
+// Version asks the server's API version (the one route without a token),
+// and notes whether the server offers the batch upload.
 func (c *Client) Version(ctx context.Context) (VersionInfo, error) {
 	var v VersionInfo
 	err := c.getJSON(ctx, "asking the server's API version", PathVersion, &v)
+	if err == nil {
+		c.mu.Lock()
+		c.batch = v.BatchUpload
+		c.mu.Unlock()
+	}
 	return v, err
+}
+
+// CanBatch reports whether the server offered the batch upload (PutFiles)
+// when Version was last asked.
+func (c *Client) CanBatch() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.batch
+}
+
+// BatchFile is one file of a batch upload.
+type BatchFile struct {
+	Rel  string
+	Size int64
+	Open func() (io.ReadCloser, error)
+}
+
+// PutFiles uploads files in one request, the batch upload extension
+// (PathFiles; only where CanBatch). The body is a tar stream made as it is
+// sent, each file read from Open; a retried batch is sent again whole. It
+// returns one error per file (nil: written, exactly Size bytes), or an error
+// for the whole batch when the request itself failed.
+func (c *Client) PutFiles(ctx context.Context, files []BatchFile) ([]error, error) {
+	op := fmt.Sprintf("uploading %d files at once", len(files))
+	errs := make([]error, len(files))
+	err := c.retry(ctx, op, func() error {
+		pr, pw := io.Pipe()
+		wrote := make(chan error, 1)
+		go func() {
+			err := writeTar(pw, files)
+			pw.CloseWithError(err)
+			wrote <- err
+		}()
+		req, err := http.NewRequestWithContext(ctx, http.MethodPut, c.server+PathFiles, pr)
+		if err != nil {
+			pr.Close()
+			<-wrote
+			return &Error{Op: op, Msg: err.Error()}
+		}
+		req.Header.Set("Content-Type", "application/x-tar")
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		resp, err := c.r.GetClient().Do(req)
+		pr.CloseWithError(io.ErrClosedPipe) // stops the writer if the answer came early
+		werr := <-wrote
+		var le *localError
+		if errors.As(werr, &le) {
+			if resp != nil {
+				resp.Body.Close()
+			}
+			return &Error{Op: op, Msg: le.Error()} // not the link's fault: not retried
+		}
+		if err != nil {
+			return transportError(op, err)
+		}
+		defer resp.Body.Close()
+		answer, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+		if err != nil {
+			return transportError(op, err)
+		}
+		if err := statusError(op, resp.StatusCode, resp.Header, answer); err != nil {
+			return err
+		}
+		var res BatchResult
+		var fail WriteResult // variant 2's answer to a request that failed as a whole
+		if json.Unmarshal(answer, &fail) == nil && fail.OK != nil && !*fail.OK {
+			return &Error{Op: op, Msg: "the server could not write them: " + fail.Error}
+		}
+		if err := json.Unmarshal(answer, &res); err != nil || len(res.Files) != len(files) {
+			return &Error{Op: op, Msg: fmt.Sprintf("the answer is not a result for each of the %d files", len(files))}
+		}
+		for i, r := range res.Files {
+			errs[i] = nil
+			switch {
+			case r.Path != files[i].Rel:
+				errs[i] = &Error{Op: "uploading " + files[i].Rel, Msg: "the server answered for " + r.Path}
+			case r.Error != "":
+				errs[i] = &Error{Op: "uploading " + files[i].Rel, Msg: "the server could not write it: " + r.Error}
+			case r.Size != files[i].Size:
+				errs[i] = &Error{Op: "uploading " + files[i].Rel, Msg: fmt.Sprintf("the server wrote %d bytes of %d", r.Size, files[i].Size)}
+			}
+		}
+		return nil
+	})
+	return errs, err
+}
+
+// localError is a failure to read a local file into a batch: not the
+// link's fault, so not retried.
+type localError struct {
+	rel string
+	err error
+}
+
+func (e *localError) Error() string {
+	return fmt.Sprintf("reading the local file %s: %v", e.rel, e.err)
+}
+
+// writeTar writes files to w as a tar stream.
+func writeTar(w io.Writer, files []BatchFile) error {
+	tw := tar.NewWriter(w)
+	for _, f := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: f.Rel, Size: f.Size, Mode: 0o644, Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {
+			return err
+		}
+		body, err := f.Open()
+		if err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return &localError{f.Rel, err}
+		}
+		n, err := io.Copy(tw, io.LimitReader(body, f.Size))
+		body.Close()
+		if err == nil && n != f.Size {
+			err = fmt.Errorf("it has %d bytes, not the %d it had when the sync began", n, f.Size)
+		}
+		if err != nil {
+			if errors.Is(err, io.ErrClosedPipe) {
+				return err
+			}
+			return &localError{f.Rel, err}
+		}
+	}
+	return tw.Close()
 }
 
 // Tree fetches the server's tree of hashes.

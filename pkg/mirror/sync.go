@@ -27,6 +27,15 @@ type Link interface {
 	Warm(ctx context.Context, n int)
 }
 
+// Batcher is a Remote that may take many files in one request, the batch
+// upload extension of hoster-server; *api.Client is one, and uses it only
+// when the server offered it (CanBatch). Every other server gets a PUT per
+// file.
+type Batcher interface {
+	CanBatch() bool
+	PutFiles(ctx context.Context, files []api.BatchFile) ([]error, error)
+}
+
 // SyncOptions configure a sync.
 type SyncOptions struct {
 	// Jobs is the most transfers run at once; 0 means 8. Against a Link,
@@ -184,10 +193,26 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 		link.Warm(ctx, min(len(plan.Uploads)+len(plan.Deletes), opts.Jobs))
 	}
 	rep.Begin("upload", len(plan.Uploads), plan.UploadBytes())
+	var putBatch func([]Upload) []error
+	if b, ok := remote.(Batcher); ok && b.CanBatch() {
+		putBatch = func(us []Upload) []error {
+			files := make([]api.BatchFile, len(us))
+			for i, u := range us {
+				files[i] = api.BatchFile{Rel: u.Path, Size: u.Size, Open: func() (io.ReadCloser, error) { return os.Open(u.Abs) }}
+			}
+			errs, err := b.PutFiles(ctx, files)
+			if err != nil {
+				for i := range errs {
+					errs[i] = err
+				}
+			}
+			return errs
+		}
+	}
 	runUploads(ctx, plan.Uploads, opts.Jobs, func(u Upload) error {
 		_, err := remote.PutFile(ctx, u.Path, u.Size, func() (io.ReadCloser, error) { return os.Open(u.Abs) })
 		return err
-	}, func(u Upload, err error) {
+	}, putBatch, func(u Upload, err error) {
 		record(Op{Kind: "upload", Path: u.Path, Size: u.Size}, 1, err)
 	})
 	if len(sum.Failures) > 0 || ctx.Err() != nil {

@@ -23,16 +23,23 @@ const token = "abababababababababababababababababababababababababababababababab"
 
 // counter counts requests by method, around the real server.
 type counter struct {
-	mu   sync.Mutex
-	n    map[string]int
-	next http.Handler
-	fail func(r *http.Request) bool // answer 500 to these
+	mu      sync.Mutex
+	n       map[string]int
+	next    http.Handler
+	fail    func(r *http.Request) bool // answer 500 to these
+	noBatch bool                       // answer /api/version as a server without the batch upload
 }
 
 func (c *counter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.mu.Lock()
 	c.n[r.Method]++
+	c.n[r.Method+" "+r.URL.Path]++
+	noBatch := c.noBatch
 	c.mu.Unlock()
+	if noBatch && r.URL.Path == api.PathVersion {
+		w.Write([]byte(`{"api": 1}`)) // a server without the batch upload
+		return
+	}
 	if c.fail != nil && c.fail(r) {
 		w.WriteHeader(500)
 		w.Write([]byte(`{"error":"disk on fire"}`))
@@ -337,6 +344,47 @@ func TestPrepareRunsBeforeTheWalk(t *testing.T) {
 	}
 	if n := f.cnt.reset(); n["PUT"] != 0 || n["DELETE"] != 0 {
 		t.Fatalf("a failed Prepare still changed the server: %v", n)
+	}
+}
+
+// Against hoster-server, which offers the batch upload, small files go in
+// batches and the mirror ends exact, in both variants; against a server
+// that does not offer it, every file is a PUT of its own.
+func TestSyncBatchesWhereOffered(t *testing.T) {
+	for _, variant := range []api.Variant{api.Variant1, api.Variant2} {
+		for _, offered := range []bool{true, false} {
+			t.Run(fmt.Sprint("variant", variant, " offered=", offered), func(t *testing.T) {
+				f := newFixture(t, variant)
+				f.cnt.noBatch = !offered
+				if _, err := f.c.Version(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				for i := 0; i < 40; i++ {
+					write(t, f.root, fmt.Sprintf("a.com/g%d/hoster-game.json", i%2), cfg)
+					write(t, f.root, fmt.Sprintf("a.com/g%d/f%d.txt", i%2, i), strings.Repeat("x", i*100))
+				}
+				write(t, f.root, "a.com/g0/big.bin", strings.Repeat("b", 2<<20))
+				sum, err := f.sync(t, SyncOptions{})
+				if err != nil || len(sum.Failures) > 0 || sum.Uploaded != 43 {
+					t.Fatalf("%+v, %v", sum, err)
+				}
+				n := f.cnt.reset()
+				if offered && (n["PUT "+api.PathFiles] == 0 || n["PUT"] >= 43) || !offered && (n["PUT "+api.PathFiles] != 0 || n["PUT"] != 43) {
+					t.Errorf("requests %v", n)
+				}
+				local, _ := Walk(f.root)
+				local.Hash()
+				tree, _ := f.c.Tree(context.Background())
+				if len(tree) != len(local.Files) {
+					t.Fatalf("server has %d files, local %d", len(tree), len(local.Files))
+				}
+				for p, lf := range local.Files {
+					if tree[p] != lf.Hash {
+						t.Errorf("%s differs on the server", p)
+					}
+				}
+			})
+		}
 	}
 }
 

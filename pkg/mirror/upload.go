@@ -3,6 +3,7 @@ package mirror
 import (
 	"context"
 	"errors"
+	"slices"
 	"sort"
 	"sync"
 )
@@ -66,25 +67,44 @@ func (q *uploadQueue) sort() {
 	})
 }
 
-// next blocks until an upload is ready for a worker (big: from the biggest
-// end) and returns it, or returns false when nothing is left.
-func (q *uploadQueue) next(big bool) (Upload, bool) {
+// Batch limits, when the remote takes many files in one request: files up
+// to batchFileMax are sent together, up to batchFiles and batchBytes a
+// request; bigger files go alone.
+const (
+	batchFileMax = 1 << 20
+	batchFiles   = 128
+	batchBytes   = 4 << 20
+)
+
+// next blocks until uploads are ready for a worker (big: from the biggest
+// end) and returns one, or with batch set, as many small ones as a batch
+// takes; it returns none when nothing is left.
+func (q *uploadQueue) next(big, batch bool) []Upload {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for len(q.ready) == 0 && q.left > 0 && !q.stopped {
 		q.cond.Wait()
 	}
-	if len(q.ready) == 0 || q.stopped {
-		return Upload{}, false
+	var out []Upload
+	var bytes int64
+	for len(q.ready) > 0 && !q.stopped {
+		i := len(q.ready) - 1
+		if big {
+			i = 0
+		}
+		u := q.ready[i]
+		if len(out) > 0 && (!batch || u.Size > batchFileMax || len(out) == batchFiles || bytes+u.Size > batchBytes) {
+			break
+		}
+		q.ready = slices.Delete(q.ready, i, i+1)
+		q.left--
+		out = append(out, u)
+		bytes += u.Size
+		if !batch || u.Size > batchFileMax {
+			break
+		}
 	}
-	var u Upload
-	if big {
-		u, q.ready = q.ready[0], q.ready[1:]
-	} else {
-		u, q.ready = q.ready[len(q.ready)-1], q.ready[:len(q.ready)-1]
-	}
-	q.left--
-	return u, true
+	return out
 }
 
 // done records how an upload ended. When it was a game's last other upload,
@@ -124,9 +144,11 @@ func (q *uploadQueue) stop() {
 }
 
 // runUploads uploads on jobs workers in the queue's order, calling put for
-// each and report for each result (held-back code files included), until
-// all are done or ctx ends.
-func runUploads(ctx context.Context, uploads []Upload, jobs int, put func(Upload) error, report func(Upload, error)) {
+// each file, or putBatch (when not nil) for several small ones at once, and
+// report for each result (held-back code files included), until all are
+// done or ctx ends.
+func runUploads(ctx context.Context, uploads []Upload, jobs int, put func(Upload) error,
+	putBatch func([]Upload) []error, report func(Upload, error)) {
 	q := newUploadQueue(uploads)
 	stop := context.AfterFunc(ctx, q.stop)
 	defer stop()
@@ -136,14 +158,21 @@ func runUploads(ctx context.Context, uploads []Upload, jobs int, put func(Upload
 		go func(big bool) {
 			defer wg.Done()
 			for {
-				u, ok := q.next(big)
-				if !ok {
+				us := q.next(big, putBatch != nil)
+				if len(us) == 0 {
 					return
 				}
-				err := put(u)
-				report(u, err)
-				for _, h := range q.done(u, err) {
-					report(h, ErrHeldBack)
+				var errs []error
+				if len(us) == 1 {
+					errs = []error{put(us[0])}
+				} else {
+					errs = putBatch(us)
+				}
+				for i, u := range us {
+					report(u, errs[i])
+					for _, h := range q.done(u, errs[i]) {
+						report(h, ErrHeldBack)
+					}
 				}
 			}
 		}(w%2 == 0)

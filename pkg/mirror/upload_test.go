@@ -26,7 +26,9 @@ type fakeRemote struct {
 	maxIn    int
 	fail     func(path string) bool
 	// hold, when set, keeps an upload of path waiting until it returns false.
-	hold func(path string, log []string) bool
+	hold    func(path string, log []string) bool
+	batch   bool
+	batches int
 }
 
 func newFakeRemote() *fakeRemote {
@@ -35,7 +37,21 @@ func newFakeRemote() *fakeRemote {
 	return r
 }
 
-func (r *fakeRemote) Tree(context.Context) (api.Tree, error)   { return api.Tree{}, nil }
+func (r *fakeRemote) Tree(context.Context) (api.Tree, error) { return api.Tree{}, nil }
+
+// CanBatch offers the batch upload when batch is set; PutFiles then takes
+// the files of a batch one after the other, as the server does.
+func (r *fakeRemote) CanBatch() bool { return r.batch }
+func (r *fakeRemote) PutFiles(ctx context.Context, files []api.BatchFile) ([]error, error) {
+	r.mu.Lock()
+	r.batches++
+	r.mu.Unlock()
+	errs := make([]error, len(files))
+	for i, f := range files {
+		_, errs[i] = r.PutFile(ctx, f.Rel, f.Size, f.Open)
+	}
+	return errs, nil
+}
 func (r *fakeRemote) DeleteFile(context.Context, string) error { return nil }
 
 func (r *fakeRemote) PutFile(ctx context.Context, rel string, size int64, open func() (io.ReadCloser, error)) (api.WriteResult, error) {
@@ -74,10 +90,17 @@ func isCode(p string) bool { return lastInGame(p) }
 // A game's code files start only after every other upload of the game has
 // landed, even when one of those is slow.
 func TestCodeFilesGoLast(t *testing.T) {
+	for _, batch := range []bool{false, true} {
+		t.Run(fmt.Sprint("batch=", batch), func(t *testing.T) { testCodeFilesGoLast(t, batch) })
+	}
+}
+
+func testCodeFilesGoLast(t *testing.T, batch bool) {
 	root := t.TempDir()
 	codeGame(t, root, "a.com/g", 10)
 	codeGame(t, root, "b.com/h", 3)
 	r := newFakeRemote()
+	r.batch = batch
 	// big.bin of a.com/g is held until its game's code has started (which a
 	// wrong order does at once) or every other upload of the game is done.
 	r.hold = func(p string, log []string) bool {
@@ -99,6 +122,9 @@ func TestCodeFilesGoLast(t *testing.T) {
 		t.Fatalf("sync %+v, %v", sum, err)
 	}
 	checkCodeAfterRest(t, r.log)
+	if batch != (r.batches > 0) {
+		t.Errorf("%d batches with batch=%v", r.batches, batch)
+	}
 	if r.maxIn > 8 {
 		t.Errorf("%d uploads in flight, more than --jobs 8", r.maxIn)
 	}
@@ -125,10 +151,17 @@ func checkCodeAfterRest(t *testing.T, log []string) {
 // When an upload of a game fails, its code files are not uploaded at all
 // (each reported as held back); other games are pushed whole.
 func TestCodeFilesHeldAfterAFailure(t *testing.T) {
+	for _, batch := range []bool{false, true} {
+		t.Run(fmt.Sprint("batch=", batch), func(t *testing.T) { testCodeFilesHeldAfterAFailure(t, batch) })
+	}
+}
+
+func testCodeFilesHeldAfterAFailure(t *testing.T, batch bool) {
 	root := t.TempDir()
 	codeGame(t, root, "a.com/g", 10)
 	codeGame(t, root, "b.com/h", 3)
 	r := newFakeRemote()
+	r.batch = batch
 	r.fail = func(p string) bool { return p == "a.com/g/f3.txt" }
 	sum, err := Sync(context.Background(), root, r, SyncOptions{Jobs: 4}, nil)
 	if err != nil {
@@ -177,7 +210,7 @@ func TestUploadsBigAndSmallAtOnce(t *testing.T) {
 			cond.Wait()
 		}
 		return nil
-	}, func(Upload, error) {})
+	}, nil, func(Upload, error) {})
 	first := slices.Sorted(slices.Values(started[:2]))
 	if want := []string{"a.com/g/f1", "a.com/g/f6"}; !slices.Equal(first, want) {
 		t.Fatalf("first two uploads %v, want the smallest and the biggest", first)
