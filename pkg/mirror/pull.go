@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -201,9 +202,12 @@ func runJobs(ctx context.Context, remote LogsRemote, list []fileJob, jobs int, r
 	parallel(ctx, max(jobs, 1), len(todo), func(i int) {
 		j := todo[i]
 		n, err := syncFile(ctx, remote, j)
+		if err != nil {
+			err = errors.New(pullCause(err))
+		}
 		mu.Lock()
 		if err != nil {
-			sum.Failures = append(sum.Failures, Failure{Op: "fetch", Path: j.label, Error: api.Cause(err)})
+			sum.Failures = append(sum.Failures, Failure{Op: "fetch", Path: j.label, Error: err.Error()})
 		} else {
 			sum.Fetched++
 			sum.Bytes += n
@@ -212,6 +216,21 @@ func runJobs(ctx context.Context, remote LogsRemote, list []fileJob, jobs int, r
 		rep.Done(Op{Kind: "fetch", Path: j.label, Size: n}, err)
 	})
 	return sum
+}
+
+// pullCause is err as a failure line shows it beside the file's name: the
+// client's errors without their operation, local file errors without the
+// paths (the file's own, and its temporary one).
+func pullCause(err error) string {
+	var le *os.LinkError
+	var pe *fs.PathError
+	switch {
+	case errors.As(err, &le):
+		return "putting the file in place: " + le.Err.Error()
+	case errors.As(err, &pe):
+		return pe.Op + ": " + pe.Err.Error()
+	}
+	return api.Cause(err)
 }
 
 // syncFile brings one local file up to date and returns the bytes received.
