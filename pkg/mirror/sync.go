@@ -134,7 +134,11 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 	if link != nil {
 		// Files the server lacks are uploads for sure: open their
 		// connections while the rest is hashed.
+		var warming sync.WaitGroup
+		defer warming.Wait() // quick: the tree has come by the time Sync returns
+		warming.Add(1)
 		go func() {
+			defer warming.Done()
 			<-treeDone
 			if t := arrived.Load(); t != nil {
 				n := 0

@@ -82,7 +82,9 @@ func codeGame(t *testing.T, root, g string, n int) {
 	for i := 0; i < n; i++ {
 		write(t, root, fmt.Sprintf("%s/f%d.txt", g, i), strings.Repeat("x", i+1))
 	}
-	write(t, root, g+"/big.bin", strings.Repeat("b", 4096))
+	// Over batchFileMax: it always goes alone, so holding it never holds
+	// the files batched with it.
+	write(t, root, g+"/big.bin", strings.Repeat("b", 2<<20))
 }
 
 func isCode(p string) bool { return lastInGame(p) }
@@ -303,6 +305,8 @@ func TestSyncWarmsAndFollowsTheLink(t *testing.T) {
 	if r.maxIn != 12 {
 		t.Errorf("%d uploads were in flight at most, want 12", r.maxIn)
 	}
+	r.warmMu.Lock()
+	defer r.warmMu.Unlock()
 	if r.warmed != 12 {
 		t.Errorf("%d connections warmed, want 12", r.warmed)
 	}
