@@ -131,7 +131,7 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 		return SyncSummary{}, err
 	}
 	local.Cache = opts.Hashes
-	if link != nil {
+	if link != nil && !opts.DryRun {
 		// Files the server lacks are uploads for sure: open their
 		// connections while the rest is hashed.
 		var warming sync.WaitGroup
