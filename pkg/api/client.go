@@ -60,6 +60,7 @@ type Client struct {
 	rtt    time.Duration // shortest request-to-answer time seen; 0: none yet
 	warmed int           // connections opened ahead by Warm
 	batch  bool          // the server offered the batch upload
+	pre    *predialer    // nil through a proxy
 }
 
 // Error is a failed request: what was being done, the HTTP status when
@@ -141,8 +142,21 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		TLSHandshakeTimeout: 10 * time.Second,
 		ForceAttemptHTTP2:   false, // one TCP connection per transfer: parallel uploads don't share a window
 	}
+	var tlsCfg *tls.Config
 	if u.Scheme == "https" {
-		tr.TLSClientConfig = tlsConfig(u.Hostname(), pin, cfg.Warn)
+		tlsCfg = tlsConfig(u.Hostname(), pin, cfg.Warn)
+		tr.TLSClientConfig = tlsCfg
+	}
+	// Connections opened ahead (Warm) are handed to the transport as it
+	// asks for them; through a proxy from the environment there are none.
+	var pre *predialer
+	if proxy, err := http.ProxyFromEnvironment(&http.Request{URL: u}); err == nil && proxy == nil {
+		pre = newPredialer(u, tlsCfg)
+		if tlsCfg != nil {
+			tr.DialTLSContext = pre.get
+		} else {
+			tr.DialContext = pre.get
+		}
 	}
 	r := resty.New().
 		SetBaseURL(strings.TrimRight(cfg.Server, "/")).
@@ -152,7 +166,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.Token != "" {
 		r.SetAuthToken(cfg.Token)
 	}
-	c := &Client{r: r, server: strings.TrimRight(cfg.Server, "/"), token: cfg.Token, attempts: cfg.Attempts, base: cfg.RetryBase}
+	c := &Client{r: r, server: strings.TrimRight(cfg.Server, "/"), token: cfg.Token, attempts: cfg.Attempts, base: cfg.RetryBase, pre: pre}
 	if c.attempts <= 0 {
 		c.attempts = 5
 	}
@@ -389,21 +403,105 @@ func (c *Client) timed(ctx context.Context) context.Context {
 	})
 }
 
-// Warm opens connections (TLS handshakes included) in the background
-// until n have been opened, each by an /api/version request left idle in
-// the pool, so that transfers started later find them ready instead of
-// paying their round trips then. The requests also time the link (RTT).
-// It returns at once; it is cheap to call again with the same or a larger n.
+// Warm opens connections to the server (TLS handshakes included) in the
+// background until n have been opened, for the transport to take when
+// transfers ask for connections: those find them ready, or wait for one
+// already under way, instead of paying their own round trips or opening
+// more. It returns at once; it is cheap to call again with the same or a
+// larger n. Through a proxy it does nothing.
 func (c *Client) Warm(ctx context.Context, n int) {
 	c.mu.Lock()
-	more := n - c.warmed
-	c.warmed = max(c.warmed, n)
+	more := min(n, maxWarm) - c.warmed
+	c.warmed = max(c.warmed, min(n, maxWarm))
 	c.mu.Unlock()
-	for range max(more, 0) {
+	if c.pre != nil && more > 0 {
+		c.pre.start(more)
+	}
+}
+
+// maxWarm bounds the connections Warm opens over a client's life.
+const maxWarm = 1024
+
+// predialer opens connections ahead of the transport. Each connection it
+// starts is claimed by exactly one later dial of the transport, which waits
+// for it if it is still under way, and dials afresh if it failed; a dial
+// with nothing to claim dials afresh. So Warm never makes the transport open
+// more connections than it would have, only earlier.
+type predialer struct {
+	addr      string      // host:port
+	tls       *tls.Config // nil for http
+	mu        sync.Mutex
+	unclaimed int
+	results   chan dialResult
+}
+
+type dialResult struct {
+	conn net.Conn
+	err  error
+}
+
+func newPredialer(u *url.URL, tlsCfg *tls.Config) *predialer {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	if tlsCfg != nil {
+		tlsCfg = tlsCfg.Clone()
+		if tlsCfg.ServerName == "" && net.ParseIP(u.Hostname()) == nil {
+			tlsCfg.ServerName = u.Hostname()
+		}
+	}
+	return &predialer{addr: net.JoinHostPort(u.Hostname(), port), tls: tlsCfg, results: make(chan dialResult, maxWarm)}
+}
+
+// dial opens one connection to the server, through its TLS handshake.
+func (p *predialer) dial(ctx context.Context) (net.Conn, error) {
+	conn, err := (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext(ctx, "tcp", p.addr)
+	if err != nil || p.tls == nil {
+		return conn, err
+	}
+	tc := tls.Client(conn, p.tls)
+	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := tc.HandshakeContext(hctx); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return tc, nil
+}
+
+func (p *predialer) start(n int) {
+	p.mu.Lock()
+	p.unclaimed += n
+	p.mu.Unlock()
+	for range n {
 		go func() {
-			c.r.R().SetContext(c.timed(ctx)).Get(PathVersion) // only the connection matters
+			conn, err := p.dial(context.Background())
+			p.results <- dialResult{conn, err}
 		}()
 	}
+}
+
+// get is the transport's dial: a connection opened ahead if there is one
+// to claim, else a new one. The address is always the server's.
+func (p *predialer) get(ctx context.Context, _, _ string) (net.Conn, error) {
+	p.mu.Lock()
+	claim := p.unclaimed > 0
+	if claim {
+		p.unclaimed--
+	}
+	p.mu.Unlock()
+	if claim {
+		select {
+		case r := <-p.results:
+			if r.err == nil {
+				return r.conn, nil
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err() // the result stays for a later claim
+		}
+	}
+	return p.dial(ctx)
 }
 
 func (c *Client) getJSON(ctx context.Context, op, path string, v any) error {
