@@ -127,9 +127,7 @@ func runPull(cmd *cobra.Command, ios *IO, g *globals, parts []pullPart, all bool
 		out.Status("note: %s", n)
 	}
 	out.Status("pulled: %d files fetched (%s), %d unchanged in %.1fs", rep.Fetched, humanBytes(rep.Bytes), rep.Unchanged, rep.Elapsed)
-	for _, f := range rep.Failures {
-		fmt.Fprintf(ios.ErrOut, "failed: %s %s: %s\n", f.Op, f.Path, f.Error)
-	}
+	// Each failure was printed as it happened.
 	if len(errs) > 0 || len(rep.Failures) > 0 {
 		if len(rep.Failures) > 0 {
 			errs = append(errs, fmt.Errorf("%d files failed; the next run completes them", len(rep.Failures)))

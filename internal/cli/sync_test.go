@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -30,6 +31,8 @@ type cliEnv struct {
 	url   string
 	puts  atomic.Int32
 	dels  atomic.Int32
+	// failPut, when set, makes the server answer a PUT of that path with 500.
+	failPut atomic.Pointer[func(path string) bool]
 }
 
 // newCLIEnv starts a real server and writes a config file for it.
@@ -43,10 +46,26 @@ func newCLIEnv(t *testing.T, variant api.Variant) *cliEnv {
 	}
 	h := srv.Handler()
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.Method {
-		case "PUT":
+		switch {
+		case r.Method == "PUT" && r.URL.Path == api.PathFiles:
+			// A batch: count its files.
+			body, _ := io.ReadAll(r.Body)
+			for tr := tar.NewReader(bytes.NewReader(body)); ; {
+				if _, err := tr.Next(); err != nil {
+					break
+				}
+				e.puts.Add(1)
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		case r.Method == "PUT":
 			e.puts.Add(1)
-		case "DELETE":
+			if fail := e.failPut.Load(); fail != nil && (*fail)(r.URL.Query().Get(api.QueryPath)) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusInternalServerError)
+				io.WriteString(w, `{"error": "disk on fire"}`)
+				return
+			}
+		case r.Method == "DELETE":
 			e.dels.Add(1)
 		}
 		h.ServeHTTP(w, r)
@@ -155,7 +174,8 @@ func TestSyncFailures(t *testing.T) {
 	e := newCLIEnv(t, api.Variant1)
 	e.game("arena", map[string]string{"hoster-instance/tick.js": "export default function (i, dt) { ( }"})
 	_, errOut, code := e.run(false, "sync", "sites")
-	if code != ExitFailed || e.puts.Load() != 0 || !strings.Contains(errOut, "tick.js:1:") || !strings.Contains(errOut, "nothing was pushed") {
+	if code != ExitFailed || e.puts.Load() != 0 || !strings.Contains(errOut, "tick.js:1:") ||
+		!strings.Contains(errOut, "generating failed for example.com/arena, so the server keeps its last good version") {
 		t.Fatalf("gen failure: exit %d, %d puts\n%s", code, e.puts.Load(), errOut)
 	}
 
@@ -176,6 +196,78 @@ func TestSyncFailures(t *testing.T) {
 	_, errOut, code = e.run(false, "sync", empty)
 	if code != ExitUsage || !strings.Contains(errOut, "--allow-empty") {
 		t.Fatalf("empty root: exit %d\n%s", code, errOut)
+	}
+}
+
+// A game that fails to generate does not stop the sync: the other games
+// are pushed, the broken one keeps its server files exactly (no upload, no
+// delete), and the run exits 1 naming it.
+func TestSyncBrokenGameAmongGoodOnes(t *testing.T) {
+	e := newCLIEnv(t, api.Variant1)
+	e.game("arena", map[string]string{"index.html": "v1", "old.txt": "o"})
+	e.game("maze", map[string]string{"index.html": "m1"})
+	if _, errOut, code := e.run(false, "sync", "sites"); code != 0 {
+		t.Fatalf("first sync: exit %d\n%s", code, errOut)
+	}
+	before := map[string]string{}
+	filepath.WalkDir(filepath.Join(e.games, "example.com/arena"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := os.ReadFile(p)
+			before[p] = string(b)
+		}
+		return nil
+	})
+	// arena breaks (and changes and loses a file); maze changes.
+	e.game("arena", map[string]string{"index.html": "v2", "hoster-instance/tick.js": "export default function (i, dt) { ( }"})
+	os.Remove(filepath.Join(e.sites, "example.com/arena/old.txt"))
+	e.game("maze", map[string]string{"index.html": "m2"})
+	e.puts.Store(0)
+	_, errOut, code := e.run(false, "sync", "sites")
+	if code != ExitFailed || !strings.Contains(errOut, "generating failed for example.com/arena") || strings.Contains(errOut, "maze") && !strings.Contains(errOut, "uploaded example.com/maze/index.html") {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.games, "example.com/maze/index.html")); string(b) != "m2" || e.dels.Load() != 0 {
+		t.Fatalf("the good game was not pushed: %q, %d deletes\n%s", b, e.dels.Load(), errOut)
+	}
+	after := 0
+	filepath.WalkDir(filepath.Join(e.games, "example.com/arena"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			after++
+			if b, _ := os.ReadFile(p); before[p] != string(b) {
+				t.Errorf("%s changed on the server: %q", p, b)
+			}
+		}
+		return nil
+	})
+	if after != len(before) {
+		t.Errorf("the broken game had %d server files, now %d", len(before), after)
+	}
+}
+
+// A failed upload is printed once, naming its path once.
+func TestSyncFailurePrintedOnce(t *testing.T) {
+	e := newCLIEnv(t, api.Variant1)
+	e.game("arena", map[string]string{"index.html": strings.Repeat("x", 2<<20)}) // too big to ride in a batch
+	fail := func(path string) bool { return path == "example.com/arena/index.html" }
+	e.failPut.Store(&fail)
+	_, errOut, code := e.run(false, "sync", "sites")
+	if code != ExitFailed {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	if n := strings.Count(errOut, "failed: upload example.com/arena/index.html"); n != 1 {
+		t.Errorf("the failure is printed %d times:\n%s", n, errOut)
+	}
+	// Up to the server's own message (its wording is the server's), the
+	// client names the path once.
+	line := errOut[strings.Index(errOut, "failed: upload example.com/arena/index.html"):]
+	line = line[:strings.Index(line, "\n")]
+	for _, server := range []string{"server answered", "the server could not write it"} {
+		if i := strings.Index(line, server); i > 0 {
+			line = line[:i]
+		}
+	}
+	if n := strings.Count(line, "example.com/arena/index.html"); n != 1 {
+		t.Errorf("the path is named %d times: %s", n, line)
 	}
 }
 

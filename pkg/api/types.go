@@ -7,6 +7,36 @@ import "io"
 type VersionInfo struct {
 	// API is the server's API/protocol version.
 	API int `json:"api"`
+	// BatchUpload is hoster-server's extension beyond the contract (absent
+	// from other servers' answers): PUT PathFiles takes many files in one
+	// request, so a push across a long round trip does not pay one per file.
+	BatchUpload bool `json:"batchUpload,omitempty"`
+}
+
+// BatchResult is the body of a PUT /api/files answer (the batch upload
+// extension): one entry per file of the batch, in its order.
+type BatchResult struct {
+	Files []BatchFileResult `json:"files"`
+}
+
+// BatchFile is one file of a batch upload, as a client sends it: its path
+// relative to the games root, its size, and how to read it (again, for a
+// retry).
+type BatchFile struct {
+	Rel  string
+	Size int64
+	Open func() (io.ReadCloser, error)
+}
+
+// BatchFileResult is how one file of a batch went.
+type BatchFileResult struct {
+	// Path is the file's path, as in the batch.
+	Path string `json:"path"`
+	// Size is the number of bytes written on disk.
+	Size int64 `json:"size"`
+	// Error, when present, is why the file was not written (for a path
+	// outside the games root: "invalid path", in both variants).
+	Error string `json:"error,omitempty"`
 }
 
 // Tree is the body of GET /api/tree: file paths relative to the games root

@@ -6,6 +6,7 @@
 package apiclient
 
 import (
+	"archive/tar"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -15,13 +16,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-resty/resty/v2"
@@ -57,6 +61,12 @@ type Client struct {
 	token    string
 	attempts int
 	base     time.Duration
+
+	mu     sync.Mutex
+	rtt    time.Duration // shortest request-to-answer time seen; 0: none yet
+	warmed int           // connections opened ahead by Warm
+	batch  bool          // the server offered the batch upload
+	pre    *predialer    // nil through a proxy
 }
 
 // Error is a failed request: what was being done, the HTTP status when
@@ -65,9 +75,14 @@ type Error struct {
 	Op     string // e.g. "uploading example.com/arena/x.js"
 	Status int    // 0 when no answer came
 	Msg    string
+	// Err, when set, is the cause (ErrNotFound, a *PinError, the context's
+	// error); Msg is then empty.
+	Err error
 	// Transient is true for failures worth retrying: no answer, 5xx, 429.
 	Transient bool
-	retryAt   time.Duration
+	// Attempts is how many times it was tried, when more than once.
+	Attempts int
+	retryAt  time.Duration
 }
 
 // Unreachable reports whether the failure says the server is not there to
@@ -75,11 +90,34 @@ type Error struct {
 // down).
 func (e *Error) Unreachable() bool { return e.Transient && e.Status != 429 }
 
-func (e *Error) Error() string {
-	if e.Status != 0 {
-		return fmt.Sprintf("%s: server answered %d: %s", e.Op, e.Status, e.Msg)
+func (e *Error) Error() string { return e.Op + ": " + e.Cause() }
+
+// Cause is the error without the operation, for a caller that names the
+// operation and its path itself.
+func (e *Error) Cause() string {
+	msg := e.Msg
+	if e.Err != nil {
+		msg = e.Err.Error()
 	}
-	return fmt.Sprintf("%s: %s", e.Op, e.Msg)
+	if e.Status != 0 && e.Err == nil {
+		msg = fmt.Sprintf("server answered %d: %s", e.Status, msg)
+	}
+	if e.Attempts > 1 {
+		msg += fmt.Sprintf(" (after %d attempts)", e.Attempts)
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Cause is err without the operation a client method put in front of it
+// (see Error.Cause); any other error is returned whole.
+func Cause(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Cause()
+	}
+	return err.Error()
 }
 
 // ErrNotFound is wrapped by errors for the contract's uniform 404, which a
@@ -115,8 +153,21 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		TLSHandshakeTimeout: 10 * time.Second,
 		ForceAttemptHTTP2:   false, // one TCP connection per transfer: parallel uploads don't share a window
 	}
+	var tlsCfg *tls.Config
 	if u.Scheme == "https" {
-		tr.TLSClientConfig = tlsConfig(u.Hostname(), pin, cfg.Warn)
+		tlsCfg = tlsConfig(u.Hostname(), pin, cfg.Warn)
+		tr.TLSClientConfig = tlsCfg
+	}
+	// Connections opened ahead (Warm) are handed to the transport as it
+	// asks for them; through a proxy from the environment there are none.
+	var pre *predialer
+	if proxy, err := http.ProxyFromEnvironment(&http.Request{URL: u}); err == nil && proxy == nil {
+		pre = newPredialer(u, tlsCfg)
+		if tlsCfg != nil {
+			tr.DialTLSContext = pre.get
+		} else {
+			tr.DialContext = pre.get
+		}
 	}
 	r := resty.New().
 		SetBaseURL(strings.TrimRight(cfg.Server, "/")).
@@ -126,7 +177,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.Token != "" {
 		r.SetAuthToken(cfg.Token)
 	}
-	c := &Client{r: r, server: strings.TrimRight(cfg.Server, "/"), token: cfg.Token, attempts: cfg.Attempts, base: cfg.RetryBase}
+	c := &Client{r: r, server: strings.TrimRight(cfg.Server, "/"), token: cfg.Token, attempts: cfg.Attempts, base: cfg.RetryBase, pre: pre}
 	if c.attempts <= 0 {
 		c.attempts = 5
 	}
@@ -187,11 +238,137 @@ func tlsConfig(host, pin string, warn func(string)) *tls.Config {
 	}
 }
 
-// Version asks the server's API version (the one route without a token).
+// Version asks the server's API version (the one route without a token),
+// and notes whether the server offers the batch upload.
 func (c *Client) Version(ctx context.Context) (api.VersionInfo, error) {
 	var v api.VersionInfo
 	err := c.getJSON(ctx, "asking the server's API version", api.PathVersion, &v)
+	if err == nil {
+		c.mu.Lock()
+		c.batch = v.BatchUpload
+		c.mu.Unlock()
+	}
 	return v, err
+}
+
+// CanBatch reports whether the server offered the batch upload (PutFiles)
+// when Version was last asked.
+func (c *Client) CanBatch() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.batch
+}
+
+// PutFiles uploads files in one request, the batch upload extension
+// (PathFiles; only where CanBatch). The body is a tar stream made as it is
+// sent, each file read from Open; a retried batch is sent again whole. It
+// returns one error per file (nil: written, exactly Size bytes), or an error
+// for the whole batch when the request itself failed.
+func (c *Client) PutFiles(ctx context.Context, files []api.BatchFile) ([]error, error) {
+	op := fmt.Sprintf("uploading %d files at once", len(files))
+	errs := make([]error, len(files))
+	err := c.retry(ctx, op, func() error {
+		pr, pw := io.Pipe()
+		wrote := make(chan error, 1)
+		go func() {
+			err := writeTar(pw, files)
+			pw.CloseWithError(err)
+			wrote <- err
+		}()
+		req, err := http.NewRequestWithContext(ctx, http.MethodPut, c.server+api.PathFiles, pr)
+		if err != nil {
+			pr.Close()
+			<-wrote
+			return &Error{Op: op, Msg: err.Error()}
+		}
+		req.Header.Set("Content-Type", "application/x-tar")
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		resp, err := c.r.GetClient().Do(req)
+		pr.CloseWithError(io.ErrClosedPipe) // stops the writer if the answer came early
+		werr := <-wrote
+		var le *localError
+		if errors.As(werr, &le) {
+			if resp != nil {
+				resp.Body.Close()
+			}
+			return &Error{Op: op, Msg: le.Error()} // not the link's fault: not retried
+		}
+		if err != nil {
+			return transportError(op, err)
+		}
+		defer resp.Body.Close()
+		answer, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+		if err != nil {
+			return transportError(op, err)
+		}
+		if err := statusError(op, resp.StatusCode, resp.Header, answer); err != nil {
+			return err
+		}
+		var res api.BatchResult
+		var fail api.WriteResult // variant 2's answer to a request that failed as a whole
+		if json.Unmarshal(answer, &fail) == nil && fail.OK != nil && !*fail.OK {
+			return &Error{Op: op, Msg: "the server could not write them: " + fail.Error}
+		}
+		if err := json.Unmarshal(answer, &res); err != nil || len(res.Files) != len(files) {
+			return &Error{Op: op, Msg: fmt.Sprintf("the answer is not a result for each of the %d files", len(files))}
+		}
+		for i, r := range res.Files {
+			errs[i] = nil
+			switch {
+			case r.Path != files[i].Rel:
+				errs[i] = &Error{Op: "uploading " + files[i].Rel, Msg: "the server answered for " + r.Path}
+			case r.Error != "":
+				errs[i] = &Error{Op: "uploading " + files[i].Rel, Msg: "the server could not write it: " + r.Error}
+			case r.Size != files[i].Size:
+				errs[i] = &Error{Op: "uploading " + files[i].Rel, Msg: fmt.Sprintf("the server wrote %d bytes of %d", r.Size, files[i].Size)}
+			}
+		}
+		return nil
+	})
+	return errs, err
+}
+
+// localError is a failure to read a local file into a batch: not the
+// link's fault, so not retried.
+type localError struct {
+	rel string
+	err error
+}
+
+func (e *localError) Error() string {
+	return fmt.Sprintf("reading the local file %s: %v", e.rel, e.err)
+}
+
+// writeTar writes files to w as a tar stream.
+func writeTar(w io.Writer, files []api.BatchFile) error {
+	tw := tar.NewWriter(w)
+	for _, f := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: f.Rel, Size: f.Size, Mode: 0o644, Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {
+			return err
+		}
+		body, err := f.Open()
+		if err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return &localError{f.Rel, err}
+		}
+		n, err := io.Copy(tw, io.LimitReader(body, f.Size))
+		body.Close()
+		if err == nil && n != f.Size {
+			err = fmt.Errorf("it has %d bytes, not the %d it had when the sync began", n, f.Size)
+		}
+		if err != nil {
+			if errors.Is(err, io.ErrClosedPipe) {
+				return err
+			}
+			return &localError{f.Rel, err}
+		}
+	}
+	return tw.Close()
 }
 
 // Tree fetches the server's tree of hashes.
@@ -201,9 +378,143 @@ func (c *Client) Tree(ctx context.Context) (api.Tree, error) {
 	return t, err
 }
 
+// RTT is the shortest time seen between a request of a small answer
+// (/api/version) written and the first byte of its answer: the link's round
+// trip, plus the little the server takes. 0 until one was timed.
+func (c *Client) RTT() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rtt
+}
+
+// timed adds a trace to ctx that keeps the shortest request-to-answer time.
+func (c *Client) timed(ctx context.Context) context.Context {
+	var wrote atomic.Int64 // the callbacks run on the transport's goroutines
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(time.Now().UnixNano()) },
+		GotFirstResponseByte: func() {
+			w := wrote.Load()
+			if w == 0 {
+				return
+			}
+			d := time.Duration(time.Now().UnixNano() - w)
+			c.mu.Lock()
+			if c.rtt == 0 || d < c.rtt {
+				c.rtt = d
+			}
+			c.mu.Unlock()
+		},
+	})
+}
+
+// Warm opens connections to the server (TLS handshakes included) in the
+// background until n have been opened, for the transport to take when
+// transfers ask for connections: those find them ready, or wait for one
+// already under way, instead of paying their own round trips or opening
+// more. It returns at once; it is cheap to call again with the same or a
+// larger n. Through a proxy it does nothing.
+func (c *Client) Warm(ctx context.Context, n int) {
+	c.mu.Lock()
+	more := min(n, maxWarm) - c.warmed
+	c.warmed = max(c.warmed, min(n, maxWarm))
+	c.mu.Unlock()
+	if c.pre != nil && more > 0 {
+		c.pre.start(more)
+	}
+}
+
+// maxWarm bounds the connections Warm opens over a client's life.
+const maxWarm = 1024
+
+// predialer opens connections ahead of the transport. Each connection it
+// starts is claimed by exactly one later dial of the transport, which waits
+// for it if it is still under way, and dials afresh if it failed; a dial
+// with nothing to claim dials afresh. So Warm never makes the transport open
+// more connections than it would have, only earlier.
+type predialer struct {
+	addr      string      // host:port
+	tls       *tls.Config // nil for http
+	mu        sync.Mutex
+	unclaimed int
+	results   chan dialResult
+}
+
+type dialResult struct {
+	conn net.Conn
+	err  error
+}
+
+func newPredialer(u *url.URL, tlsCfg *tls.Config) *predialer {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	if tlsCfg != nil {
+		tlsCfg = tlsCfg.Clone()
+		if tlsCfg.ServerName == "" && net.ParseIP(u.Hostname()) == nil {
+			tlsCfg.ServerName = u.Hostname()
+		}
+	}
+	return &predialer{addr: net.JoinHostPort(u.Hostname(), port), tls: tlsCfg, results: make(chan dialResult, maxWarm)}
+}
+
+// dial opens one connection to the server, through its TLS handshake.
+func (p *predialer) dial(ctx context.Context) (net.Conn, error) {
+	conn, err := (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext(ctx, "tcp", p.addr)
+	if err != nil || p.tls == nil {
+		return conn, err
+	}
+	tc := tls.Client(conn, p.tls)
+	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := tc.HandshakeContext(hctx); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return tc, nil
+}
+
+func (p *predialer) start(n int) {
+	p.mu.Lock()
+	p.unclaimed += n
+	p.mu.Unlock()
+	for range n {
+		go func() {
+			conn, err := p.dial(context.Background())
+			p.results <- dialResult{conn, err}
+		}()
+	}
+}
+
+// get is the transport's dial: a connection opened ahead if there is one
+// to claim, else a new one. The address is always the server's.
+func (p *predialer) get(ctx context.Context, _, _ string) (net.Conn, error) {
+	p.mu.Lock()
+	claim := p.unclaimed > 0
+	if claim {
+		p.unclaimed--
+	}
+	p.mu.Unlock()
+	if claim {
+		select {
+		case r := <-p.results:
+			if r.err == nil {
+				return r.conn, nil
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err() // the result stays for a later claim
+		}
+	}
+	return p.dial(ctx)
+}
+
 func (c *Client) getJSON(ctx context.Context, op, path string, v any) error {
 	return c.retry(ctx, op, func() error {
-		resp, err := c.r.R().SetContext(ctx).Get(path)
+		rctx := ctx
+		if path == api.PathVersion {
+			rctx = c.timed(ctx)
+		}
+		resp, err := c.r.R().SetContext(rctx).Get(path)
 		if err := answerError(op, resp, err); err != nil {
 			return err
 		}
@@ -228,7 +539,11 @@ func (c *Client) PutFile(ctx context.Context, rel string, size int64, open func(
 	err := c.retry(ctx, op, func() error {
 		body, err := open()
 		if err != nil {
-			return &Error{Op: op, Msg: err.Error()}
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err // the path is the caller's; the cause is what matters
+			}
+			return &Error{Op: op, Msg: "reading the local file: " + err.Error()}
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodPut,
 			c.server+api.PathFile+"?"+url.Values{api.QueryPath: {rel}}.Encode(), body)
@@ -308,10 +623,10 @@ func answerError(op string, resp *resty.Response, err error) error {
 func transportError(op string, err error) error {
 	var pe *PinError
 	if errors.As(err, &pe) {
-		return fmt.Errorf("%s: %w", op, pe)
+		return &Error{Op: op, Err: pe}
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%s: %w", op, err)
+		return &Error{Op: op, Err: err}
 	}
 	var uerr *url.Error
 	if errors.As(err, &uerr) {
@@ -332,7 +647,7 @@ func statusError(op string, status int, header http.Header, body []byte) error {
 		return nil
 	}
 	if status == http.StatusNotFound {
-		return fmt.Errorf("%s: %w", op, ErrNotFound)
+		return &Error{Op: op, Err: ErrNotFound}
 	}
 	e := &Error{Op: op, Status: status, Msg: serverMessage(body),
 		Transient: status >= 500 || status == http.StatusTooManyRequests}
@@ -369,7 +684,7 @@ func (c *Client) retry(ctx context.Context, op string, try func() error) error {
 		var e *Error
 		if err == nil || !errors.As(err, &e) || !e.Transient || attempt >= c.attempts {
 			if err != nil && attempt > 1 && e != nil && e.Transient {
-				return fmt.Errorf("%w (after %d attempts)", err, attempt)
+				e.Attempts = attempt
 			}
 			return err
 		}
@@ -379,7 +694,7 @@ func (c *Client) retry(ctx context.Context, op string, try func() error) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s: %w", op, ctx.Err())
+			return &Error{Op: op, Err: ctx.Err()}
 		case <-time.After(sleep):
 		}
 		wait = min(wait*2, 10*time.Second)

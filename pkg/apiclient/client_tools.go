@@ -66,7 +66,7 @@ func (c *Client) Fetch(ctx context.Context, route string, query url.Values, offs
 	msg, _ := io.ReadAll(io.LimitReader(body, 4096))
 	body.Close()
 	if f.Status == http.StatusNotFound {
-		return nil, fmt.Errorf("%s: %w", op, ErrNotFound)
+		return nil, &Error{Op: op, Err: ErrNotFound}
 	}
 	return nil, &Error{Op: op, Status: f.Status, Msg: serverMessage(msg)}
 }

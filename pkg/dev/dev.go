@@ -195,18 +195,17 @@ func listen(port int, log io.Writer) (net.Listener, error) {
 // syncOnce generates and syncs root as hoster sync does, reporting to log.
 func syncOnce(ctx context.Context, root string, client mirror.Remote, log io.Writer) {
 	start := time.Now()
-	generate := func() error {
+	// As hoster sync does: a game that fails to generate keeps running its
+	// last good version; the others are pushed.
+	generate := func() ([]string, error) {
 		res, err := gen.Generate(root)
 		if err != nil {
-			return fmt.Errorf("generating: %w", err)
+			return nil, fmt.Errorf("generating: %w", err)
 		}
 		for _, p := range res.Problems() {
 			fmt.Fprintf(log, "%s\n", p)
 		}
-		if res.Failed() {
-			return errors.New("generating failed, so nothing was pushed; fix the problems above and save again")
-		}
-		return nil
+		return res.Broken(), nil
 	}
 	sum, err := mirror.Sync(ctx, root, client, mirror.SyncOptions{Prepare: generate}, nil)
 	if err != nil {
@@ -217,6 +216,9 @@ func syncOnce(ctx context.Context, root string, client mirror.Remote, log io.Wri
 	}
 	for _, f := range sum.Failures {
 		fmt.Fprintf(log, "sync failed: %s %s: %s\n", f.Op, f.Path, f.Error)
+	}
+	for _, g := range sum.Left {
+		fmt.Fprintf(log, "%s: not generated, so it keeps running its last good version; fix the problems above and save again\n", g)
 	}
 	fmt.Fprintf(log, "synced %s: %d uploaded, %d deleted, %d unchanged in %.1fs\n",
 		root, sum.Uploaded, sum.Deleted, sum.Unchanged, time.Since(start).Seconds())

@@ -99,6 +99,18 @@ func (r Result) Failed() bool {
 	return false
 }
 
+// Broken lists the games with problems ("<domain>/<game>"): a sync leaves
+// them as they are on the server, running their last good version.
+func (r Result) Broken() []string {
+	var out []string
+	for _, g := range r.Games {
+		if len(g.Problems) > 0 {
+			out = append(out, g.Dir)
+		}
+	}
+	return out
+}
+
 // Problems returns every problem of every game.
 func (r Result) Problems() []Problem {
 	var all []Problem

@@ -206,3 +206,56 @@ func under(set map[string]bool, p string) bool {
 	}
 	return false
 }
+
+// errNotSent marks a transfer not started because the server had stopped
+// answering: counted in the summary, not a failure of its own.
+var errNotSent = errors.New("not sent: the server stopped answering")
+
+// gate stops the transfers of one phase once the server looks gone: after
+// unreachableAfter failures in a row that say so, the server is asked once
+// more (one caller asks; the others wait for its answer); if it answers, the
+// transfers go on, else every later one is not sent.
+type gate struct {
+	check  func() error
+	mu     sync.Mutex
+	streak int
+	shut   bool
+}
+
+func newGate(check func() error) *gate { return &gate{check: check} }
+
+// closed reports whether the server was found gone.
+func (g *gate) closed() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.shut && g.streak >= unreachableAfter {
+		if g.check() != nil {
+			g.shut = true
+		} else {
+			g.streak = 0
+		}
+	}
+	return g.shut
+}
+
+// record counts a transfer's outcome towards the streak.
+func (g *gate) record(err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if unreachable(err) {
+		g.streak++
+	} else {
+		g.streak = 0
+	}
+}
+
+// cause is err without the operation the Remote put in front of it, when
+// the Remote's errors say it (as *apiclient.Error does with Cause): the
+// caller names the path itself, once.
+func cause(err error) string {
+	var c interface{ Cause() string }
+	if errors.As(err, &c) {
+		return c.Cause()
+	}
+	return err.Error()
+}

@@ -67,7 +67,9 @@ func TestFailedUploadKeepsOnlyItsGamesDeletes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(sum.Failures) != 1 || !sum.DeletesSkipped || sum.Deleted != 1 {
+	// The failed upload, and its game's config held back behind it.
+	if len(sum.Failures) != 2 || sum.Failures[0].Path != "a.com/one/bad.js" || sum.Failures[1].Path != "a.com/one/hoster-game.json" ||
+		!sum.DeletesSkipped || sum.Deleted != 1 || sum.Uploaded != 1 {
 		t.Fatalf("summary %+v", sum)
 	}
 	if _, err := os.Stat(filepath.Join(f.games, "a.com/one/old.js")); err != nil {

@@ -308,3 +308,51 @@ func TestPullRemovesStaleParts(t *testing.T) {
 		}
 	}
 }
+
+// A frozen file rewritten on the server (a rotated log, a past stats day)
+// whose listed size differs from the local copy is fetched again whole,
+// never completed with a Range append: the mirror ends byte-exact.
+func TestPullRewrittenFrozenFilesWhole(t *testing.T) {
+	e := newPullEnv(t, api.Variant1)
+	rotated := "web-logs/access-2026-11-20T10-00-00.000.log"
+	e.appendTo(t, rotated, "r1\n")
+	e.appendTo(t, "web-logs/access.log", "now\n")
+	e.appendTo(t, "server-logs/cpu-2026-11-20.log", "d1\n")
+	e.appendTo(t, "server-logs/cpu-2026-11-22.log", "today\n")
+	e.appendTo(t, gl+"stats-2026-11-22-09.jsonl", "{\"h\":9}\n")
+	e.appendTo(t, gl+"stats-2026-11-22-10.jsonl", "{\"h\":10}\n")
+	if s := e.pullAll(t); len(s.Failures) > 0 {
+		t.Fatal(s.Failures)
+	}
+	// Rewritten, longer, with different leading bytes; the rotated log
+	// keeps its modification time, so its timestamp (and local name) stays.
+	p := filepath.Join(e.logs, rotated)
+	fi, _ := os.Stat(p)
+	os.WriteFile(p, []byte("XX\nr2\n"), 0o644)
+	os.Chtimes(p, fi.ModTime(), fi.ModTime())
+	os.WriteFile(filepath.Join(e.logs, "server-logs/cpu-2026-11-20.log"), []byte("YY\nd2\n"), 0o644)
+	e.reset()
+	if s := e.pullAll(t); len(s.Failures) > 0 {
+		t.Fatal(s.Failures)
+	}
+	got, _ := os.ReadFile(filepath.Join(e.mirror, "web-logs", "access-"+itoa(fi.ModTime().UnixMilli())+".log"))
+	if string(got) != "XX\nr2\n" {
+		t.Errorf("rotated log mirrored as %q", got)
+	}
+	if got, _ := os.ReadFile(filepath.Join(e.mirror, "server-logs/cpu-2026-11-20.log")); string(got) != "YY\nd2\n" {
+		t.Errorf("past day-file mirrored as %q", got)
+	}
+
+	// A past game-log hour that grew is completed by its tail, as the
+	// contract has it: only the new bytes cross the wire.
+	e.appendTo(t, gl+"stats-2026-11-22-09.jsonl", "{\"late\":1}\n")
+	e.reset()
+	if s := e.pullAll(t); len(s.Failures) > 0 || s.Fetched != 1 {
+		t.Fatalf("%+v", s)
+	}
+	if _, wire := e.reset(); wire != int64(len("{\"late\":1}\n")) {
+		t.Errorf("a grown game-log hour moved %d bytes, want only its tail", wire)
+	}
+	e.sameTree(t, "server-logs")
+	e.sameTree(t, "hoster-logs")
+}

@@ -110,6 +110,7 @@ func New(opts Options) (*Server, error) {
 		"GET " + api.PathTree:    http.HandlerFunc(s.tree),
 		"PUT " + api.PathFile:    http.HandlerFunc(s.putFile),
 		"DELETE " + api.PathFile: http.HandlerFunc(s.deleteFile),
+		"PUT " + api.PathFiles:   http.HandlerFunc(s.putFiles),
 	}
 	for k, h := range opts.Routes {
 		_, path, ok := strings.Cut(k, " ")
@@ -219,7 +220,7 @@ func notFound(w http.ResponseWriter, closeConn bool) {
 const notFoundBody = "404 page not found\n"
 
 func (s *Server) version(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, api.VersionInfo{API: api.Version})
+	writeJSON(w, http.StatusOK, api.VersionInfo{API: api.Version, BatchUpload: true})
 }
 
 func (s *Server) tree(w http.ResponseWriter, r *http.Request) {
