@@ -20,7 +20,7 @@ import (
 // The answer lists each file's result in order, in both variants; a body
 // that is not a tar stream fails the request as a failed write does, after
 // the files before the damage were written.
-func (s *Server) putFiles(w http.ResponseWriter, r *http.Request) {
+func (s *Server) putFiles(w http.ResponseWriter, r *http.Request) error {
 	tr := tar.NewReader(r.Body)
 	res := api.BatchResult{Files: []api.BatchFileResult{}}
 	for {
@@ -29,12 +29,12 @@ func (s *Server) putFiles(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 		if err != nil {
-			s.writeFailed(w, http.StatusBadRequest, "reading the batch: "+err.Error())
-			return
+			return &opError{op: "write", status: http.StatusBadRequest, msg: "reading the batch: " + err.Error()}
 		}
 		res.Files = append(res.Files, s.putEntry(h, tr))
 	}
 	writeJSON(w, http.StatusOK, res)
+	return nil
 }
 
 // putEntry writes one file of a batch.
@@ -59,8 +59,8 @@ func (s *Server) putEntry(h *tar.Header, body io.Reader) api.BatchFileResult {
 		out.Error = api.ErrInvalidPath
 		return out
 	case err != nil:
-		s.log.Warn("writing a file", "path", rel, "err", err)
-		out.Error = err.Error()
+		s.log.Warn("write failed", "path", rel, "err", err)
+		out.Error = shortCause(err)
 		return out
 	}
 	s.markChanged(rel)

@@ -107,10 +107,10 @@ func New(opts Options) (*Server, error) {
 	s.debouncer = store.NewDebouncer(opts.ReloadDebounce, s.reload)
 	s.routes = map[string]http.Handler{
 		"GET " + api.PathVersion: http.HandlerFunc(s.version),
-		"GET " + api.PathTree:    http.HandlerFunc(s.tree),
-		"PUT " + api.PathFile:    http.HandlerFunc(s.putFile),
-		"DELETE " + api.PathFile: http.HandlerFunc(s.deleteFile),
-		"PUT " + api.PathFiles:   http.HandlerFunc(s.putFiles),
+		"GET " + api.PathTree:    s.handle(s.tree),
+		"PUT " + api.PathFile:    s.handle(s.putFile),
+		"DELETE " + api.PathFile: s.handle(s.deleteFile),
+		"PUT " + api.PathFiles:   s.handle(s.putFiles),
 	}
 	for k, h := range opts.Routes {
 		_, path, ok := strings.Cut(k, " ")
@@ -223,14 +223,13 @@ func (s *Server) version(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, api.VersionInfo{API: api.Version, BatchUpload: true})
 }
 
-func (s *Server) tree(w http.ResponseWriter, r *http.Request) {
+func (s *Server) tree(w http.ResponseWriter, r *http.Request) error {
 	tree, err := s.store.Tree()
 	if err != nil {
-		s.log.Error("hashing the games tree", "err", err)
-		writeJSON(w, http.StatusInternalServerError, api.ErrorBody{Error: "hashing the games tree failed"})
-		return
+		return fmt.Errorf("hashing the games tree: %w", err)
 	}
 	writeJSON(w, http.StatusOK, api.Tree(tree))
+	return nil
 }
 
 // pathParam returns the single path query parameter, or "" when there is
@@ -243,32 +242,23 @@ func pathParam(r *http.Request) string {
 	return v[0]
 }
 
-func (s *Server) putFile(w http.ResponseWriter, r *http.Request) {
+func (s *Server) putFile(w http.ResponseWriter, r *http.Request) error {
 	rel := pathParam(r)
 	if _, err := store.CleanPath(rel); err != nil || strings.Count(rel, "/")+1 < store.MinWriteDepth {
-		s.invalidPath(w)
-		return
+		return errInvalidPath
 	}
-	var n int64
-	var err error
 	if r.ContentLength > s.opts.MaxUpload {
-		err = store.ErrTooLarge
-	} else {
-		body := &movingBody{r: r.Body, rc: http.NewResponseController(w), stall: s.opts.BodyStall}
-		n, err = s.store.Write(rel, body, s.opts.MaxUpload)
+		return s.tooLarge()
 	}
+	body := &movingBody{r: r.Body, rc: http.NewResponseController(w), stall: s.opts.BodyStall}
+	n, err := s.store.Write(rel, body, s.opts.MaxUpload)
 	switch {
 	case errors.Is(err, store.ErrInvalidPath):
-		s.invalidPath(w)
-		return
+		return errInvalidPath
 	case errors.Is(err, store.ErrTooLarge):
-		s.writeFailed(w, http.StatusRequestEntityTooLarge,
-			fmt.Sprintf("upload exceeds the server's limit of %d bytes", s.opts.MaxUpload))
-		return
+		return s.tooLarge()
 	case err != nil:
-		s.log.Warn("writing a file", "path", rel, "err", err)
-		s.writeFailed(w, http.StatusInternalServerError, err.Error())
-		return
+		return writeFailed(http.StatusInternalServerError, err)
 	}
 	s.markChanged(rel)
 	res := api.WriteResult{Size: n}
@@ -276,6 +266,13 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request) {
 		res.OK = api.Bool(true)
 	}
 	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+// tooLarge is an upload over the server's limit.
+func (s *Server) tooLarge() error {
+	return &opError{op: "write", status: http.StatusRequestEntityTooLarge,
+		msg: fmt.Sprintf("upload exceeds the server's limit of %d bytes", s.opts.MaxUpload)}
 }
 
 // movingBody reads an upload's body with a read deadline pushed forward
@@ -292,28 +289,22 @@ func (b *movingBody) Read(p []byte) (int, error) {
 	return b.r.Read(p)
 }
 
-func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) {
+func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) error {
 	rel := pathParam(r)
 	err := s.store.Delete(rel)
 	switch {
 	case errors.Is(err, store.ErrInvalidPath):
-		s.invalidPath(w)
-		return
+		return errInvalidPath
 	case err != nil:
-		s.log.Warn("deleting a path", "path", rel, "err", err)
-		if s.opts.Variant == api.Variant2 {
-			writeJSON(w, http.StatusOK, api.DeleteResult{OK: api.Bool(false), Error: err.Error()})
-		} else {
-			writeJSON(w, http.StatusInternalServerError, api.ErrorBody{Error: err.Error()})
-		}
-		return
+		return deleteFailed(err)
 	}
 	s.markChanged(rel)
 	if s.opts.Variant == api.Variant2 {
 		writeJSON(w, http.StatusOK, api.DeleteResult{OK: api.Bool(true)})
-		return
+		return nil
 	}
 	writeJSON(w, http.StatusOK, api.DeleteResult{Deleted: api.Bool(true)})
+	return nil
 }
 
 // reload runs after a push went quiet: the game is reloaded. (The tree's
@@ -328,26 +319,6 @@ func (s *Server) markChanged(rel string) {
 	if domain, game, ok := store.GameOf(rel); ok {
 		s.debouncer.Mark(domain, game)
 	}
-}
-
-// invalidPath answers an unsafe path: variant 1 400 {error:"invalid path"},
-// variant 2 the uniform 404.
-func (s *Server) invalidPath(w http.ResponseWriter) {
-	if s.opts.Variant == api.Variant2 {
-		NotFound(w)
-		return
-	}
-	writeJSON(w, http.StatusBadRequest, api.ErrorBody{Error: api.ErrInvalidPath})
-}
-
-// writeFailed answers a failed write: variant 1 with status and {error},
-// variant 2 with 200 {ok:false, error}.
-func (s *Server) writeFailed(w http.ResponseWriter, status int, msg string) {
-	if s.opts.Variant == api.Variant2 {
-		writeJSON(w, http.StatusOK, api.WriteResult{OK: api.Bool(false), Error: msg})
-		return
-	}
-	writeJSON(w, status, api.ErrorBody{Error: msg})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -445,3 +445,27 @@ func TestStalledUploadCutOff(t *testing.T) {
 		t.Fatalf("temporary left: %v", m)
 	}
 }
+
+// TestFailuresTellAShortCause: a write or delete the store cannot do is
+// answered, in each variant's form, with a short cause a client can act on;
+// the server's own paths and temporary names go to its log only.
+func TestFailuresTellAShortCause(t *testing.T) {
+	for _, v := range []api.Variant{api.Variant1, api.Variant2} {
+		t.Run(fmt.Sprint("variant", v), func(t *testing.T) {
+			e := start(t, Options{Token: token, Variant: v})
+			if resp := e.do(t, "PUT", fileQuery("a.com/g/x"), token, strings.NewReader("file")); resp.StatusCode != 200 {
+				t.Fatalf("first write: %s", dump(t, resp))
+			}
+			// x is a file: nothing can be written below it.
+			resp := e.do(t, "PUT", fileQuery("a.com/g/x/y"), token, strings.NewReader("below a file"))
+			body := dump(t, resp)
+			wantStatus := map[api.Variant]int{api.Variant1: 500, api.Variant2: 200}[v]
+			if resp.StatusCode != wantStatus || !strings.Contains(body, `"error":"a file and a folder of the same name stand in each other's way (not a directory)"`) {
+				t.Fatalf("answer:\n%s", body)
+			}
+			if strings.Contains(body, ".hoster-upload") || strings.Contains(body, e.games) || strings.Contains(body, "a.com/g") {
+				t.Fatalf("the answer names the server's files:\n%s", body)
+			}
+		})
+	}
+}
