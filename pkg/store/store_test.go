@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/hoster-dev/hoster/pkg/filehash"
 	"io"
 	"io/fs"
 	"os"
@@ -251,9 +252,9 @@ func TestTreeCacheValidatedByCtime(t *testing.T) {
 	}
 	// Rewrite until the file's ctime has moved (the kernel's clock ticks
 	// coarsely): only ctime then tells the versions apart.
-	first, _ := stampOf(fi)
+	first, _ := filehash.StampOf(fi)
 	var fi2 os.FileInfo
-	for now := first; now.ctime == first.ctime; now, _ = stampOf(fi2) {
+	for now := first; now.Ctime == first.Ctime; now, _ = filehash.StampOf(fi2) {
 		if err := os.WriteFile(full, []byte("bbbb"), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -335,8 +336,8 @@ func TestWriteCachesItsHash(t *testing.T) {
 	c, ok := s.cache[p]
 	s.mu.Unlock()
 	fi, _ := os.Lstat(filepath.Join(dir, p))
-	st, _ := stampOf(fi)
-	if !ok || c.hash != sha([]byte("hello")) || c.ino != st.ino || c.size != st.size || c.mtime != st.mtime || c.ctime != st.ctime {
+	st, _ := filehash.StampOf(fi)
+	if !ok || c.hash != sha([]byte("hello")) || c.stamp != st {
 		t.Fatalf("cache after a write = %+v (present %v), want the stamp %+v of the renamed file", c, ok, st)
 	}
 
