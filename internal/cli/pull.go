@@ -14,13 +14,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() {
-	commands = append(commands, newPullCmd("pull-logs", "Mirror the access logs", "web-logs", pullLogs),
-		newPullCmd("pull-stats", "Mirror the machine-health day-files", "server-logs", pullStats),
-		newPullCmd("pull-gamelogs", "Mirror the game-log tree (variant 1 servers)", "hoster-logs", pullGameLogs),
-		newPullAllCmd)
-}
-
 type puller func(ctx context.Context, c *apiclient.Client, dir string, out *output) (mirror.PullSummary, error)
 
 func pullLogs(ctx context.Context, c *apiclient.Client, dir string, out *output) (mirror.PullSummary, error) {

@@ -14,8 +14,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { commands = append(commands, newSyncCmd) }
-
 type syncOptions struct {
 	DryRun     bool
 	Jobs       int

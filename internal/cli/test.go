@@ -13,8 +13,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { commands = append(commands, newTestCmd) }
-
 func newTestCmd(ios *IO, g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "test [ROOT]",

@@ -11,8 +11,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { commands = append(commands, newVersionCmd) }
-
 func newVersionCmd(ios *IO, g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
