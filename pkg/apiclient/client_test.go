@@ -3,14 +3,17 @@ package apiclient
 import (
 	"context"
 	"errors"
+	"github.com/hoster-dev/hoster/pkg/api"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 const secret = "s3cr3t-token-value-0123456789abcdef0123456789abcdef0123456789ab"
@@ -256,5 +259,32 @@ func TestWarmOpensConnections(t *testing.T) {
 	}
 	if c.RTT() == 0 {
 		t.Fatal("no round trip was timed")
+	}
+}
+
+// TestFetchRetriesAsEveryRequestDoes: a tools file answered 503 once is
+// fetched on the next attempt, as the other requests are retried.
+func TestFetchRetriesAsEveryRequestDoes(t *testing.T) {
+	var calls atomic.Int32
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			http.Error(w, `{"error": "busy"}`, http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "line\n")
+	}))
+	defer ts.Close()
+	c, err := NewClient(ClientConfig{Server: ts.URL, Token: "t", Attempts: 3, RetryBase: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := c.Fetch(t.Context(), api.PathLogsFile, url.Values{"which": {"active"}}, 0)
+	if err != nil {
+		t.Fatalf("fetch after one 503: %v", err)
+	}
+	defer f.Body.Close()
+	body, _ := io.ReadAll(f.Body)
+	if string(body) != "line\n" || calls.Load() != 2 {
+		t.Fatalf("got %q after %d requests", body, calls.Load())
 	}
 }
