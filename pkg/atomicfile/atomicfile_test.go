@@ -80,7 +80,7 @@ func TestFailureLeavesTheTargetAndNoTemporary(t *testing.T) {
 	os.WriteFile(p, []byte("old"), 0o644)
 	// The last step fails, once the temporary file is written.
 	cause := errors.New("the rename failed")
-	err := write(p, []byte("new"), 0o644, func(string, string) error { return cause }, true)
+	_, err := write(p, strings.NewReader("new"), 0o644, func(string, string) error { return cause }, true, nil)
 	if !errors.Is(err, cause) || !strings.HasPrefix(err.Error(), "writing "+p+": ") {
 		t.Fatalf("error %v, want 'writing %s: ' and the cause", err, p)
 	}
@@ -119,5 +119,38 @@ func TestCreateFileNeverReplaces(t *testing.T) {
 	}
 	if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o600 {
 		t.Fatalf("mode %v, want 600", fi.Mode().Perm())
+	}
+}
+
+// TestCopyKeepsOnlyWhatIsAccepted: a download cut short (refused by accept)
+// leaves the target as it was and no temporary file; an accepted one
+// replaces it whole. TargetOf reads a temporary file's name back.
+func TestCopyKeepsOnlyWhatIsAccepted(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "access.log")
+	os.WriteFile(p, []byte("old"), 0o644)
+	short := errors.New("received 3 bytes, the listing said 5")
+	n, err := Copy(p, strings.NewReader("new"), 0o644, func(n int64) error {
+		if n != 5 {
+			return short
+		}
+		return nil
+	})
+	if !errors.Is(err, short) || n != 3 {
+		t.Fatalf("Copy = %d, %v", n, err)
+	}
+	if got, _ := os.ReadFile(p); string(got) != "old" || len(entries(t, dir)) != 1 {
+		t.Fatalf("target %q, entries %v", got, entries(t, dir))
+	}
+	if n, err := Copy(p, strings.NewReader("fresh"), 0o644, nil); err != nil || n != 5 {
+		t.Fatalf("Copy = %d, %v", n, err)
+	}
+	if got, _ := os.ReadFile(p); string(got) != "fresh" {
+		t.Fatalf("target %q", got)
+	}
+	for name, want := range map[string]string{".access.log.tmp-123": "access.log", ".a.tmp-x": "", "access.log": "", ".tmp-1": ""} {
+		if got, ok := TargetOf(name); got != want || ok != (want != "") {
+			t.Errorf("TargetOf(%q) = %q, %v", name, got, ok)
+		}
 	}
 }

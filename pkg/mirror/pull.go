@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hoster-dev/hoster/pkg/atomicfile"
 	"io"
 	"io/fs"
 	"net/url"
@@ -258,25 +259,32 @@ func fetchWhole(ctx context.Context, remote LogsRemote, j fileJob) (int64, error
 		return 0, err
 	}
 	defer f.Body.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(j.dst), "."+filepath.Base(j.dst)+".part-*")
-	if err != nil {
-		return 0, err
+	return receive(j, f.Body, func(n int64) bool { return n == j.size || j.growing && n > j.size })
+}
+
+// receive writes body whole into j's local file (pkg/atomicfile), if
+// complete says the byte count is right; else nothing is written.
+func receive(j fileJob, body io.Reader, complete func(n int64) bool) (int64, error) {
+	var short error
+	n, err := atomicfile.Copy(j.dst, body, 0o644, func(n int64) error {
+		if !complete(n) {
+			short = fmt.Errorf("received %d bytes, the listing said %d (nothing was written; the next run fetches it again)", n, j.size)
+			return short
+		}
+		return nil
+	})
+	switch {
+	case err == nil:
+		return n, nil
+	case short != nil && errors.Is(err, short):
+		return n, short
+	case errors.Is(err, atomicfile.ErrNotRegular):
+		return n, fmt.Errorf("putting the file in place: %w", atomicfile.ErrNotRegular)
 	}
-	defer os.Remove(tmp.Name())
-	n, err := io.Copy(tmp, f.Body)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
+	if cause := errors.Unwrap(err); cause != nil {
+		err = cause // atomicfile's error names the local path, which the caller names already
 	}
-	if err != nil {
-		return n, fmt.Errorf("receiving: %w (nothing was written; the next run fetches it again)", err)
-	}
-	if n != j.size && !(j.growing && n > j.size) {
-		return n, fmt.Errorf("received %d bytes, the listing said %d (nothing was written; the next run fetches it again)", n, j.size)
-	}
-	if err := os.Rename(tmp.Name(), j.dst); err != nil {
-		return n, err
-	}
-	return n, nil
+	return n, fmt.Errorf("receiving: %w (nothing was written; the next run fetches it again)", err)
 }
 
 // fetchTail appends the bytes past from. Only a 206 starting exactly at from
@@ -326,22 +334,8 @@ func fetchTail(ctx context.Context, remote LogsRemote, j fileJob, from int64) (i
 	return n, out.Close()
 }
 
-// replaceWith writes body to a temporary file and renames it onto dst.
+// replaceWith writes body whole in place of j's local file, if it has at
+// least the listed size.
 func replaceWith(j fileJob, body io.Reader) (int64, error) {
-	tmp, err := os.CreateTemp(filepath.Dir(j.dst), "."+filepath.Base(j.dst)+".part-*")
-	if err != nil {
-		return 0, err
-	}
-	defer os.Remove(tmp.Name())
-	n, err := io.Copy(tmp, body)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return 0, fmt.Errorf("receiving: %w (nothing was written; the next run fetches it again)", err)
-	}
-	if n < j.size {
-		return 0, fmt.Errorf("received %d bytes, the listing said %d; nothing was written", n, j.size)
-	}
-	return n, os.Rename(tmp.Name(), j.dst)
+	return receive(j, body, func(n int64) bool { return n >= j.size })
 }

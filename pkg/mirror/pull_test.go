@@ -228,7 +228,7 @@ func TestPullCutConnectionThenRerun(t *testing.T) {
 	// Nothing half-written: every file is absent or a prefix of the server's.
 	filepath.WalkDir(e.mirror, func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
-			if strings.Contains(d.Name(), ".part-") {
+			if strings.Contains(d.Name(), ".tmp-") {
 				t.Errorf("temporary file left: %s", p)
 			}
 			b, _ := os.ReadFile(p)
@@ -283,12 +283,12 @@ func TestPullRemovesStaleParts(t *testing.T) {
 	e.appendTo(t, "server-logs/cpu-2026-11-21.log", "line\n")
 	e.appendTo(t, gl+"stats-2026-11-22-09.jsonl", "line\n")
 	stale := []string{
-		"web-logs/.access.log.part-123456",
-		"web-logs/.access-1763800000.log.part-99",
-		"server-logs/.cpu-2026-11-20.log.part-42",
-		gl + ".stats-2026-11-22-09.jsonl.part-7",
+		"web-logs/.access.log.tmp-123456",
+		"web-logs/.access-1763800000.log.tmp-99",
+		"server-logs/.cpu-2026-11-20.log.tmp-42",
+		gl + ".stats-2026-11-22-09.jsonl.tmp-7",
 	}
-	kept := []string{"web-logs/.notes.part-1", "server-logs/.cpu-2026-11-20.log.part-x"}
+	kept := []string{"web-logs/.notes.tmp-1", "server-logs/.cpu-2026-11-20.log.tmp-x"}
 	for _, p := range append(append([]string{}, stale...), kept...) {
 		p = filepath.Join(e.mirror, filepath.FromSlash(p))
 		os.MkdirAll(filepath.Dir(p), 0o755)
