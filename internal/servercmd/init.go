@@ -24,10 +24,6 @@ type initOptions struct {
 	Binary      string
 }
 
-func init() {
-	commands = append(commands, newInitCmd)
-}
-
 func newInitCmd(out, _ io.Writer) *cobra.Command {
 	opts := initOptions{}
 	cmd := &cobra.Command{

@@ -48,10 +48,6 @@ type serveOptions struct {
 // progress (server.Options.BodyStall), and game sockets clear it.
 const readTimeout = 60 * time.Second
 
-func init() {
-	commands = append(commands, newServeCmd)
-}
-
 func newServeCmd(_, errOut io.Writer) *cobra.Command {
 	o := serveOptions{}
 	cmd := &cobra.Command{

@@ -39,16 +39,7 @@ interface Player extends PlayerFields { readonly id: string; readonly connected:
 
 `)
 	b.WriteString("/** Each entity type's fields, as viewers see them (hoster-entities/<type>/fields.json). */\n")
-	b.WriteString("interface EntityFields {")
-	if len(d.Entities) == 0 {
-		b.WriteString("}\n\n")
-	} else {
-		b.WriteString("\n")
-		for _, t := range slices.Sorted(maps.Keys(d.Entities)) {
-			fmt.Fprintf(&b, "  %s: %s;\n", prop(t), fieldsType(d.Entities[t]))
-		}
-		b.WriteString("}\n\n")
-	}
+	members(&b, "EntityFields", d.Entities, fieldsType)
 	b.WriteString(`/** An entity of type T (of any type by default): its fields, id, type, and
  * any other data the game keeps on it (never sent). */
 type Entity<T extends keyof EntityFields = keyof EntityFields> =
@@ -57,16 +48,7 @@ type Entity<T extends keyof EntityFields = keyof EntityFields> =
 
 `)
 	b.WriteString("/** Each command's arguments (hoster-commands/<name>/args.json), checked before run is called. */\n")
-	b.WriteString("interface CommandArgs {")
-	if len(d.Commands) == 0 {
-		b.WriteString("}\n\n")
-	} else {
-		b.WriteString("\n")
-		for _, n := range slices.Sorted(maps.Keys(d.Commands)) {
-			fmt.Fprintf(&b, "  %s: %s;\n", prop(n), argsType(d.Commands[n]))
-		}
-		b.WriteString("}\n\n")
-	}
+	members(&b, "CommandArgs", d.Commands, argsType)
 	b.WriteString(`/** The arguments of command C. */
 type Args<C extends keyof CommandArgs> = CommandArgs[C];
 
@@ -84,6 +66,18 @@ type State = typeof import(%q) extends { default: (...args: any[]) => infer R } 
 	}
 	b.WriteString(instanceAPI)
 	return []byte(b.String())
+}
+
+// members writes interface name with one member per key of m, typed by typ.
+func members[V any](b *strings.Builder, name string, m map[string]V, typ func(V) string) {
+	b.WriteString("interface " + name + " {")
+	if len(m) > 0 {
+		b.WriteString("\n")
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		fmt.Fprintf(b, "  %s: %s;\n", prop(k), typ(m[k]))
+	}
+	b.WriteString("}\n\n")
 }
 
 // instanceAPI is the part of hoster-env.d.ts that is the same for every
