@@ -14,11 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
+	"github.com/hoster-dev/hoster/internal/waitbuf"
 	"github.com/hoster-dev/hoster/pkg/api"
 )
 
 // startServe runs serve on free loopback ports until the test ends.
-func startServe(t *testing.T, o serveOptions) (listen, ask string, logs *bytes.Buffer) {
+func startServe(t *testing.T, o serveOptions) (listen, ask string, logs *waitbuf.Buffer) {
 	t.Helper()
 	o.Listen, o.AskListen = "127.0.0.1:0", "127.0.0.1:0"
 	if o.Variant == 0 {
@@ -26,7 +28,7 @@ func startServe(t *testing.T, o serveOptions) (listen, ask string, logs *bytes.B
 	}
 	o.StatsInterval, o.GamelogInterval, o.ReloadDebounce, o.MaxUpload = time.Hour, time.Hour, 50*time.Millisecond, 1<<20
 	ctx, cancel := context.WithCancel(context.Background())
-	logs = &bytes.Buffer{}
+	logs = waitbuf.New()
 	ready := make(chan [2]string, 1)
 	done := make(chan error, 1)
 	go func() {
@@ -170,11 +172,29 @@ func TestStopDuringUploadLeavesNoTemporary(t *testing.T) {
 		m, _ := filepath.Glob(filepath.Join(game, ".hoster-upload-*"))
 		return m
 	}
-	for deadline := time.Now().Add(20 * time.Second); len(temporaries()) == 0; {
-		if time.Now().After(deadline) {
+	// The upload has started once its temporary is in the game's folder,
+	// which the upload itself makes: the file system wakes the test.
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	expired := time.After(20 * time.Second) // a hang guard
+	for {
+		// Watch the deepest folder of the game's that exists, deeper as
+		// folders appear.
+		for d := game; d != root && w.Add(d) != nil; d = filepath.Dir(d) {
+		}
+		if len(temporaries()) > 0 {
+			break
+		}
+		select {
+		case <-w.Events:
+		case err := <-w.Errors:
+			t.Fatal(err)
+		case <-expired:
 			t.Fatal("the upload never started")
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 	cancel()
 	select {

@@ -10,22 +10,30 @@ import (
 	"time"
 )
 
-// Buffer is safe for concurrent writers. The zero value is not ready: use
-// [New].
+// Buffer is safe for concurrent writers. The zero value is an empty Buffer
+// ready to use.
 type Buffer struct {
 	mu      sync.Mutex
 	b       bytes.Buffer
-	written chan struct{} // a token after each write
+	written chan struct{} // a token after each write; made on first use
 }
 
 // New returns an empty Buffer.
-func New() *Buffer { return &Buffer{written: make(chan struct{}, 1)} }
+func New() *Buffer { return &Buffer{} }
+
+// wake is the channel a write signals on; w.mu must be held.
+func (w *Buffer) wake() chan struct{} {
+	if w.written == nil {
+		w.written = make(chan struct{}, 1)
+	}
+	return w.written
+}
 
 func (w *Buffer) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	select {
-	case w.written <- struct{}{}:
+	case w.wake() <- struct{}{}:
 	default:
 	}
 	return w.b.Write(p)
@@ -34,16 +42,27 @@ func (w *Buffer) Write(p []byte) (int, error) {
 // String is everything written so far.
 func (w *Buffer) String() string { w.mu.Lock(); defer w.mu.Unlock(); return w.b.String() }
 
-// WaitFor waits until what was written holds sub at least n times, and
-// reports whether it did within timeout.
-func (w *Buffer) WaitFor(sub string, n int, timeout time.Duration) bool {
+// Until waits until ok holds for everything written so far, checking it
+// again after each write, and reports whether it did within timeout.
+func (w *Buffer) Until(ok func(written string) bool, timeout time.Duration) bool {
 	expired := time.After(timeout)
-	for strings.Count(w.String(), sub) < n {
+	for {
+		w.mu.Lock()
+		s, wake := w.b.String(), w.wake()
+		w.mu.Unlock()
+		if ok(s) {
+			return true
+		}
 		select {
-		case <-w.written:
+		case <-wake:
 		case <-expired:
 			return false
 		}
 	}
-	return true
+}
+
+// WaitFor waits until what was written holds sub at least n times, and
+// reports whether it did within timeout.
+func (w *Buffer) WaitFor(sub string, n int, timeout time.Duration) bool {
+	return w.Until(func(s string) bool { return strings.Count(s, sub) >= n }, timeout)
 }

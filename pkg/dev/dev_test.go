@@ -11,38 +11,19 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/hoster-dev/hoster/internal/waitbuf"
 )
 
-// lockedBuffer is a buffer written by the server's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// waitFor polls cond until it holds.
-func waitFor(t *testing.T, what string, cond func() bool) {
+// waitFor waits until the output holds sub, woken by each write; a
+// generous guard fails the test instead of hanging it.
+func waitFor(t *testing.T, what string, b *waitbuf.Buffer, sub string) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s", what)
-		}
+	if !b.WaitFor(sub, 1, 20*time.Second) {
+		t.Fatalf("waiting for %s", what)
 	}
 }
 
@@ -61,7 +42,7 @@ func TestDevRunsTheExampleAndFollowsEdits(t *testing.T) {
 	if err := os.CopyFS(root, os.DirFS("../../examples/sites")); err != nil {
 		t.Fatal(err)
 	}
-	var out, log lockedBuffer
+	var out, log waitbuf.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	tmpBefore, _ := filepath.Glob(filepath.Join(os.TempDir(), "hoster-dev-*"))
@@ -85,16 +66,18 @@ func TestDevRunsTheExampleAndFollowsEdits(t *testing.T) {
 	// The URL of the game, once it is loaded.
 	var url string
 	var port int
-	waitFor(t, "the game's URL", func() bool {
-		for _, line := range strings.Split(out.String(), "\n") {
-			if _, u, ok := strings.Cut(line, "example.com/arena  "); ok {
-				url = u
-				fmt.Sscanf(u, "http://example.com.localhost:%d/arena/", &port)
+	if !out.Until(func(s string) bool {
+		for _, line := range strings.SplitAfter(s, "\n") {
+			if _, u, ok := strings.Cut(line, "example.com/arena  "); ok && strings.HasSuffix(u, "\n") {
+				url = strings.TrimSuffix(u, "\n")
+				fmt.Sscanf(url, "http://example.com.localhost:%d/arena/", &port)
 				return true
 			}
 		}
 		return false
-	})
+	}, 20*time.Second) {
+		t.Fatal("waiting for the game's URL")
+	}
 	if url != fmt.Sprintf("http://example.com.localhost:%d/arena/", port) || port == 0 {
 		t.Fatalf("URL %q", url)
 	}
@@ -147,16 +130,15 @@ func TestDevRunsTheExampleAndFollowsEdits(t *testing.T) {
 	if name := <-names; name != "dev" {
 		t.Fatalf("first name seen %q", name)
 	}
-	waitFor(t, "the join in the terminal", func() bool { return strings.Contains(log.String(), "player joined player="+welcome.Player) })
+	waitFor(t, "the join in the terminal", &log, "player joined player="+welcome.Player)
 
 	// A page elsewhere is refused, and the terminal says why.
 	if _, r, err := dialer.Dial(fmt.Sprintf("ws://example.com.localhost:%d/arena", port),
 		http.Header{"Origin": {"https://elsewhere.example"}}); err == nil || r == nil || r.StatusCode != http.StatusForbidden {
 		t.Fatalf("a socket from https://elsewhere.example: %v %v", err, r)
 	}
-	waitFor(t, "the refusal in the terminal", func() bool {
-		return strings.Contains(log.String(), "socket refused: its Origin is not in the game's origins origin=https://elsewhere.example allowed=https://example.com")
-	})
+	waitFor(t, "the refusal in the terminal", &log,
+		"socket refused: its Origin is not in the game's origins origin=https://elsewhere.example allowed=https://example.com")
 
 	// The author edits a hook and saves: the next move runs the new code.
 	run := filepath.Join(root, "example.com", "arena", "hoster-commands", "move", "run.js")
@@ -180,7 +162,7 @@ func TestDevRunsTheExampleAndFollowsEdits(t *testing.T) {
 	}
 	t.Logf("the new code answered %v after the save, on the same socket", time.Since(saved).Round(10*time.Millisecond))
 	// The terminal told the author what happened, game and instance named.
-	waitFor(t, "the game log line", func() bool { return strings.Contains(log.String(), "log: edited move") })
+	waitFor(t, "the game log line", &log, "log: edited move")
 	for _, want := range []string{"example.com/arena: game loaded", "moved to the new code", "synced "} {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("the terminal lacks %q", want)
@@ -189,7 +171,7 @@ func TestDevRunsTheExampleAndFollowsEdits(t *testing.T) {
 
 	// A generator problem is shown, and the running code keeps serving.
 	os.WriteFile(run, []byte(`export default function run(instance, player, args) { player.name = ; }`), 0o644)
-	waitFor(t, "the generator's problem", func() bool { return strings.Contains(log.String(), "run.js:1") })
+	waitFor(t, "the generator's problem", &log, "run.js:1")
 }
 
 func TestLocalhostMapsDomainsAndLoopbackOrigins(t *testing.T) {

@@ -1,15 +1,14 @@
 package runtime
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/hoster-dev/hoster/internal/waitbuf"
 )
 
 // TestInvalidUTF8FrameCloses1007: a text frame that is not UTF-8 fails the
@@ -45,19 +44,6 @@ func TestFailedInstanceLetsGoOfWaitingPlayers(t *testing.T) {
 	}
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
-
 // TestInstanceLogRateLimited: a game logging in a loop writes at most its
 // allowance (logBurst at once, logRate a second after); the next line
 // allowed says how many were held back. The clock is injected, so the
@@ -68,7 +54,7 @@ func TestInstanceLogRateLimited(t *testing.T) {
 	chatty["hoster-commands/say/run.js"] = `export default function (i) { i.log("again"); }`
 	var clock atomic.Int64
 	clock.Store(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC).UnixNano())
-	logs := &lockedBuffer{}
+	logs := waitbuf.New()
 	e := startWith(t, map[string]map[string]string{"a.example/chatty": chatty}, func(o *Options) {
 		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
 		o.Now = func() time.Time { return time.Unix(0, clock.Load()) }
@@ -79,12 +65,8 @@ func TestInstanceLogRateLimited(t *testing.T) {
 	}
 	clock.Add(int64(time.Second))
 	c.send("say", nil)
-	deadline := time.Now().Add(10 * time.Second) // a hang guard
-	for !strings.Contains(logs.String(), "msg=again") {
-		if time.Now().After(deadline) {
-			t.Fatal("the next second's line never came")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !logs.WaitFor("msg=again", 1, 10*time.Second) { // a hang guard
+		t.Fatal("the next second's line never came")
 	}
 	if !strings.Contains(logs.String(), "heldBack=180") {
 		t.Fatalf("the dropped lines are not counted:\n%s", logs.String())
@@ -96,7 +78,7 @@ func TestInstanceLogRateLimited(t *testing.T) {
 func TestDroppedLogLinesReportedAtTheEnd(t *testing.T) {
 	chatty := lab(4)
 	chatty["hoster-player/join.js"] = `export default function (i, p) { p.name = "x"; p.x = 0; for (let n = 0; n < 80; n++) i.log("line", n); }`
-	logs := &lockedBuffer{}
+	logs := waitbuf.New()
 	e := startWith(t, map[string]map[string]string{"a.example/chatty": chatty}, func(o *Options) {
 		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
 		o.Now = func() time.Time { return time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC) }
@@ -104,11 +86,7 @@ func TestDroppedLogLinesReportedAtTheEnd(t *testing.T) {
 	c := e.join(t, "a.example", "chatty", "x")
 	// The instance empties and ends after the resume grace and EmptyGrace.
 	c.ws.Close()
-	deadline := time.Now().Add(20 * time.Second) // a hang guard
-	for !strings.Contains(logs.String(), "heldBack=60") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the dropped lines were never counted:\n%s", logs.String())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !logs.WaitFor("heldBack=60", 1, 20*time.Second) { // a hang guard
+		t.Fatalf("the dropped lines were never counted:\n%s", logs.String())
 	}
 }

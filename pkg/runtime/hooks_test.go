@@ -1,15 +1,14 @@
 package runtime
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/hoster-dev/hoster/internal/waitbuf"
 	"github.com/hoster-dev/hoster/pkg/api"
 )
 
@@ -47,33 +46,24 @@ func ctl() map[string]string {
 }
 
 // logBuf collects a runtime's log for a test to wait on.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.b.Write(p) }
+type logBuf struct{ waitbuf.Buffer }
 
 // wait waits until the log holds every one of want.
 func (l *logBuf) wait(t *testing.T, want ...string) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		l.mu.Lock()
-		s := l.b.String()
-		l.mu.Unlock()
-		ok := true
+	var seen string
+	if !l.Until(func(s string) bool {
+		seen = s
 		for _, w := range want {
-			ok = ok && strings.Contains(s, w)
+			if !strings.Contains(s, w) {
+				return false
+			}
 		}
-		if ok {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the log never had %q:\n%s", want, s)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return true
+	}, 10*time.Second) { // a hang guard
+		t.Fatalf("the log never had %q:\n%s", want, seen)
 	}
+	return seen
 }
 
 func withLog(l *logBuf) func(*Options) {
@@ -125,7 +115,7 @@ func TestRefusalReasonDelivered(t *testing.T) {
 	}
 	ada.send("boom", nil) // a real error, to know the log has caught up
 	logs.wait(t, "command boom")
-	if strings.Contains(logs.b.String(), "cooling down") {
+	if strings.Contains(logs.String(), "cooling down") {
 		t.Fatal("a refusal was logged as an error")
 	}
 }

@@ -6,11 +6,11 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/hoster-dev/hoster/internal/waitbuf"
 	"github.com/hoster-dev/hoster/pkg/api"
 )
 
@@ -101,8 +101,7 @@ func TestResumeGraceZero(t *testing.T) {
 // rawDial opens a game socket and collects its raw frames.
 type rawClient struct {
 	ws     *websocket.Conn
-	mu     sync.Mutex
-	frames []string
+	frames waitbuf.Buffer // each frame, then a newline
 	me     string
 }
 
@@ -125,9 +124,7 @@ func (e *env) rawJoin(t *testing.T, path string) *rawClient {
 			if json.Unmarshal(b, &m) == nil && m["t"] == "welcome" {
 				welcomed <- m["player"].(string)
 			}
-			c.mu.Lock()
-			c.frames = append(c.frames, string(b))
-			c.mu.Unlock()
+			c.frames.Write(append(b, '\n'))
 		}
 	}()
 	select {
@@ -141,24 +138,13 @@ func (e *env) rawJoin(t *testing.T, path string) *rawClient {
 // wire waits until ok holds for everything received so far.
 func (c *rawClient) wire(t *testing.T, what string, ok func(all string) bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		c.mu.Lock()
-		all := strings.Join(c.frames, "\n")
-		c.mu.Unlock()
-		if ok(all) {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !c.frames.Until(func(all string) bool { return ok(strings.TrimSuffix(all, "\n")) }, 10*time.Second) { // a hang guard
+		t.Fatalf("never saw on the wire: %s", what)
 	}
-	t.Fatalf("never saw on the wire: %s", what)
 }
 
-func (c *rawClient) all() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return strings.Join(c.frames, "\n")
-}
+// all is every frame received so far, one a line.
+func (c *rawClient) all() string { return strings.TrimSuffix(c.frames.String(), "\n") }
 
 // A private field reaches its own player and never another viewer, with or
 // without a visibility hook; a value of the wrong type is never sent, and

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bufio"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -10,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -55,8 +53,7 @@ const page = `<!doctype html><title>loading</title>
 </script>`
 
 func TestExampleGameInChromium(t *testing.T) {
-	chromium, err := exec.LookPath("chromium")
-	if err != nil {
+	if _, err := exec.LookPath("chromium"); err != nil {
 		t.Skip("chromium is not installed (make test-deps installs Debian's chromium as root); skipping the browser test")
 	}
 	// The example, generated, run by the runtime.
@@ -100,57 +97,9 @@ func TestExampleGameInChromium(t *testing.T) {
 	site := httptest.NewServer(mux)
 	defer site.Close()
 
-	// Chromium's helpers may outlive it for a moment: the profile is removed
-	// without failing the test on their leftovers.
-	profile, err := os.MkdirTemp("", "hoster-chromium-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(profile)
-	cmd := exec.Command(chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir="+profile, "--remote-debugging-port=0",
-		site.URL+"/arena/play.html?room=duel1&role=watcher")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // to stop its helpers too
-	// Chromium says where DevTools listens on stderr.
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		cmd.Wait()
-	}()
-	listening := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if rest, ok := strings.CutPrefix(sc.Text(), "DevTools listening on ws://"); ok {
-				host, _, _ := strings.Cut(rest, "/")
-				listening <- host
-			}
-		}
-		close(listening)
-	}()
-	var devtools string
-	select {
-	case devtools = <-listening:
-	case <-time.After(30 * time.Second):
-	}
-	if devtools == "" {
-		t.Fatal("chromium did not start")
-	}
-
 	// Headless Chromium starts with one page; the second opens over DevTools.
-	req, _ := http.NewRequest("PUT", "http://"+devtools+"/json/new?"+site.URL+"/arena/play.html?room=duel1%26role=mover", nil)
-	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
-		t.Fatalf("opening the second page: %v %v", err, resp)
-	} else {
-		resp.Body.Close()
-	}
+	chrome := startChromium(t, site.URL+"/arena/play.html?room=duel1&role=watcher")
+	chrome.open(site.URL + "/arena/play.html?room=duel1%26role=mover")
 
 	// Wait for the watcher to have seen the mover move three times in their
 	// room, and for the mover to show its greeting and the refusal.

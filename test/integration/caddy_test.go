@@ -310,30 +310,32 @@ func gamePagesThroughCaddy(t *testing.T, httpsPort int) {
 	}
 
 	const url = "https://example.com/arena/"
-	chrome := startChromium(t, url, "--ignore-certificate-errors",
+	chrome := startChromium(t, "about:blank", "--ignore-certificate-errors",
 		fmt.Sprintf("--host-resolver-rules=MAP example.com:443 %s", caddy))
-	chrome.open(url)
-	var tabs []*tab
-	for deadline := time.Now().Add(30 * time.Second); len(tabs) < 2; time.Sleep(100 * time.Millisecond) {
-		if pages := chrome.pages(); len(pages) >= 2 {
-			for _, p := range pages[:2] {
-				tabs = append(tabs, chrome.attach(p))
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("chromium did not open two pages")
-		}
-	}
-	// Each page connects: the example page keeps its connection in "game".
+	tabs := []*tab{chrome.attach(chrome.open(url)), chrome.attach(chrome.open(url))}
+	// Each page connects: the example page keeps its connection in "game",
+	// and says when it is welcomed. A page not yet past about:blank never
+	// answers there: its navigation ends that evaluation, which is tried
+	// again in the game's page.
 	me := make([]string, 2)
 	for i, tb := range tabs {
-		for deadline := time.Now().Add(30 * time.Second); me[i] == ""; time.Sleep(100 * time.Millisecond) {
-			tb.eval(`typeof game !== "undefined" && game.connected ? game.me : ""`, &me[i])
-			if time.Now().After(deadline) {
-				var status string
-				tb.eval(`document.getElementById("status").textContent`, &status)
-				t.Fatalf("page %d never connected; it says %q", i, status)
-			}
+		var err error
+		for try := 0; try < 5 && me[i] == ""; try++ {
+			err = tb.await(`new Promise((resolve, reject) => {
+				if (location.href === "about:blank") return; // the page is still on its way
+				const welcomed = () => {
+					if (typeof game === "undefined") reject(new Error("the page has no game"));
+					else if (game.me) resolve(game.me);
+					else game.on("welcome", m => resolve(m.player));
+				};
+				if (document.readyState === "loading") addEventListener("DOMContentLoaded", welcomed);
+				else welcomed();
+			})`, 30*time.Second, &me[i])
+		}
+		if me[i] == "" {
+			var status string
+			tb.eval(`document.getElementById("status").textContent`, &status)
+			t.Fatalf("page %d never connected (%v); it says %q", i, err, status)
 		}
 	}
 	// The page and its library came compressed (fewer bytes on the wire than
@@ -348,31 +350,34 @@ func gamePagesThroughCaddy(t *testing.T, httpsPort int) {
 	}
 	t.Logf("through caddy: page %d of %d bytes on the wire, library %d of %d", sizes[0], sizes[1], sizes[2], sizes[3])
 
-	// Each moves; the other sees it.
+	// Each moves; the other sees it, told by its page's change event.
 	for i := range tabs {
 		mover, watcher := tabs[i], tabs[1-i]
-		xOf := func() (x float64) {
-			watcher.eval(fmt.Sprintf(`game.players[%q] ? game.players[%q].x : -1`, me[i], me[i]), &x)
-			return
+		var start float64
+		if err := watcher.await(fmt.Sprintf(`new Promise(resolve => {
+			const p = game.players[%[1]q];
+			if (p) return resolve(p.x);
+			game.on("appear", function seen(o) { if (o.id === %[1]q) { game.off("appear", seen); resolve(o.x); } });
+		})`, me[i]), 20*time.Second, &start); err != nil {
+			t.Fatalf("page %d never saw page %d (%s): %v", 1-i, i, me[i], err)
 		}
-		start := xOf()
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			dx := 1
-			if start > 50 {
-				dx = -1
-			}
-			if err := mover.eval(fmt.Sprintf(`game.commands.move({dx: %d, dy: 0})`, dx), nil); err != nil {
-				t.Fatal(err)
-			}
-			if x := xOf(); x >= 0 && start >= 0 && x != start {
-				break
-			}
-			if start < 0 {
-				start = xOf()
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("page %d never saw page %d (%s) move", 1-i, i, me[i])
-			}
+		if err := watcher.eval(fmt.Sprintf(`void (window.moved = new Promise(resolve => {
+			game.on("change", function moved(o, changed) {
+				if (o.id === %[1]q && "x" in changed && o.x !== %[2]v) { game.off("change", moved); resolve(o.x); }
+			});
+		}))`, me[i], start), nil); err != nil {
+			t.Fatal(err)
+		}
+		dx := 1
+		if start > 50 {
+			dx = -1
+		}
+		if err := mover.eval(fmt.Sprintf(`game.commands.move({dx: %d, dy: 0})`, dx), nil); err != nil {
+			t.Fatal(err)
+		}
+		var x float64
+		if err := watcher.await(`window.moved`, 20*time.Second, &x); err != nil {
+			t.Fatalf("page %d never saw page %d (%s) move from %v: %v", 1-i, i, me[i], start, err)
 		}
 		mover.eval(`game.commands.move({dx: 0, dy: 0})`, nil)
 	}

@@ -6,14 +6,14 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strings"
+	"regexp"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/hoster-dev/hoster/internal/waitbuf"
 )
 
 // chromium is a headless Chromium driven over its DevTools protocol.
@@ -43,6 +43,10 @@ func startChromium(t *testing.T, url string, flags ...string) *chromium {
 		"--user-data-dir=" + profile, "--remote-debugging-port=0"}, flags...)
 	cmd := exec.Command(bin, append(args, url)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // to stop its helpers too
+	// Chromium says where DevTools listens on stderr, once it listens.
+	stderr := waitbuf.New()
+	cmd.Stderr = stderr
+	cmd.WaitDelay = 10 * time.Second // a helper left holding stderr does not hang the end
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -50,46 +54,35 @@ func startChromium(t *testing.T, url string, flags ...string) *chromium {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
 	})
-	// Chromium writes its DevTools port into the profile once it listens.
-	for start := time.Now(); ; time.Sleep(100 * time.Millisecond) {
-		if b, err := os.ReadFile(filepath.Join(profile, "DevToolsActivePort")); err == nil {
-			if port, _, ok := strings.Cut(string(b), "\n"); ok && port != "" {
-				return &chromium{t: t, devtools: "127.0.0.1:" + port}
-			}
+	var devtools string
+	if !stderr.Until(func(s string) bool {
+		if m := devtoolsListening.FindStringSubmatch(s); m != nil {
+			devtools = m[1]
 		}
-		if time.Since(start) > 30*time.Second {
-			t.Fatal("chromium did not start")
-		}
+		return devtools != ""
+	}, 30*time.Second) { // a hang guard
+		t.Fatalf("chromium did not start:\n%s", stderr)
 	}
+	return &chromium{t: t, devtools: devtools}
 }
 
-// open opens another page at url.
-func (c *chromium) open(url string) {
+// devtoolsListening is Chromium's line saying where DevTools listens.
+var devtoolsListening = regexp.MustCompile(`DevTools listening on ws://([^/\s]+)/`)
+
+// open opens another page at url and returns its DevTools socket URL.
+func (c *chromium) open(url string) string {
 	c.t.Helper()
 	req, _ := http.NewRequest("PUT", "http://"+c.devtools+"/json/new?"+url, nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil || resp.StatusCode != 200 {
 		c.t.Fatalf("opening %s: %v %v", url, err, resp)
 	}
-	resp.Body.Close()
-}
-
-// pages lists the open pages' DevTools socket URLs.
-func (c *chromium) pages() []string {
-	resp, err := http.Get("http://" + c.devtools + "/json/list")
-	if err != nil {
-		return nil
-	}
 	defer resp.Body.Close()
-	var targets []struct{ Type, WebSocketDebuggerURL string }
-	json.NewDecoder(resp.Body).Decode(&targets)
-	var out []string
-	for _, tg := range targets {
-		if tg.Type == "page" {
-			out = append(out, tg.WebSocketDebuggerURL)
-		}
+	var target struct{ WebSocketDebuggerURL string }
+	if err := json.NewDecoder(resp.Body).Decode(&target); err != nil || target.WebSocketDebuggerURL == "" {
+		c.t.Fatalf("opening %s: no DevTools socket for the page: %v", url, err)
 	}
-	return out
+	return target.WebSocketDebuggerURL
 }
 
 // tab is one page's DevTools connection.
@@ -109,13 +102,22 @@ func (c *chromium) attach(wsURL string) *tab {
 }
 
 // eval evaluates expr in the page and decodes its JSON-able value into v.
-func (p *tab) eval(expr string, v any) error {
+func (p *tab) eval(expr string, v any) error { return p.evaluate(expr, false, 10*time.Second, v) }
+
+// await evaluates expr, a promise, in the page and decodes the value it
+// resolves to into v: the page says when, woken by its own events. timeout
+// is a hang guard.
+func (p *tab) await(expr string, timeout time.Duration, v any) error {
+	return p.evaluate(expr, true, timeout, v)
+}
+
+func (p *tab) evaluate(expr string, await bool, timeout time.Duration, v any) error {
 	id := p.id.Add(1)
 	if err := p.ws.WriteJSON(map[string]any{"id": id, "method": "Runtime.evaluate",
-		"params": map[string]any{"expression": expr, "returnByValue": true}}); err != nil {
+		"params": map[string]any{"expression": expr, "returnByValue": true, "awaitPromise": await}}); err != nil {
 		return err
 	}
-	p.ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	p.ws.SetReadDeadline(time.Now().Add(timeout))
 	for {
 		var m struct {
 			ID     int64
@@ -123,7 +125,10 @@ func (p *tab) eval(expr string, v any) error {
 				Result struct {
 					Value json.RawMessage
 				}
-				ExceptionDetails *struct{ Text string }
+				ExceptionDetails *struct {
+					Text      string
+					Exception *struct{ Description string }
+				}
 			}
 			Error *struct{ Message string }
 		}
@@ -136,8 +141,11 @@ func (p *tab) eval(expr string, v any) error {
 		if m.Error != nil {
 			return fmt.Errorf("evaluating %q: %s", expr, m.Error.Message)
 		}
-		if m.Result.ExceptionDetails != nil {
-			return fmt.Errorf("evaluating %q: %s", expr, m.Result.ExceptionDetails.Text)
+		if e := m.Result.ExceptionDetails; e != nil {
+			if e.Exception != nil {
+				return fmt.Errorf("evaluating %q: %s %s", expr, e.Text, e.Exception.Description)
+			}
+			return fmt.Errorf("evaluating %q: %s", expr, e.Text)
 		}
 		if v == nil || len(m.Result.Result.Value) == 0 {
 			return nil
