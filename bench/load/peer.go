@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// A server is a peer running in its own process, measured from outside
+// through /proc: the bots never share its process.
+type server struct {
+	cmd *exec.Cmd
+	log *bytes.Buffer // its stderr and stdout
+}
+
+// startServer runs argv with env added and waits until addr accepts
+// connections.
+func startServer(argv []string, env []string, dir, addr string) (*server, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var out bytes.Buffer // exec writes to one writer from one goroutine at a time
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", argv[0], err)
+	}
+	s := &server{cmd: cmd, log: &out}
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return s, nil
+		}
+		if time.Now().After(deadline) || cmd.ProcessState != nil {
+			s.stop()
+			return nil, fmt.Errorf("waiting for %s to listen on %s: %v\n%s", argv[0], addr, err, out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// stop asks the server to end (SIGTERM), and kills it after 10 s.
+func (s *server) stop() {
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		s.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// cpu is the CPU time the server's process has used so far (user and
+// system, all its threads), from /proc/PID/stat.
+func (s *server) cpu() (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	if err != nil {
+		return 0, fmt.Errorf("reading the server's CPU time: %w", err)
+	}
+	// The command name, field 2, may hold spaces; the fields after its
+	// closing parenthesis start with field 3.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("reading the server's CPU time: short /proc stat line")
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64) // field 14
+	stime, err2 := strconv.ParseInt(f[12], 10, 64) // field 15
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("reading the server's CPU time: %v %v", err1, err2)
+	}
+	const hz = 100 // USER_HZ, 100 on Linux
+	return time.Duration(utime+stime) * time.Second / hz, nil
+}
+
+// memory is the server's resident set now and its peak, in bytes, from
+// /proc/PID/status.
+func (s *server) memory() (rss, peak int64) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	if err != nil {
+		return 0, 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		switch k {
+		case "VmRSS":
+			rss = kb << 10
+		case "VmHWM":
+			peak = kb << 10
+		}
+	}
+	return rss, peak
+}
+
+// freeAddr is a loopback address nothing listens on right now.
+func freeAddr() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
