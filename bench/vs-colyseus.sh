@@ -42,8 +42,10 @@ for n in "${players[@]}"; do
 	for ((r = 1; r <= runs; r++)); do
 		for peer in "${order[@]}"; do
 			echo "== $peer, $n players, run $r" >&2
-			bin/bench-load -peer "$peer" -players "$n" -seconds "$secs" "${extra[@]}" \
-				-server-bin bin/hoster-server -colyseus-dir bench/colyseus 2>/dev/null | tee /dev/stderr | grep '^RESULT' >>"$out" || true
+			res=$(bin/bench-load -peer "$peer" -players "$n" -seconds "$secs" "${extra[@]}" \
+				-server-bin bin/hoster-server -colyseus-dir bench/colyseus 2>/dev/null) || true
+			echo "$res" >&2
+			grep '^RESULT' <<<"$res" >>"$out" || true
 		done
 	done
 done

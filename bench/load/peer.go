@@ -26,6 +26,7 @@ func startServer(argv []string, env []string, dir, addr string) (*server, error)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the bench
 	var out bytes.Buffer // exec writes to one writer from one goroutine at a time
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
