@@ -27,7 +27,7 @@ func startServer(argv []string, env []string, dir, addr string) (*server, error)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the bench
-	var out bytes.Buffer // exec writes to one writer from one goroutine at a time
+	var out bytes.Buffer                                               // exec writes to one writer from one goroutine at a time
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", argv[0], err)
