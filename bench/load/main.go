@@ -30,6 +30,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -180,7 +181,7 @@ func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serve
 			log.Fatal(err)
 		}
 		srv, err = startServer([]string{bin, "serve", "--hosting-root", filepath.Join(root, "hosting"), "--logs-root", filepath.Join(root, "logs"),
-			"--listen", addr, "--ask-listen", freeAddr()}, nil, root, addr)
+			"--listen", addr, "--ask-listen", freeAddr()}, []string{"GODEBUG=schedtrace=500"}, root, addr)
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -209,9 +210,11 @@ func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serve
 		log.Fatal(err)
 	}
 	wall0 := time.Now()
+	log0 := srv.logLen()
 	st.measuring.Store(true)
 	time.Sleep(time.Duration(seconds) * time.Second)
 	st.measuring.Store(false)
+	queued := runnable(srv.logSince(log0))
 	cpu1, err := srv.cpu()
 	if err != nil {
 		log.Fatal(err)
@@ -241,11 +244,18 @@ func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serve
 	}
 	fmt.Printf("server CPU     %.2f cores (its own process, bots not included), %.2f per 1,000 players\n", cores, cores/float64(max(n, 1))*1000)
 	fmt.Printf("server memory  %d MiB resident at the end, %d MiB at the peak\n", rss>>20, peak>>20)
+	runq := -1 // the median, -1 when unknown
+	if len(queued) > 0 {
+		slices.Sort(queued)
+		runq = queued[len(queued)/2]
+		fmt.Printf("run queues     goroutines waiting to run, in %d half-second samples: median %d, p90 %d, max %d\n",
+			len(queued), queued[len(queued)/2], queued[len(queued)*9/10], queued[len(queued)-1])
+	}
 	fmt.Printf("thrown out     %d players whose connection the server ended; %d got no update while measured; %d instances closed by the server\n", thrownWhileMeasured, st.silent.Load(), closed)
 	// One line for bench/vs-colyseus.sh to read.
-	fmt.Printf("RESULT peer=%s players=%d connected=%d rooms=%d cpu=%.3f rss_mib=%d ups=%.2f bpu=%.0f thrown=%d silent=%d closed=%d\n",
+	fmt.Printf("RESULT peer=%s players=%d connected=%d rooms=%d cpu=%.3f rss_mib=%d ups=%.2f bpu=%.0f thrown=%d silent=%d closed=%d runq=%d\n",
 		peer, players, n, len(st.rooms), cores, rss>>20, float64(st.updates.Load())/float64(max(n, 1))/wall.Seconds(),
-		float64(st.received.Load())/float64(max(st.updates.Load(), 1)), thrownWhileMeasured, st.silent.Load(), closed)
+		float64(st.received.Load())/float64(max(st.updates.Load(), 1)), thrownWhileMeasured, st.silent.Load(), closed, runq)
 }
 
 func printUpdates(st *botStats, n int64, wall time.Duration, sendRate int) {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -17,8 +18,31 @@ import (
 // through /proc: the bots never share its process.
 type server struct {
 	cmd *exec.Cmd
-	log *bytes.Buffer // its stderr and stdout
+	log *syncBuffer // its stderr and stdout
 }
+
+// syncBuffer is a buffer the server's output goes into while the bench
+// reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (s *server) logLen() int { return len(s.log.String()) }
+
+func (s *server) logSince(n int) string { return s.log.String()[n:] }
 
 // startServer runs argv with env added and waits until addr accepts
 // connections.
@@ -27,12 +51,12 @@ func startServer(argv []string, env []string, dir, addr string) (*server, error)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the bench
-	var out bytes.Buffer                                               // exec writes to one writer from one goroutine at a time
-	cmd.Stdout, cmd.Stderr = &out, &out
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", argv[0], err)
 	}
-	s := &server{cmd: cmd, log: &out}
+	s := &server{cmd: cmd, log: out}
 	for deadline := time.Now().Add(60 * time.Second); ; {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
@@ -105,6 +129,37 @@ func (s *server) memory() (rss, peak int64) {
 		}
 	}
 	return rss, peak
+}
+
+// runnable reads the Go scheduler's trace lines (GODEBUG=schedtrace) in a
+// server's log, "SCHED 500ms: gomaxprocs=2 idleprocs=0 threads=9
+// spinningthreads=0 needspinning=0 idlethreads=3 runqueue=12 [40 37]...",
+// and returns how many goroutines waited to run in each sample: the global
+// run queue plus every P's.
+func runnable(log string) []int {
+	var out []int
+	for _, line := range strings.Split(log, "\n") {
+		if !strings.HasPrefix(line, "SCHED ") {
+			continue
+		}
+		_, rest, ok := strings.Cut(line, " runqueue=")
+		if !ok {
+			continue
+		}
+		global, locals, _ := strings.Cut(rest, " ")
+		n, err := strconv.Atoi(global)
+		if err != nil {
+			continue
+		}
+		if i, j := strings.IndexByte(locals, '['), strings.IndexByte(locals, ']'); i >= 0 && j > i {
+			for _, f := range strings.Fields(locals[i+1 : j]) {
+				k, _ := strconv.Atoi(f)
+				n += k
+			}
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 // freeAddr is a loopback address nothing listens on right now.
