@@ -5,6 +5,9 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/hoster-dev/hoster/internal/version.Version=$(VERSION)
 # Tests never read the developer's own client configuration.
 TESTENV := XDG_CONFIG_HOME=/nonexistent/hoster-test HOSTER_CONFIG_SERVER= HOSTER_CONFIG_APITOKEN= HOSTER_CONFIG_CERTSHA256=
+# The TypeScript compiler scripts/test-deps.sh installs, for gen --check's tests.
+TSC := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/hoster-test/typescript/node_modules/.bin/tsc
+TESTENV += HOSTER_TSC=$$(test -x $(TSC) && echo $(TSC))
 
 .PHONY: help build test test-deps bench lint fuzz clean demo demo-smoke
 
@@ -44,8 +47,8 @@ fuzz: ## fuzz the path checks and parsers, FUZZTIME (30s) each
 clean: ## remove build output
 	rm -rf bin
 
-demo: build ## start a server on loopback, sync the example sites, print the game's URL
-	$(GO) run ./examples/demo -bin bin -sites examples/sites
+demo: build ## run the example sites with hoster dev: prints the game's URL, follows every save
+	bin/hoster dev examples/sites
 
-demo-smoke: build ## the demo's whole path once (start, sync, one socket round trip, stop)
-	$(GO) run ./examples/demo -bin bin -sites examples/sites -port 0 -smoke
+demo-smoke: build ## the demo's whole path once (hoster dev, the page, one socket round trip, Ctrl-C)
+	$(GO) run ./examples/demo -bin bin -sites examples/sites

@@ -3,6 +3,16 @@
 # test, chromium for the browser test) when they are missing and this user may
 # install them. Without them those tests skip and say why.
 set -u
+
+# The TypeScript compiler for gen --check's tests, pinned, from the npm
+# registry into a cache folder of its own (the Makefile points HOSTER_TSC at it).
+tsdir="${XDG_CACHE_HOME:-$HOME/.cache}/hoster-test/typescript"
+if [ ! -x "$tsdir/node_modules/.bin/tsc" ] && command -v npm >/dev/null 2>&1; then
+	echo "test-deps: installing typescript@5.9.3 into $tsdir" >&2
+	mkdir -p "$tsdir" && npm install --prefix "$tsdir" --no-audit --no-fund --silent typescript@5.9.3 >/dev/null 2>&1 ||
+		echo "test-deps: could not install typescript; the type-check tests will skip" >&2
+fi
+
 missing=""
 command -v caddy >/dev/null 2>&1 || missing="$missing caddy"
 command -v chromium >/dev/null 2>&1 || missing="$missing chromium"

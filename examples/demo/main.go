@@ -1,179 +1,127 @@
-// Command demo runs hoster end to end on loopback: it starts hoster-server
-// with a fresh token in a temporary root, syncs the example sites with the
-// hoster client, and serves the example game's page through a small dev proxy
-// that stands where Caddy stands in production (it forwards the game's routes
-// with the game's domain as Host). It prints the URL to open and the commands
-// to try next, and stops everything it started on Ctrl-C.
-//
-// With -smoke it makes one socket round trip (welcome, a command, an update)
-// and exits: CI runs that as a check of the whole path.
+// Command demo is the smoke check of the demo: it runs `hoster dev` on a
+// temporary copy of the example sites as `make demo` does, reads the game's
+// URL from its output, loads the page, makes one socket round trip (welcome,
+// a command, the update that shows it) from the page's origin, and stops it
+// with Ctrl-C (SIGINT), which must end it cleanly. CI runs it as
+// `make demo-smoke`.
 package main
 
 import (
+	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"net/url"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/gorilla/websocket"
-	"github.com/hoster-dev/hoster/pkg/api"
-	"github.com/hoster-dev/hoster/pkg/deploy"
-)
-
-const (
-	domain = "example.com"
-	game   = "arena"
 )
 
 func main() {
-	bin := flag.String("bin", "bin", "directory holding the hoster and hoster-server binaries")
-	sites := flag.String("sites", "examples/sites", "the sites tree to sync")
-	port := flag.Int("port", 8080, "port of the page (0 picks a free one)")
-	smoke := flag.Bool("smoke", false, "make one socket round trip and exit")
+	bin := flag.String("bin", "bin", "directory holding the hoster binary")
+	sites := flag.String("sites", "examples/sites", "the sites tree (a temporary copy is run)")
 	flag.Parse()
-	if err := run(*bin, *sites, *port, *smoke); err != nil {
-		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
+	if err := run(*bin, *sites); err != nil {
+		fmt.Fprintf(os.Stderr, "demo-smoke: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin, sites string, port int, smoke bool) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
-	bin, err := filepath.Abs(bin)
+func run(bin, sites string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tmp, err := os.MkdirTemp("", "hoster-demo-smoke-")
 	if err != nil {
 		return err
-	}
-	tmp, err := os.MkdirTemp("", "hoster-demo-")
-	if err != nil {
-		return fmt.Errorf("making the demo root: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	hostingRoot, logsRoot := filepath.Join(tmp, "srv"), filepath.Join(tmp, "logs")
-	if err := os.MkdirAll(hostingRoot, 0o755); err != nil {
-		return err
+	root := filepath.Join(tmp, "sites")
+	if err := os.CopyFS(root, os.DirFS(sites)); err != nil {
+		return fmt.Errorf("copying %s: %w", sites, err)
 	}
-	token, err := deploy.NewToken()
+
+	cmd := exec.Command(filepath.Join(bin, "hoster"), "dev", "--port", "0", root)
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return err
 	}
-	if err := deploy.WriteToken(filepath.Join(hostingRoot, api.TokenFile), token); err != nil {
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting hoster dev: %w", err)
+	}
+	defer cmd.Process.Kill()
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			fmt.Println(sc.Text())
+			if _, u, ok := strings.Cut(sc.Text(), "example.com/arena  "); ok {
+				urls <- u
+			}
+		}
+		io.Copy(io.Discard, stdout)
+	}()
+	var page string
+	select {
+	case page = <-urls:
+	case <-ctx.Done():
+		return errors.New("hoster dev printed no URL for example.com/arena")
+	}
+	if err := roundTrip(ctx, page); err != nil {
 		return err
 	}
-
-	listen, ask := freeAddr(), freeAddr()
-	server := exec.CommandContext(ctx, filepath.Join(bin, "hoster-server"), "serve",
-		"--hosting-root", hostingRoot, "--logs-root", logsRoot,
-		"--listen", listen, "--ask-listen", ask, "--access-log", "--reload-debounce", "100ms")
-	server.Stdout, server.Stderr = os.Stderr, os.Stderr
-	server.Cancel = func() error { return server.Process.Signal(syscall.SIGTERM) }
-	server.WaitDelay = 10 * time.Second
-	if err := server.Start(); err != nil {
-		return fmt.Errorf("starting hoster-server: %w", err)
+	cmd.Process.Signal(syscall.SIGINT)
+	if err := cmd.Wait(); err != nil {
+		return fmt.Errorf("hoster dev after Ctrl-C: %w", err)
 	}
-	defer server.Wait()
-	defer stop()
-	if err := waitFor(ctx, "http://"+listen+api.PathVersion, 10*time.Second); err != nil {
-		return fmt.Errorf("waiting for hoster-server: %w", err)
-	}
-
-	// The client reads its settings from a config file, as a user's would.
-	config := filepath.Join(tmp, "hoster.json")
-	settings, _ := json.MarshalIndent(map[string]string{
-		"hoster-config-server":   "http://" + listen,
-		"hoster-config-apiToken": token,
-	}, "", "  ")
-	if err := os.WriteFile(config, settings, 0o600); err != nil {
-		return err
-	}
-	sync := exec.CommandContext(ctx, filepath.Join(bin, "hoster"), "sync", sites, "--config", config)
-	sync.Stdout, sync.Stderr = os.Stderr, os.Stderr
-	if err := sync.Run(); err != nil {
-		return fmt.Errorf("hoster sync: %w", err)
-	}
-	// The game is served once the debounced reload has loaded it.
-	if err := waitFor(ctx, "http://"+ask+"/ask?domain="+domain, 10*time.Second); err != nil {
-		return fmt.Errorf("waiting for the game to load: %w", err)
-	}
-
-	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-	if err != nil {
-		return fmt.Errorf("serving the page (try -port 0): %w", err)
-	}
-	page := &http.Server{Handler: pageHandler(filepath.Join(sites, domain, game), listen)}
-	go page.Serve(ln)
-	defer page.Close()
-	pageURL := "http://" + ln.Addr().String() + "/" + game + "/"
-
-	if smoke {
-		return roundTrip(ctx, "ws://"+ln.Addr().String()+"/"+game)
-	}
-	fmt.Printf(`
-hoster demo is running.
-
-  Open the game:   %s   (open it in two windows and play)
-
-Try next, in another terminal:
-  %s/hoster --config %s version
-  %s/hoster --config %s pull %s/mirror
-  %s/hoster --config %s sync --watch %s    (edit a hook, see it live)
-
-Ctrl-C stops everything.
-`, pageURL, bin, config, bin, config, tmp, bin, config, sites)
-	<-ctx.Done()
-	fmt.Fprintln(os.Stderr, "\ndemo: stopping")
+	fmt.Println("demo-smoke: ok: hoster dev stopped cleanly")
 	return nil
 }
 
-// pageHandler serves the game's own page and assets from its folder, and
-// forwards the game's routes (its socket and its library) to hoster-server as
-// Caddy would, presenting the page as the game's domain.
-func pageHandler(gameDir, upstream string) http.Handler {
-	target := &url.URL{Scheme: "http", Host: upstream}
-	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
-		r.SetURL(target)
-		r.Out.Host = domain
-		r.Out.Header.Set("Origin", "https://"+domain)
-	}}
-	files := http.StripPrefix("/"+game+"/", http.FileServer(http.Dir(gameDir)))
-	mux := http.NewServeMux()
-	mux.Handle("/"+game, proxy)
-	mux.Handle("/"+game+"/"+api.ClientLibrary, proxy)
-	mux.Handle("/"+game+"/", files)
-	mux.Handle("/", http.RedirectHandler("/"+game+"/", http.StatusFound))
-	return mux
-}
-
-// roundTrip joins the game, moves, and waits for the update that shows it.
-func roundTrip(ctx context.Context, wsURL string) error {
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	conn, _, err := websocket.DefaultDialer.DialContext(ctx, wsURL+"?name=smoke", nil)
+// roundTrip loads the page, joins the game from the page's origin, moves,
+// and waits for the update that shows it. Every name is dialled at
+// 127.0.0.1, as browsers resolve *.localhost.
+func roundTrip(ctx context.Context, page string) error {
+	u, err := url.Parse(page)
 	if err != nil {
-		return fmt.Errorf("smoke: joining the game: %w", err)
+		return err
+	}
+	dial := func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, "127.0.0.1:"+u.Port())
+	}
+	client := &http.Client{Transport: &http.Transport{DialContext: dial}}
+	resp, err := client.Get(page)
+	if err != nil {
+		return fmt.Errorf("loading %s: %w", page, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "hoster.client.js") {
+		return fmt.Errorf("loading %s: %s", page, resp.Status)
+	}
+	dialer := websocket.Dialer{NetDialContext: dial}
+	origin := "http://" + u.Host
+	conn, _, err := dialer.DialContext(ctx, "ws://"+u.Host+strings.TrimSuffix(u.Path, "/")+"?name=smoke", http.Header{"Origin": {origin}})
+	if err != nil {
+		return fmt.Errorf("joining the game: %w", err)
 	}
 	defer conn.Close()
 	conn.SetReadDeadline(time.Now().Add(20 * time.Second))
-	var welcome struct {
-		T, Player, Instance string
-	}
+	var welcome struct{ T, Player, Instance string }
 	if err := conn.ReadJSON(&welcome); err != nil || welcome.T != "welcome" {
-		return fmt.Errorf("smoke: want a welcome, got %+v, %v", welcome, err)
+		return fmt.Errorf("want a welcome, got %+v, %v", welcome, err)
 	}
 	if err := conn.WriteJSON(map[string]any{"c": "move", "a": map[string]any{"dx": 1, "dy": 0}}); err != nil {
-		return fmt.Errorf("smoke: sending a command: %w", err)
+		return fmt.Errorf("sending a command: %w", err)
 	}
 	for {
 		var m struct {
@@ -182,47 +130,16 @@ func roundTrip(ctx context.Context, wsURL string) error {
 			Change []struct{ ID string }
 		}
 		if err := conn.ReadJSON(&m); err != nil {
-			return fmt.Errorf("smoke: waiting for an update: %w", err)
+			return fmt.Errorf("waiting for an update: %w", err)
 		}
 		if m.T == "error" {
-			return fmt.Errorf("smoke: the server refused the command: %s", m.Error)
+			return fmt.Errorf("the server refused the command: %s", m.Error)
 		}
 		for _, c := range m.Change {
 			if c.ID == welcome.Player {
-				fmt.Printf("smoke: ok: joined %s/%s instance %s as %s, moved, saw the change\n", domain, game, welcome.Instance, welcome.Player)
+				fmt.Printf("demo-smoke: ok: loaded %s, joined instance %s as %s, moved, saw the change\n", page, welcome.Instance, welcome.Player)
 				return nil
 			}
-		}
-	}
-}
-
-func freeAddr() string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "127.0.0.1:0"
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-func waitFor(ctx context.Context, u string, limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	for {
-		resp, err := http.Get(u)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = errors.New(resp.Status)
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: %w", u, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }

@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/hoster-dev/hoster/pkg/gen"
 	"github.com/spf13/cobra"
@@ -11,30 +13,49 @@ import (
 
 func init() { commands = append(commands, newGenCmd) }
 
-func newGenCmd(ios *IO, _ *globals) *cobra.Command {
-	return &cobra.Command{
+func newGenCmd(ios *IO, g *globals) *cobra.Command {
+	var check bool
+	cmd := &cobra.Command{
 		Use:   "gen [ROOT]",
 		Short: "Generate hoster.server.js and hoster.client.js for every game under ROOT",
 		Long: `gen bundles each game's hook files into hoster.server.js (run by the server)
 and writes hoster.client.js (the browser library) and hoster.client.d.ts beside
-it. Every problem of every game is reported, with file and line; a game with
-problems gets no files, the others still do. ROOT defaults to the current
-directory.`,
+it, and hoster-env.d.ts (the hooks' types, for editors and tsc; never pushed)
+with a tsconfig.json when the game has none. Every problem of every game is
+reported, with file, line and column; a game with problems gets no files, the
+others still do. ROOT defaults to the current directory.
+
+--check also runs the TypeScript compiler (tsc, from PATH or npx) over each
+game and reports its errors like gen's own; the generated files are still
+written.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			root := "."
 			if len(args) == 1 {
 				root = args[0]
 			}
-			_, err := runGen(ios, root)
+			_, err := runGen(ctxOrBackground(cmd.Context()), ios, g, root, check)
 			return err
 		},
 	}
+	cmd.Flags().BoolVar(&check, "check", false, "also type-check each game with the TypeScript compiler (tsc, from PATH or npx)")
+	return cmd
 }
 
-// runGen generates every game under root, reports on ios.ErrOut, and
+// genReport is the --json summary of a gen.
+type genReport struct {
+	Games     []gen.GameResult `json:"games"`
+	Generated int              `json:"generated"`
+	Failed    int              `json:"failed"`
+	Elapsed   float64          `json:"elapsed"`
+}
+
+// runGen generates every game under root, reports on ios (a line per
+// generated game, every problem, or with --json one summary object), and
 // returns an error carrying the exit status when anything failed.
-func runGen(ios *IO, root string) (gen.Result, error) {
+func runGen(ctx context.Context, ios *IO, g *globals, root string, check bool) (gen.Result, error) {
+	start := time.Now()
+	out := newOutput(ios, g)
 	if st, err := os.Stat(root); err != nil || !st.IsDir() {
 		return gen.Result{}, withExit(ExitUsage, fmt.Errorf("generating: %s is not a directory", root))
 	}
@@ -42,19 +63,42 @@ func runGen(ios *IO, root string) (gen.Result, error) {
 	if err != nil {
 		return res, withExit(ExitFailed, fmt.Errorf("generating: %w", err))
 	}
-	for _, g := range res.Games {
-		for _, p := range g.Problems {
-			fmt.Fprintf(ios.ErrOut, "%s\n", p)
+	if check {
+		tsc, err := gen.FindTSC(ctx, root)
+		if err != nil {
+			return res, withExit(ExitUsage, err)
+		}
+		for i, gr := range res.Games {
+			if len(gr.Problems) > 0 {
+				continue
+			}
+			problems, err := gen.Check(ctx, tsc, root, gr.Dir)
+			if err != nil {
+				problems = []gen.Problem{{File: gr.Dir, Msg: "type-checking: " + err.Error()}}
+			}
+			res.Games[i].Problems = append(res.Games[i].Problems, problems...)
 		}
 	}
-	if res.Failed() {
-		bad := 0
-		for _, g := range res.Games {
-			if len(g.Problems) > 0 {
-				bad++
+	report := genReport{Games: res.Games, Elapsed: time.Since(start).Seconds()}
+	if report.Games == nil {
+		report.Games = []gen.GameResult{}
+	}
+	for _, gr := range res.Games {
+		if len(gr.Problems) > 0 {
+			report.Failed++
+			if !g.JSON {
+				for _, p := range gr.Problems {
+					fmt.Fprintf(ios.ErrOut, "%s\n", p)
+				}
 			}
+			continue
 		}
-		return res, withExit(ExitFailed, fmt.Errorf("generating: %d of %d games have problems and were not generated", bad, len(res.Games)))
+		report.Generated++
+		out.Status("generated %s", gr.Summary())
+	}
+	out.JSON(report)
+	if report.Failed > 0 {
+		return res, withExit(ExitFailed, fmt.Errorf("generating: %d of %d games have problems and were not generated", report.Failed, len(res.Games)))
 	}
 	if len(res.Games) == 0 {
 		return res, withExit(ExitFailed, errors.New("generating: no games found (a game is <domain>/<game>/hoster-game.json)"))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"time"
 
 	"github.com/hoster-dev/hoster/pkg/gen"
@@ -138,21 +139,47 @@ func runSync(ctx context.Context, ios *IO, g *globals, root string, o syncOption
 		return nil
 	}
 	out.JSON(report)
+	for _, n := range sum.Notes {
+		out.Status("note: %s", n)
+	}
 	out.Status("synced %s: %d uploaded (%s), %d deleted, %d unchanged in %.1fs",
 		root, sum.Uploaded, humanBytes(sum.Bytes), sum.Deleted, sum.Unchanged, report.Elapsed)
-	if len(sum.Failures) > 0 {
+	if len(sum.Failures) > 0 || sum.NotSent > 0 {
 		{
 			for _, f := range sum.Failures {
 				fmt.Fprintf(ios.ErrOut, "failed: %s %s: %s\n", f.Op, f.Path, f.Error)
 			}
 		}
-		msg := fmt.Sprintf("%d of %d transfers failed", len(sum.Failures), len(sum.Plan.Uploads)+len(sum.Plan.Deletes))
-		if sum.DeletesSkipped {
-			msg += "; " + mirror.ErrUploadsFailed.Error()
-		}
-		return withExit(ExitFailed, errors.New(msg))
+		return withExit(ExitFailed, errors.New(failureSummary(sum)))
 	}
 	return nil
+}
+
+// failureSummary is the last line of a sync that failed somewhere.
+func failureSummary(sum mirror.SyncSummary) string {
+	count := map[string]int{}
+	for _, f := range sum.Failures {
+		count[f.Op]++
+	}
+	var parts []string
+	if sum.NotSent > 0 {
+		parts = append(parts, fmt.Sprintf("server unreachable: %d files not sent", sum.NotSent))
+	}
+	if n := count["upload"] + count["delete"]; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d transfers failed", n, len(sum.Plan.Uploads)+len(sum.Plan.Deletes)))
+	}
+	if n := count["skip"]; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d local names skipped", n))
+	}
+	if sum.DeletesSkipped && sum.NotSent == 0 {
+		parts = append(parts, mirror.ErrUploadsFailed.Error())
+	}
+	if sum.Differ > 0 {
+		parts = append(parts, fmt.Sprintf("the server's tree changed during the sync: %d files differ", sum.Differ))
+	} else if count["check"] > 0 {
+		parts = append(parts, "the server's tree could not be checked after the sync")
+	}
+	return strings.Join(parts, "; ")
 }
 
 // watchSync syncs, then again after every burst of saves under root, until

@@ -99,7 +99,7 @@ func TestSyncOutputModes(t *testing.T) {
 	if code != 0 || out != "" {
 		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, out, errOut)
 	}
-	for _, want := range []string{"uploaded example.com/arena/index.html (9 B)", "uploaded example.com/arena/hoster.server.js", "synced sites: 6 uploaded"} {
+	for _, want := range []string{"uploaded example.com/arena/index.html (9 B)", "uploaded example.com/arena/hoster.server.js", "uploaded example.com/arena/tsconfig.json", "synced sites: 8 uploaded"} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut)
 		}
@@ -116,7 +116,7 @@ func TestSyncOutputModes(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
 		t.Fatalf("--json: exit %d, %v\n%s\n%s", code, err, out, errOut)
 	}
-	if rep.Uploaded != 0 || rep.Unchanged != 6 || rep.Failures == nil || e.puts.Load() != 0 || e.dels.Load() != 0 {
+	if rep.Uploaded != 0 || rep.Unchanged != 8 || rep.Failures == nil || e.puts.Load() != 0 || e.dels.Load() != 0 {
 		t.Fatalf("no-op sync: %+v, %d PUTs", rep, e.puts.Load())
 	}
 	// Quiet prints nothing on success.

@@ -71,7 +71,7 @@ func TestInit(t *testing.T) {
 
 	caddyfile, _ := os.ReadFile(filepath.Join(o.HostingRoot, "Caddyfile"))
 	for _, want := range []string{"roll_size 64MiB", "roll_keep 50", "roll_keep_for 2160h", "roll_uncompressed", "format json",
-		"ask http://127.0.0.1:8788/ask", "reverse_proxy 127.0.0.1:8787", "on_demand", filepath.Join(dir, "logs", "web-logs", "access.log")} {
+		"ask http://127.0.0.1:8788/ask", "reverse_proxy 127.0.0.1:8787", "encode zstd gzip", "on_demand", filepath.Join(dir, "logs", "web-logs", "access.log")} {
 		if !strings.Contains(string(caddyfile), want) {
 			t.Errorf("Caddyfile lacks %q", want)
 		}

@@ -9,7 +9,9 @@ import (
 	"github.com/hoster-dev/hoster/pkg/accesslog"
 	"github.com/hoster-dev/hoster/pkg/api"
 	"github.com/hoster-dev/hoster/pkg/health"
+	"github.com/hoster-dev/hoster/pkg/pages"
 	"github.com/hoster-dev/hoster/pkg/runtime"
+	"github.com/hoster-dev/hoster/pkg/store"
 	"github.com/hoster-dev/hoster/pkg/tools"
 )
 
@@ -18,6 +20,7 @@ import (
 // buildParts is the one place they are wired.
 type parts struct {
 	routes   map[string]http.Handler         // authenticated tools routes
+	store    *store.Store                    // the games mirror, shared by the Sync API and the pages
 	games    http.Handler                    // everything outside /api; nil answers 404
 	ask      http.Handler                    // the --ask-listen handler
 	onReload func(domain, game string)       // after a sync's quiet period
@@ -34,14 +37,23 @@ func buildParts(ctx context.Context, o serveOptions, variant api.Variant, log *s
 		}),
 	}
 
-	rt, err := runtime.New(runtime.Options{
-		GamesRoot: filepath.Join(o.HostingRoot, api.GamesDir), Logger: log,
-		LogsRoot: o.LogsRoot, GamelogInterval: o.GamelogInterval,
-	})
+	gamesRoot := filepath.Join(o.HostingRoot, api.GamesDir)
+	st, err := store.Open(gamesRoot)
 	if err != nil {
 		return nil, err
 	}
-	p.games, p.ask, p.onReload = rt, rt.AskHandler(), rt.Reload
+	rt, err := runtime.New(runtime.Options{
+		GamesRoot: gamesRoot, Logger: log,
+		LogsRoot: o.LogsRoot, GamelogInterval: o.GamelogInterval,
+	})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	files := pages.New(pages.Options{Store: st, Loaded: rt.Loaded})
+	p.store, p.closers = st, append(p.closers, st.Close, func() error { files.Close(); return nil })
+	p.games, p.ask = files.Route(rt), rt.AskHandler()
+	p.onReload = func(domain, game string) { rt.Reload(domain, game); files.Forget(domain, game) }
 	p.stoppers = append(p.stoppers, func(ctx context.Context) { rt.Shutdown(ctx) })
 	log.Info("game telemetry", "process", rt.Process())
 

@@ -34,6 +34,10 @@ type serveOptions struct {
 	GamelogInterval time.Duration
 	ReloadDebounce  time.Duration
 	MaxUpload       int64
+
+	// shutdownGrace is how long a stop waits for requests in flight before
+	// cutting them off; 0 means 10 s. Not a flag: tests shorten it.
+	shutdownGrace time.Duration
 }
 
 func init() {
@@ -146,6 +150,7 @@ func runServe(ctx context.Context, o serveOptions, log *slog.Logger, ready func(
 
 	srv, err := server.New(server.Options{
 		GamesRoot:      filepath.Join(o.HostingRoot, api.GamesDir),
+		Store:          parts.store,
 		Token:          token,
 		Variant:        variant,
 		MaxUpload:      o.MaxUpload,
@@ -200,10 +205,24 @@ func runServe(ctx context.Context, o serveOptions, log *slog.Logger, ready func(
 		}
 	}
 	log.Info("shutting down")
-	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	grace := o.shutdownGrace
+	if grace <= 0 {
+		grace = 10 * time.Second
+	}
+	shutCtx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	// Players get a going-away close first; then the listeners drain.
 	parts.shutdown(shutCtx)
-	ask.Shutdown(shutCtx)
-	return main.Shutdown(shutCtx)
+	if ask.Shutdown(shutCtx) != nil {
+		ask.Close()
+	}
+	if main.Shutdown(shutCtx) != nil {
+		// Requests still running after the grace (a slow upload) are cut
+		// off: closing their connections ends their reads, each upload
+		// removes its temporary file, and the deferred close of the store
+		// waits for that. A requested stop is still a clean exit.
+		log.Warn("requests still running after the shutdown grace were cut off", "grace", grace)
+		main.Close()
+	}
+	return nil
 }

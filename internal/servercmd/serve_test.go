@@ -129,3 +129,58 @@ func TestServeFlagErrorsExit2(t *testing.T) {
 		}
 	}
 }
+
+// TestStopDuringUploadLeavesNoTemporary: a stop while an upload is still
+// coming in cuts it off after the grace, removes its temporary file, and is
+// a clean exit.
+func TestStopDuringUploadLeavesNoTemporary(t *testing.T) {
+	root := t.TempDir()
+	tok := strings.Repeat("ab", 32)
+	os.WriteFile(filepath.Join(root, api.TokenFile), []byte(tok), 0o600)
+	o := serveOptions{HostingRoot: root, LogsRoot: t.TempDir(), Listen: "127.0.0.1:0", AskListen: "127.0.0.1:0", Variant: 1,
+		StatsInterval: time.Hour, GamelogInterval: time.Hour, ReloadDebounce: time.Hour, MaxUpload: 1 << 30,
+		shutdownGrace: 50 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- runServe(ctx, o, slog.New(slog.DiscardHandler), func(l, _ string) { ready <- l })
+	}()
+	listen := <-ready
+
+	body, feed := io.Pipe()
+	defer feed.Close()
+	req, _ := http.NewRequest("PUT", "http://"+listen+api.PathFile+"?path=example.com/arena/big.bin", body)
+	req.ContentLength = 1 << 29
+	req.Header.Set("Authorization", "Bearer "+tok)
+	go func() {
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	go feed.Write(make([]byte, 1<<20)) // part of the body, then nothing
+	game := filepath.Join(root, api.GamesDir, "example.com/arena")
+	temporaries := func() []string {
+		m, _ := filepath.Glob(filepath.Join(game, ".hoster-upload-*"))
+		return m
+	}
+	for deadline := time.Now().Add(20 * time.Second); len(temporaries()) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the upload never started")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("a requested stop returned %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop with an upload in flight")
+	}
+	if m := temporaries(); len(m) > 0 {
+		t.Fatalf("temporaries left after the stop: %v", m)
+	}
+}

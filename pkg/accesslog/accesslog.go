@@ -6,6 +6,11 @@
 // redacted as Caddy redacts them, rolled by size with lumberjack using the
 // contract's settings (64 MiB, 50 files, 2160 hours, uncompressed), so the
 // rotated files are access-<time>.log beside it, as Caddy's are.
+//
+// Unlike Caddy, which logs what it is sent, each line is bounded: the uri,
+// the host and every header value are cut to [MaxField] bytes (ending in
+// "…" when cut), and at most [MaxHeaders] headers of 8 values each are kept, so
+// that a 1 MB query string costs a line of a few KiB, not 1 MB.
 package accesslog
 
 import (
@@ -14,12 +19,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hoster-dev/hoster/pkg/api"
 	"gopkg.in/natefinch/lumberjack.v2"
@@ -53,6 +61,48 @@ func New(logsRoot string, logger *slog.Logger) (*Log, error) {
 
 // Close closes the file.
 func (l *Log) Close() error { return l.out.Close() }
+
+// The bounds of one line.
+const (
+	// MaxField is the most bytes a logged uri, host or header value keeps.
+	MaxField = 2048
+	// MaxHeaders is the most request or response headers a line keeps.
+	MaxHeaders = 64
+)
+
+// clip cuts s to MaxField bytes, on a rune boundary, marking the cut.
+func clip(s string) string {
+	if len(s) <= MaxField {
+		return s
+	}
+	cut := MaxField
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// clipHeaders copies h with credentials redacted and every value clipped,
+// keeping at most MaxHeaders names (the first in sorted order).
+func clipHeaders(h http.Header) http.Header {
+	out := http.Header{}
+	for _, k := range slices.Sorted(maps.Keys(h)) {
+		if len(out) == MaxHeaders {
+			break
+		}
+		v := h[k]
+		if redacted[k] {
+			out[k] = []string{"REDACTED"}
+			continue
+		}
+		vs := make([]string, 0, min(len(v), 8))
+		for _, x := range v[:min(len(v), 8)] {
+			vs = append(vs, clip(x))
+		}
+		out[clip(k)] = vs
+	}
+	return out
+}
 
 // redacted are the headers Caddy logs as REDACTED by default.
 var redacted = map[string]bool{"Authorization": true, "Proxy-Authorization": true, "Cookie": true, "Set-Cookie": true}
@@ -111,24 +161,11 @@ func (l *Log) write(r *http.Request, rec *recorder, read int64, start time.Time)
 	if err != nil {
 		ip = r.RemoteAddr
 	}
-	headers := http.Header{}
-	for k, v := range r.Header {
-		if redacted[k] {
-			v = []string{"REDACTED"}
-		}
-		headers[k] = v
-	}
-	resp := http.Header{}
-	for k, v := range rec.Header() {
-		if redacted[k] {
-			v = []string{"REDACTED"}
-		}
-		resp[k] = v
-	}
+	headers, resp := clipHeaders(r.Header), clipHeaders(rec.Header())
 	ln := line{
 		Level: "info", TS: float64(start.UnixNano()) / 1e9, Logger: "http.log.access", Msg: "handled request",
 		Request: request{RemoteIP: ip, RemotePort: port, ClientIP: ip, Proto: r.Proto, Method: r.Method,
-			Host: r.Host, URI: r.RequestURI, Headers: headers},
+			Host: clip(r.Host), URI: clip(r.RequestURI), Headers: headers},
 		BytesRead: read, Duration: time.Since(start).Seconds(), Size: rec.size, Status: rec.status, RespHeaders: resp,
 	}
 	if r.TLS != nil {

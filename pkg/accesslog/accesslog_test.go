@@ -3,6 +3,7 @@ package accesslog
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
 )
@@ -98,5 +100,39 @@ func TestCaddyShapedLines(t *testing.T) {
 	}
 	if l.out.MaxSize != 64 || l.out.MaxBackups != 50 || l.out.MaxAge != 90 || l.out.Compress {
 		t.Errorf("rolling settings %+v are not the contract's", l.out)
+	}
+}
+
+// TestLineIsBounded: a 1 MB query string and huge headers make a line of a
+// few KiB, with the cut fields marked.
+func TestLineIsBounded(t *testing.T) {
+	root := t.TempDir()
+	l, err := New(root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	r := httptest.NewRequest("GET", "/g/?q="+strings.Repeat("é", 512<<10), nil)
+	r.Host = strings.Repeat("h", 100000)
+	for i := range 200 {
+		r.Header.Add(fmt.Sprintf("X-H%03d", i), strings.Repeat("v", 10000))
+	}
+	l.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})).ServeHTTP(httptest.NewRecorder(), r)
+	b, err := os.ReadFile(filepath.Join(root, "web-logs", "access.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > (MaxHeaders+4)*(MaxField+64) {
+		t.Fatalf("one line is %d bytes", len(b))
+	}
+	var ln line
+	if err := json.Unmarshal(b, &ln); err != nil {
+		t.Fatalf("not one JSON line: %v", err)
+	}
+	if !strings.HasSuffix(ln.Request.URI, "…") || len(ln.Request.URI) > MaxField+len("…") || !utf8.ValidString(ln.Request.URI) {
+		t.Fatalf("uri not clipped: %d bytes", len(ln.Request.URI))
+	}
+	if len(ln.Request.Headers) != MaxHeaders {
+		t.Fatalf("%d headers kept", len(ln.Request.Headers))
 	}
 }

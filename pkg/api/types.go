@@ -218,6 +218,9 @@ type GameStatsLine struct {
 	UpdBytes SumCount `json:"updBytes"`
 	// Delta counts appeared, changed and gone in the updates sent.
 	Delta DeltaCounts `json:"delta"`
+	// Errors counts the hook errors of the interval: hooks that threw
+	// (refusals are not errors) and field values of the wrong type.
+	Errors int64 `json:"errors"`
 }
 
 // GameSnapshotLine is one line of a snapshot-YYYY-MM-DD-HH.jsonl file: one per

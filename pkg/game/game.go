@@ -37,9 +37,15 @@ func IsGameName(name string) bool {
 // neither pushed nor pruned by a sync.
 func IsReserved(name string) bool { return strings.HasPrefix(name, "_") }
 
+// EnvTypes is the hooks' type file hoster gen writes for editors and tsc:
+// it is the developer's alone, neither pushed nor pruned.
+const EnvTypes = "hoster-env.d.ts"
+
 // IsSkipped reports whether an entry inside a game is skipped by the walk:
-// hidden entries and node_modules.
-func IsSkipped(name string) bool { return strings.HasPrefix(name, ".") || name == "node_modules" }
+// hidden entries, node_modules and EnvTypes.
+func IsSkipped(name string) bool {
+	return strings.HasPrefix(name, ".") || name == "node_modules" || name == EnvTypes
+}
 
 // Limits of hoster-game.json.
 const (
@@ -58,15 +64,28 @@ type Config struct {
 	// Origins are the page origins allowed to open the game socket; "*"
 	// allows any. Never empty.
 	Origins []string `json:"origins"`
+	// ResumeGrace is how many seconds the seat of a player whose connection
+	// was lost (no close frame) is held for it to come back, 0 to 300;
+	// DefaultResumeGrace when absent. 0: every disconnect is a leave.
+	ResumeGrace float64 `json:"resumeGrace"`
 }
+
+// configKeys are the settings of hoster-game.json.
+var configKeys = []string{"tickRate", "sendRate", "capacity", "origins", "resumeGrace"}
+
+// Limits and default of resumeGrace, in seconds.
+const (
+	DefaultResumeGrace = 15
+	MaxResumeGrace     = 300
+)
 
 // ParseConfig decodes and validates hoster-game.json. Every problem is
 // reported, joined in one error. Unknown keys are an error, so a misspelt
 // setting is not silently ignored.
 func ParseConfig(data []byte) (Config, error) {
-	var c Config
+	c := Config{ResumeGrace: DefaultResumeGrace}
 	// Unknown keys are reported below with the other problems, not here.
-	if err := decodeJSON(data, &c, false); err != nil {
+	if err := decodeJSON(data, &c, false, "setting"); err != nil {
 		return Config{}, err
 	}
 	// Presence matters: a missing value must be named, not read as 0. Keys
@@ -76,9 +95,13 @@ func ParseConfig(data []byte) (Config, error) {
 	var errs []error
 	for _, key := range slices.Sorted(maps.Keys(present)) {
 		switch key {
-		case "tickRate", "sendRate", "capacity", "origins":
+		case "tickRate", "sendRate", "capacity", "origins", "resumeGrace":
 		default:
-			errs = append(errs, fmt.Errorf("unknown setting %q", key))
+			msg := fmt.Sprintf("unknown setting %q", key)
+			if n := Nearest(key, configKeys); n != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", n)
+			}
+			errs = append(errs, located(data, key, errors.New(msg)))
 		}
 	}
 	need := func(key string) bool {
@@ -88,22 +111,26 @@ func ParseConfig(data []byte) (Config, error) {
 		}
 		return true
 	}
+	at := func(key string, err error) { errs = append(errs, located(data, key, err)) }
 	if need("tickRate") && (c.TickRate < MinTickRate || c.TickRate > MaxTickRate) {
-		errs = append(errs, fmt.Errorf("tickRate must be from %d to %d, not %d", MinTickRate, MaxTickRate, c.TickRate))
+		at("tickRate", fmt.Errorf("tickRate must be from %d to %d, not %d", MinTickRate, MaxTickRate, c.TickRate))
 	}
 	if need("sendRate") && (c.SendRate < 1 || c.SendRate > max(c.TickRate, 1)) {
-		errs = append(errs, fmt.Errorf("sendRate must be from 1 to tickRate (%d), not %d", c.TickRate, c.SendRate))
+		at("sendRate", fmt.Errorf("sendRate must be from 1 to tickRate (%d), not %d", c.TickRate, c.SendRate))
 	}
 	if need("capacity") && c.Capacity < 1 {
-		errs = append(errs, fmt.Errorf("capacity must be at least 1, not %d", c.Capacity))
+		at("capacity", fmt.Errorf("capacity must be at least 1, not %d", c.Capacity))
+	}
+	if c.ResumeGrace < 0 || c.ResumeGrace > MaxResumeGrace {
+		at("resumeGrace", fmt.Errorf("resumeGrace must be from 0 to %d seconds, not %v", MaxResumeGrace, c.ResumeGrace))
 	}
 	if need("origins") {
 		if len(c.Origins) == 0 {
-			errs = append(errs, errors.New(`origins must not be empty (use ["*"] to allow any)`))
+			at("origins", errors.New(`origins must not be empty (use ["*"] to allow any)`))
 		}
 		for _, o := range c.Origins {
 			if o == "" || strings.TrimSpace(o) != o {
-				errs = append(errs, fmt.Errorf("origins: %q is not an origin", o))
+				at("origins", fmt.Errorf("origins: %q is not an origin", o))
 			}
 		}
 	}
@@ -145,31 +172,75 @@ func (t FieldType) valid() bool {
 	return false
 }
 
+// Field is the schema of one field of a player or entity.
+type Field struct {
+	// Type is the field's type: a value of another type is never sent.
+	Type FieldType `json:"type"`
+	// Private fields of a player are sent only to that player.
+	Private bool `json:"private,omitempty"`
+}
+
+// MarshalJSON writes a field as its type name alone when that is all it
+// has, the form most fields.json files use.
+func (f Field) MarshalJSON() ([]byte, error) {
+	if !f.Private {
+		return json.Marshal(f.Type)
+	}
+	type plain Field
+	return json.Marshal(plain(f))
+}
+
 // Fields is a fields.json: the fields of a player or entity that viewers see,
-// by name.
-type Fields map[string]FieldType
+// by name. Each is a type name ("number") or an object {type, private}.
+type Fields map[string]Field
 
 // ParseFields decodes and validates a fields.json.
 func ParseFields(data []byte) (Fields, error) {
-	var f Fields
-	if err := decodeStrict(data, &f); err != nil {
+	var raw map[string]json.RawMessage
+	if err := decodeStrict(data, &raw, "field"); err != nil {
 		return nil, err
 	}
+	f := Fields{}
 	var errs []error
-	for _, name := range slices.Sorted(maps.Keys(f)) {
+	for _, name := range slices.Sorted(maps.Keys(raw)) {
+		at := func(err error) { errs = append(errs, located(data, name, err)) }
 		if err := checkName(name); err != nil {
-			errs = append(errs, fmt.Errorf("field %q: %w", name, err))
-		} else if name == "id" || name == "type" {
-			errs = append(errs, fmt.Errorf("field %q: the name is the object's own (id and type are always sent)", name))
+			at(fmt.Errorf("field %q: %w", name, err))
+		} else if name == "id" || name == "type" || name == "connected" {
+			at(fmt.Errorf("field %q: the name is the object's own (id and type are always sent; connected is the runtime's)", name))
 		}
-		if !f[name].valid() {
-			errs = append(errs, fmt.Errorf("field %q: unknown type %q (want number, integer, string or boolean)", name, f[name]))
+		field, err := parseField(raw[name])
+		for _, e := range unjoin(err) {
+			at(fmt.Errorf("field %q: %w", name, e))
 		}
-	}
-	if f == nil {
-		f = Fields{}
+		if err == nil {
+			f[name] = field
+		}
 	}
 	return f, errors.Join(errs...)
+}
+
+// parseField reads one field's schema: a type name ("number") or an object
+// {type, private}.
+func parseField(raw json.RawMessage) (Field, error) {
+	var field Field
+	var short string
+	if err := json.Unmarshal(raw, &short); err == nil {
+		field.Type = FieldType(short)
+	} else if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
+		return Field{}, errors.New(`want a type name ("number") or an object such as {"type": "number", "private": true}`)
+	} else if err := decodeStrict(raw, &field, ""); err != nil {
+		var pe *PosError
+		if errors.As(err, &pe) {
+			// Placed by the caller, at the field's key.
+			return Field{}, errors.New(pe.Msg)
+		}
+		return Field{}, err
+	}
+	if !field.Type.valid() {
+		return Field{}, fmt.Errorf("unknown type %q (want number, integer, string or boolean)", field.Type)
+	}
+	return field, nil
 }
 
 // Arg is the schema of one command argument.
@@ -193,7 +264,7 @@ type Args map[string]Arg
 // the object form.
 func ParseArgs(data []byte) (Args, error) {
 	var raw map[string]json.RawMessage
-	if err := decodeStrict(data, &raw); err != nil {
+	if err := decodeStrict(data, &raw, "argument"); err != nil {
 		return nil, err
 	}
 	args := Args{}
@@ -204,7 +275,9 @@ func ParseArgs(data []byte) (Args, error) {
 			err = checkName(name)
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("argument %q: %w", name, err))
+			for _, e := range unjoin(err) {
+				errs = append(errs, located(data, name, fmt.Errorf("argument %q: %w", name, e)))
+			}
 			continue
 		}
 		args[name] = a
@@ -221,7 +294,14 @@ func parseArg(raw json.RawMessage) (Arg, error) {
 	var errs []error
 	if err := json.Unmarshal(raw, &short); err == nil {
 		a.Type = FieldType(short)
-	} else if err := decodeStrict(raw, &a); err != nil {
+	} else if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
+		return Arg{}, errors.New(`want a type name ("number") or an object such as {"type": "number", "min": 0}`)
+	} else if err := decodeStrict(raw, &a, ""); err != nil {
+		var pe *PosError
+		if errors.As(err, &pe) {
+			// Placed by the caller, at the argument's key.
+			return Arg{}, errors.New(pe.Msg)
+		}
 		return Arg{}, err
 	} else {
 		var keys map[string]json.RawMessage
@@ -326,25 +406,6 @@ func checkName(name string) error {
 	}
 	if name == "__proto__" || name == "constructor" || name == "prototype" {
 		return errors.New("name is reserved in JavaScript")
-	}
-	return nil
-}
-
-// decodeStrict decodes one JSON value into v, refusing unknown object keys
-// and trailing data.
-func decodeStrict(data []byte, v any) error { return decodeJSON(data, v, true) }
-
-// decodeJSON decodes exactly one JSON value into v.
-func decodeJSON(data []byte, v any, strict bool) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if strict {
-		dec.DisallowUnknownFields()
-	}
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("decoding JSON: %w", err)
-	}
-	if dec.More() {
-		return errors.New("decoding JSON: trailing data after the value")
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package game
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -16,6 +17,7 @@ func TestStructureRules(t *testing.T) {
 		{"_drafts.com", false, false, true, false},
 		{".hidden.com", false, false, false, true},
 		{"node_modules", false, true, false, true},
+		{"hoster-env.d.ts", true, true, false, true},
 		{"arena", false, true, false, false},
 		{"", false, false, false, false},
 	} {
@@ -40,8 +42,14 @@ func TestParseConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.TickRate != 20 || c.SendRate != 10 || c.Capacity != 16 || len(c.Origins) != 1 {
+	if c.TickRate != 20 || c.SendRate != 10 || c.Capacity != 16 || len(c.Origins) != 1 || c.ResumeGrace != DefaultResumeGrace {
 		t.Fatalf("parsed %+v", c)
+	}
+	for _, grace := range []float64{0, 2.5, 300} {
+		in := fmt.Sprintf(`{"tickRate": 20, "sendRate": 10, "capacity": 16, "origins": ["*"], "resumeGrace": %v}`, grace)
+		if c, err := ParseConfig([]byte(in)); err != nil || c.ResumeGrace != grace {
+			t.Errorf("resumeGrace %v: %+v %v", grace, c, err)
+		}
 	}
 	for _, tc := range []struct{ in, want string }{
 		{`{}`, "tickRate is missing"},
@@ -53,11 +61,14 @@ func TestParseConfig(t *testing.T) {
 		{`{"tickRate": 20, "sendRate": 10, "capacity": 0, "origins": ["*"]}`, "capacity must be at least 1"},
 		{`{"tickRate": 20, "sendRate": 10, "capacity": 1, "origins": []}`, "origins must not be empty"},
 		{`{"tickRate": 20, "sendRate": 10, "capacity": 1, "origins": [""]}`, "is not an origin"},
-		{`{"tickRate": 20, "sendRate": 10, "capacity": 1, "origins": ["*"], "tickrate": 5}`, `unknown setting "tickrate"`},
-		{`{"tickRate": 2.5}`, "decoding JSON"},
-		{`[1]`, "decoding JSON"},
-		{`{"tickRate": 20} {}`, "trailing data"},
-		{``, "decoding JSON"},
+		{`{"tickRate": 20, "sendRate": 10, "capacity": 1, "origins": ["*"], "tickrate": 5}`, `unknown setting "tickrate" (did you mean "tickRate"?)`},
+		{`{"tickRate": 20, "sendRate": 10, "capacity": 1, "origins": ["*"], "resumeGrace": 301}`, "resumeGrace must be from 0 to 300 seconds, not 301"},
+		{`{"tickRate": 20, "sendRate": 10, "capacity": 1, "origins": ["*"], "resumeGrace": -1}`, "resumeGrace must be from 0 to 300"},
+		{`{"tickRate": 20, "sendRate": 10, "capacity": 1, "origins": ["*"], "resumeGrace": "15"}`, `setting "resumeGrace": found a string, want a number`},
+		{`{"tickRate": 2.5}`, `line 1, column 14: setting "tickRate": found the number 2.5, want a whole number`},
+		{`[1]`, "line 1, column 1: found a list, want an object"},
+		{`{"tickRate": 20} {}`, "line 1, column 18: JSON syntax: more after the end of the value"},
+		{``, "the file is empty"},
 	} {
 		_, err := ParseConfig([]byte(tc.in))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -90,16 +101,23 @@ func TestAllowsOrigin(t *testing.T) {
 }
 
 func TestParseFields(t *testing.T) {
-	f, err := ParseFields([]byte(`{"x": "number", "name": "string", "n": "integer", "ok": "boolean"}`))
-	if err != nil || len(f) != 4 || f["n"] != Integer {
+	f, err := ParseFields([]byte(`{"x": "number", "name": "string", "n": "integer", "ok": "boolean", "ammo": {"type": "integer", "private": true}}`))
+	if err != nil || len(f) != 5 || f["n"] != (Field{Type: Integer}) || f["ammo"] != (Field{Type: Integer, Private: true}) {
 		t.Fatalf("ParseFields = %v, %v", f, err)
+	}
+	// Written back, a plain field is its type name.
+	if b, _ := json.Marshal(f); string(b) != `{"ammo":{"type":"integer","private":true},"n":"integer","name":"string","ok":"boolean","x":"number"}` {
+		t.Errorf("marshalled as %s", b)
 	}
 	for _, tc := range []struct{ in, want string }{
 		{`{"x": "float"}`, `field "x": unknown type "float"`},
 		{`{"id": "string"}`, `field "id"`},
 		{`{"__proto__": "string"}`, "reserved in JavaScript"},
-		{`{"x": {"type": "number"}}`, "decoding JSON"},
-		{`nope`, "decoding JSON"},
+		{`{"x": 5}`, `line 1, column 2: field "x": want a type name ("number") or an object such as {"type": "number", "private": true}`},
+		{`{"x": {"type": "number", "secret": true}}`, `line 1, column 2: field "x": unknown key "secret"`},
+		{`{"x": {"private": true}}`, `field "x": unknown type ""`},
+		{`{"connected": "boolean"}`, `field "connected"`},
+		{`nope`, "line 1, column 2: JSON syntax: invalid character 'o'"},
 	} {
 		_, err := ParseFields([]byte(tc.in))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -122,9 +140,10 @@ func TestParseArgs(t *testing.T) {
 		{`{"dx": {"type": "number", "min": 2, "max": 1}}`, "min 2 is greater than max 1"},
 		{`{"dx": {"type": "number", "maxLength": 1}}`, "maxLength applies only to string"},
 		{`{"dx": {"type": "string", "maxLength": -1}}`, "must not be negative"},
-		{`{"dx": {"type": "number", "step": 1}}`, "unknown field"},
+		{`{"dx": {"type": "number", "step": 1}}`, `line 1, column 2: argument "dx": unknown key "step"`},
 		{`{"dx": {"type": "number", "MAX": 1}}`, `unknown key "MAX"`},
-		{`{"dx": 5}`, "decoding JSON"},
+		{`{"dx": 5}`, `line 1, column 2: argument "dx": want a type name ("number") or an object`},
+		{`{"dx": {"type": "number", "min": "zero"}}`, `argument "dx": "min": found a string, want a number`},
 	} {
 		_, err := ParseArgs([]byte(tc.in))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -208,4 +227,59 @@ func FuzzValidate(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestErrorsPointAtTheirPlace checks that problems in a multi-line file carry
+// the line and column a game author would look at.
+func TestErrorsPointAtTheirPlace(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		parse func([]byte) error
+		in    string
+		want  string
+	}{
+		{"syntax", func(b []byte) error { _, err := ParseFields(b); return err },
+			"{\n  \"x\": \"number\",\n  \"y\": \"number\",\n}\n",
+			"line 4, column 1: JSON syntax: a comma before '}' (JSON allows no trailing comma)"},
+		{"syntax", func(b []byte) error { _, err := ParseFields(b); return err },
+			"{\n  \"x\": \"number\"\n  \"y\": \"number\"\n}\n",
+			"line 3, column 3: JSON syntax: invalid character '\"' after object key:value pair"},
+		{"unfinished", func(b []byte) error { _, err := ParseFields(b); return err },
+			"{\n  \"x\": \"number\"\n",
+			"line 2, column 16: JSON syntax: the file ends before the JSON value does (a missing } or ]?)"},
+		{"semantic", func(b []byte) error { _, err := ParseConfig(b); return err },
+			"{\n  \"tickRate\": 20,\n  \"sendRate\": 10,\n  \"capacity\": 0,\n  \"origins\": [\"*\"]\n}\n",
+			"line 4, column 3: capacity must be at least 1, not 0"},
+		{"type", func(b []byte) error { _, err := ParseArgs(b); return err },
+			"{\n  \"dx\": {\"type\": \"number\",\n         \"max\": true}\n}",
+			`line 2, column 3: argument "dx": "max": found true or false, want a number`},
+		{"unknown key", func(b []byte) error { _, err := ParseConfig(b); return err },
+			"{\"tickRate\": 20, \"sendRate\": 10, \"capacity\": 1, \"origins\": [\"*\"],\n \"resumeGrase\": 5}",
+			`line 2, column 2: unknown setting "resumeGrase" (did you mean "resumeGrace"?)`},
+		{"no go types", func(b []byte) error { _, err := ParseFields(b); return err },
+			`{"a": "number", "b": ["number"]}`,
+			`line 1, column 17: field "b": want a type name ("number") or an object such as {"type": "number", "private": true}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.parse([]byte(tc.in))
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("got  %v\nwant %s", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "Go ") || strings.Contains(err.Error(), "game.") {
+				t.Errorf("the message names Go: %v", err)
+			}
+		})
+	}
+}
+
+func TestNearest(t *testing.T) {
+	hooks := []string{"join", "leave", "visible", "disconnect", "reconnect"}
+	for _, tc := range []struct{ in, want string }{
+		{"joined", "join"}, {"leav", "leave"}, {"Visible", "visible"}, {"reconect", "reconnect"},
+		{"score", ""}, {"tick", ""},
+	} {
+		if got := Nearest(tc.in, hooks); got != tc.want {
+			t.Errorf("Nearest(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
 }

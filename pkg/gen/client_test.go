@@ -22,7 +22,14 @@ const lib = require(process.argv[1]);
 let finished = false;
 const out = (o) => { if (!finished) console.log(JSON.stringify(o)); };
 setTimeout(() => { out({ ev: "timeout" }); process.exit(2); }, 20000).unref();
-const g = lib.connect(process.argv[2], { name: "ada" });
+// As a bot would in Node without a global WebSocket: the implementation is
+// handed to connect.
+const WS = globalThis.WebSocket;
+delete globalThis.WebSocket;
+let missing = "";
+try { lib.connect(process.argv[2], {}); } catch (e) { missing = e.message; }
+out({ ev: "no-websocket", msg: missing });
+const g = lib.connect(process.argv[2], { name: "ada" }, { WebSocket: WS });
 let welcomes = 0, moved = false;
 g.on("welcome", (m) => {
   welcomes++;
@@ -137,6 +144,7 @@ func TestClientLibraryInNode(t *testing.T) {
 	}
 	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
 	want := []string{
+		`{"ev":"no-websocket","msg":"hoster: no WebSocket in this environment: pass one, connect(url, params, {WebSocket: require(\"ws\")})"}`,
 		`{"ev":"welcome","player":"p1","players":0,"resume":"tok1"}`,
 		`{"ev":"appear","id":"p1","type":"player"}`,
 		`{"ev":"appear","id":"e1","type":"coin"}`,

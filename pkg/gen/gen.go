@@ -30,19 +30,25 @@ const (
 	ServerFile = api.ServerModule     // hoster.server.js
 	ClientFile = api.ClientLibrary    // hoster.client.js
 	TypesFile  = "hoster.client.d.ts" // hoster.client.d.ts
+	MapFile    = ServerFile + ".map"  // hoster.server.js.map: never served
 )
 
 // Problem is one thing wrong with a game.
 type Problem struct {
 	// File is relative to the generated ROOT, slash-separated.
-	File string
+	File string `json:"file"`
 	// Line is 1-based, or 0 when the problem has no line.
-	Line int
+	Line int `json:"line,omitempty"`
+	// Col is the 1-based column on Line, or 0 when only the line is known.
+	Col int `json:"column,omitempty"`
 	// Msg says what is wrong.
-	Msg string
+	Msg string `json:"message"`
 }
 
 func (p Problem) String() string {
+	if p.Line > 0 && p.Col > 0 {
+		return fmt.Sprintf("%s:%d:%d: %s", p.File, p.Line, p.Col, p.Msg)
+	}
 	if p.Line > 0 {
 		return fmt.Sprintf("%s:%d: %s", p.File, p.Line, p.Msg)
 	}
@@ -52,12 +58,29 @@ func (p Problem) String() string {
 // GameResult is what happened to one game.
 type GameResult struct {
 	// Dir is "<domain>/<game>".
-	Dir string
+	Dir string `json:"game"`
 	// Written lists the generated files whose bytes changed (and were
 	// therefore written), relative to ROOT.
-	Written []string
+	Written []string `json:"written"`
+	// Hooks, Commands and EntityTypes count what the game defines.
+	Hooks       int `json:"hooks"`
+	Commands    int `json:"commands"`
+	EntityTypes int `json:"entityTypes"`
 	// Problems is empty when the game was generated.
-	Problems []Problem
+	Problems []Problem `json:"problems"`
+}
+
+// Summary is one line saying what was generated:
+// "example.com/arena: 11 hooks, 2 commands, 1 entity type".
+func (g GameResult) Summary() string {
+	n := func(k int, one, many string) string {
+		if k == 1 {
+			return fmt.Sprintf("%d %s", k, one)
+		}
+		return fmt.Sprintf("%d %s", k, many)
+	}
+	return fmt.Sprintf("%s: %s, %s, %s", g.Dir, n(g.Hooks, "hook", "hooks"),
+		n(g.Commands, "command", "commands"), n(g.EntityTypes, "entity type", "entity types"))
 }
 
 // Result is what Generate did, one entry per game in path order.
@@ -133,22 +156,31 @@ func FindGames(root string) ([]string, error) {
 }
 
 func generateGame(root, dir string) GameResult {
-	res := GameResult{Dir: dir}
+	res := GameResult{Dir: dir, Written: []string{}, Problems: []Problem{}}
 	abs := filepath.Join(root, filepath.FromSlash(dir))
 	def, problems := load(abs)
+	res.Hooks, res.Commands, res.EntityTypes = len(def.Hooks), len(def.Commands), len(def.Entities)
 	if len(problems) == 0 {
-		var server []byte
-		server, problems = bundle(abs, def)
+		var server, sourceMap []byte
+		server, sourceMap, problems = bundle(abs, def)
 		if len(problems) == 0 {
-			problems = check(server, def)
+			problems = check(server, sourceMap, def)
 		}
 		if len(problems) == 0 {
 			files := map[string][]byte{
 				ServerFile: server,
+				MapFile:    sourceMap,
 				ClientFile: clientLibrary(dir, def),
 				TypesFile:  clientTypes(dir, def),
 			}
-			for _, name := range []string{ServerFile, ClientFile, TypesFile} {
+			files[EnvFile] = envTypes(dir, def)
+			if !exists(filepath.Join(abs, TSConfigFile)) {
+				files[TSConfigFile] = []byte(tsconfig)
+			}
+			for _, name := range []string{ServerFile, MapFile, ClientFile, TypesFile, EnvFile, TSConfigFile} {
+				if files[name] == nil {
+					continue
+				}
 				changed, err := writeIfChanged(filepath.Join(abs, name), files[name])
 				if err != nil {
 					problems = append(problems, Problem{File: name, Msg: err.Error()})

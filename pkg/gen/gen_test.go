@@ -39,7 +39,7 @@ func render(t *testing.T, root string, res Result) string {
 	}
 	var files []string
 	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && (d.Name() == ServerFile || d.Name() == ClientFile || d.Name() == TypesFile) {
+		if err == nil && !d.IsDir() && (d.Name() == ServerFile || d.Name() == ClientFile || d.Name() == TypesFile || d.Name() == EnvFile) {
 			rel, _ := filepath.Rel(root, p)
 			files = append(files, filepath.ToSlash(rel))
 		}
@@ -137,7 +137,7 @@ func TestExampleIsFresh(t *testing.T) {
 
 // fakeInstance is a minimal instance object in JS, as the runtime provides.
 const fakeInstance = `
-var logs = [];
+var logs = [], sent = [], timers = [];
 function makeInstance() {
   var n = 0;
   var inst = {
@@ -145,7 +145,12 @@ function makeInstance() {
     spawn: function (type, fields) { var e = Object.assign({ id: "e" + (++n), type: type }, fields || {}); inst.entities[e.id] = e; return e; },
     remove: function (id) { delete inst.players[id]; delete inst.entities[id]; },
     now: function () { return 1000; },
-    log: function () { logs.push(Array.prototype.join.call(arguments, " ")); }
+    log: function () { logs.push(Array.prototype.join.call(arguments, " ")); },
+    send: function (p, type, data) { sent.push([p.id, type, data]); },
+    broadcast: function (type, data) { sent.push(["*", type, data]); },
+    after: function (s, fn) { timers.push(fn); return { cancel: function () {} }; },
+    every: function (s, fn) { timers.push(fn); return { cancel: function () {} }; },
+    refuse: function (reason) { throw { refused: String(reason) }; }
   };
   return inst;
 }`
@@ -181,10 +186,13 @@ var saved = R.instance.serialise(I);
 var I2 = makeInstance(); I2.players.p1 = { id: "p1", type: "player" };
 R.instance.restore(I2, saved);
 R.commands.say.run(I, p, { text: "hi" });
+var refused = null;
+try { R.commands.say.run(I, p, { text: "again" }); } catch (e) { refused = e.refused; }
+timers[0]();
 R.player.leave(I, p);
 JSON.stringify({
   coins: coins, name: p.name, moved: p.x > x0 || x0 === 100, visibleSelf: R.player.visible(I, p, p),
-  restored: I2.players.p1.name, round: I2.state.round, logs: logs.length,
+  restored: I2.players.p1.name, round: I2.state.round, logs: logs.length, sent: sent, refused: refused, timers: timers.length,
   fields: R.player.fields, args: R.commands.move.args
 });`
 	v, err := vm.RunString(script)
@@ -192,6 +200,8 @@ JSON.stringify({
 		t.Fatal(err)
 	}
 	want := `{"coins":12,"name":"ada","moved":true,"visibleSelf":true,"restored":"ada","round":1,"logs":3,` +
+		`"sent":[["p1","hello",{"text":"Welcome, ada! Collect the coins."}],["*","chat",{"from":"ada","text":"hi"}],["*","round",{"round":1,"leader":"ada"}]],` +
+		`"refused":"wait a second between messages","timers":2,` +
 		`"fields":{"name":"string","score":"integer","x":"number","y":"number"},` +
 		`"args":{"dx":{"type":"number","min":-1,"max":1},"dy":{"type":"number","min":-1,"max":1}}}`
 	if v.String() != want {
@@ -238,7 +248,7 @@ func BenchmarkGenerate50Games(b *testing.B) {
 		b.StopTimer()
 		// Touch nothing, but remove outputs so every run generates in full.
 		filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err == nil && (d.Name() == ServerFile || d.Name() == ClientFile || d.Name() == TypesFile) {
+			if err == nil && (d.Name() == ServerFile || d.Name() == ClientFile || d.Name() == TypesFile || d.Name() == EnvFile) {
 				os.Remove(p)
 			}
 			return nil

@@ -3,8 +3,10 @@ package gen
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -20,6 +22,9 @@ type definition struct {
 	Entities map[string]game.Fields // by type
 	Commands map[string]game.Args   // by name
 	Sources  []string               // every definition file read, relative to the game
+	// stateFrom is hoster-instance/create.ts when there is one: its
+	// declared return type types instance.state.
+	stateFrom string
 }
 
 // hook is one hook file and where it goes in the registry.
@@ -30,7 +35,7 @@ type hook struct {
 
 var (
 	instanceHooks = []string{"create", "tick", "serialise", "restore"}
-	playerHooks   = []string{"join", "leave", "visible"}
+	playerHooks   = []string{"join", "leave", "disconnect", "reconnect", "visible"}
 	entityHooks   = []string{"tick"}
 )
 
@@ -39,9 +44,21 @@ func load(dir string) (*definition, []Problem) {
 	d := &definition{Entities: map[string]game.Fields{}, Commands: map[string]game.Args{}}
 	var problems []Problem
 	add := func(file string, err error) {
-		for _, line := range strings.Split(err.Error(), "\n") {
-			problems = append(problems, Problem{File: file, Msg: line})
+		for _, e := range unjoin(err) {
+			if pe := (*game.PosError)(nil); errors.As(e, &pe) {
+				problems = append(problems, Problem{File: file, Line: pe.Line, Col: pe.Col, Msg: pe.Msg})
+				continue
+			}
+			for _, line := range strings.Split(e.Error(), "\n") {
+				problems = append(problems, Problem{File: file, Msg: line})
+			}
 		}
+	}
+	// known checks that a definition folder holds only what it may: a file
+	// that is not one of its hooks or schemas is a mistake (a misspelt hook
+	// would otherwise be silently left out), named with the nearest name.
+	known := func(folder string, hooks []string, schema string) {
+		problems = append(problems, strangers(dir, folder, hooks, schema)...)
 	}
 
 	if b, err := os.ReadFile(filepath.Join(dir, api.GameConfigFile)); err != nil {
@@ -89,11 +106,18 @@ func load(dir string) (*definition, []Problem) {
 	for _, h := range instanceHooks {
 		findHook("hoster-instance", h, "instance."+h, false)
 	}
+	known("hoster-instance", instanceHooks, "")
+	for _, h := range d.Hooks {
+		if h.File == "hoster-instance/create.ts" {
+			d.stateFrom = h.File
+		}
+	}
 	d.Player = game.Fields{}
 	readJSON("hoster-player/fields.json", func(b []byte) (err error) { d.Player, err = game.ParseFields(b); return })
 	for _, h := range playerHooks {
 		findHook("hoster-player", h, "player."+h, false)
 	}
+	known("hoster-player", playerHooks, "fields.json")
 
 	types, err := subdirs(filepath.Join(dir, "hoster-entities"))
 	if err != nil {
@@ -105,11 +129,27 @@ func load(dir string) (*definition, []Problem) {
 			continue
 		}
 		fields := game.Fields{}
-		readJSON("hoster-entities/"+t+"/fields.json", func(b []byte) (err error) { fields, err = game.ParseFields(b); return })
+		folder := "hoster-entities/" + t
+		if !exists(filepath.Join(dir, folder, "fields.json")) {
+			problems = append(problems, Problem{File: folder, Msg: `no fields.json: an entity type needs one, listing what viewers see ({} for nothing)`})
+		}
+		readJSON(folder+"/fields.json", func(b []byte) (err error) {
+			if fields, err = game.ParseFields(b); err != nil {
+				return err
+			}
+			var errs []error
+			for _, name := range slices.Sorted(maps.Keys(fields)) {
+				if fields[name].Private {
+					errs = append(errs, fmt.Errorf("field %q: only a player's fields can be private (an entity belongs to no player)", name))
+				}
+			}
+			return errors.Join(errs...)
+		})
 		d.Entities[t] = fields
 		for _, h := range entityHooks {
-			findHook("hoster-entities/"+t, h, fmt.Sprintf("entities[%q].%s", t, h), false)
+			findHook(folder, h, fmt.Sprintf("entities[%q].%s", t, h), false)
 		}
+		known(folder, entityHooks, "fields.json")
 	}
 
 	names, err := subdirs(filepath.Join(dir, "hoster-commands"))
@@ -121,7 +161,63 @@ func load(dir string) (*definition, []Problem) {
 		readJSON("hoster-commands/"+n+"/args.json", func(b []byte) (err error) { args, err = game.ParseArgs(b); return })
 		d.Commands[n] = args
 		findHook("hoster-commands/"+n, "run", fmt.Sprintf("commands[%q].run", n), true)
+		known("hoster-commands/"+n, []string{"run"}, "args.json")
 	}
+	problems = append(problems, strangers(dir, "hoster-entities", nil, "")...)
+	problems = append(problems, strangers(dir, "hoster-commands", nil, "")...)
 	sort.Strings(d.Sources)
 	return d, problems
+}
+
+// strangers reports each entry of a definition folder that is not one of its
+// hooks (<name>.js or .ts) or its schema file. hoster-entities and
+// hoster-commands (hooks nil) hold only folders, one per type or command.
+// Hidden and reserved (_) names are the author's own.
+func strangers(dir, folder string, hooks []string, schema string) []Problem {
+	entries, err := os.ReadDir(filepath.Join(dir, filepath.FromSlash(folder)))
+	if err != nil {
+		return nil
+	}
+	holdsFolders := hooks == nil && schema == ""
+	var allowed []string
+	for _, h := range hooks {
+		allowed = append(allowed, h+".js", h+".ts")
+	}
+	if schema != "" {
+		allowed = append(allowed, schema)
+	}
+	var problems []Problem
+	for _, e := range entries {
+		name := e.Name()
+		if game.IsSkipped(name) || game.IsReserved(name) || slices.Contains(allowed, name) || holdsFolders && e.IsDir() {
+			continue
+		}
+		var msg string
+		switch {
+		case holdsFolders:
+			msg = fmt.Sprintf("%s holds one folder per %s; a loose file here is not read", folder, map[string]string{"hoster-entities": "entity type", "hoster-commands": "command"}[folder])
+		case e.IsDir():
+			msg = fmt.Sprintf("%s holds hook files only; put helpers outside the definition folders and import them", folder)
+		default:
+			msg = fmt.Sprintf("not a hook of %s", folder)
+			if n := game.Nearest(name, allowed); n != "" {
+				msg += fmt.Sprintf(" (did you mean %s?)", n)
+			}
+			msg += ": it holds " + strings.Join(hooks, ", ") + " (.js or .ts)"
+			if schema != "" {
+				msg += " and " + schema
+			}
+			msg += "; helpers belong outside the definition folders"
+		}
+		problems = append(problems, Problem{File: folder + "/" + name, Msg: msg})
+	}
+	return problems
+}
+
+// unjoin returns the errors joined in err, or err alone.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }

@@ -23,6 +23,10 @@ type Upload struct {
 type Delete struct {
 	Path  string
 	Files int
+	// First marks what stands in the way of an upload: a server file where
+	// the upload needs a folder, or a server folder (Files below it) where
+	// it needs a file. It is deleted before the uploads.
+	First bool
 }
 
 // Plan is what a sync will do.
@@ -94,11 +98,12 @@ func MakePlan(local *Local, remote api.Tree, opts PlanOptions) (Plan, error) {
 	for _, g := range local.Games {
 		localGames[g] = true
 	}
+	cleared := clearTheWay(&p, remote)
 	// Server files absent locally, grouped by game.
 	absent := map[string][]string{}
 	unmanaged := map[string]bool{}
 	for rp := range remote {
-		if _, ok := local.Files[rp]; ok {
+		if _, ok := local.Files[rp]; ok || cleared(rp) {
 			continue
 		}
 		g := gameOf(rp)
@@ -129,6 +134,42 @@ func MakePlan(local *Local, remote api.Tree, opts PlanOptions) (Plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// clearTheWay adds a first delete for each server path that stands in the
+// way of an upload (a file or folder changed kind) and returns whether a
+// server file goes with them.
+func clearTheWay(p *Plan, remote api.Tree) func(rp string) bool {
+	folders := map[string]int{} // server folder inside a game -> files below it
+	for rp := range remote {
+		for i := len(gameOf(rp)) + 1; i < len(rp); i++ {
+			if rp[i] == '/' {
+				folders[rp[:i]]++
+			}
+		}
+	}
+	gone := map[string]bool{}
+	var first []Delete
+	for _, u := range p.Uploads {
+		if n := folders[u.Path]; n > 0 && !gone[u.Path] {
+			gone[u.Path] = true
+			first = append(first, Delete{Path: u.Path, Files: n, First: true})
+		}
+		for i := len(gameOf(u.Path)) + 1; i < len(u.Path); i++ {
+			if u.Path[i] != '/' {
+				continue
+			}
+			if q := u.Path[:i]; !gone[q] {
+				if _, isFile := remote[q]; isFile {
+					gone[q] = true
+					first = append(first, Delete{Path: q, Files: 1, First: true})
+				}
+			}
+		}
+	}
+	sort.Slice(first, func(i, j int) bool { return first[i].Path < first[j].Path })
+	p.Deletes = append(p.Deletes, first...)
+	return func(rp string) bool { return under(gone, rp) }
 }
 
 // gameOf returns the "<domain>/<game>" prefix of a path (or the path).

@@ -181,6 +181,7 @@ func runJobs(ctx context.Context, remote LogsRemote, list []fileJob, jobs int, r
 		rep = NopReporter{}
 	}
 	sum := PullSummary{Failures: []Failure{}}
+	removeStaleParts(list)
 	var todo []fileJob
 	for _, j := range list {
 		if fi, err := os.Stat(j.dst); err == nil && fi.Size() == j.size {

@@ -273,3 +273,37 @@ func TestPullRefusesEvilPaths(t *testing.T) {
 		t.Fatal("wrote outside the mirror")
 	}
 }
+
+// TestPullRemovesStaleParts: the temporary files of a pull that was killed
+// mid-fetch are removed by the next run; other hidden files are not.
+func TestPullRemovesStaleParts(t *testing.T) {
+	e := newPullEnv(t, api.Variant1)
+	e.appendTo(t, "web-logs/access.log", "line\n")
+	e.appendTo(t, "server-logs/cpu-2026-11-21.log", "line\n")
+	e.appendTo(t, gl+"stats-2026-11-22-09.jsonl", "line\n")
+	stale := []string{
+		"web-logs/.access.log.part-123456",
+		"web-logs/.access-1763800000.log.part-99",
+		"server-logs/.cpu-2026-11-20.log.part-42",
+		gl + ".stats-2026-11-22-09.jsonl.part-7",
+	}
+	kept := []string{"web-logs/.notes.part-1", "server-logs/.cpu-2026-11-20.log.part-x"}
+	for _, p := range append(append([]string{}, stale...), kept...) {
+		p = filepath.Join(e.mirror, filepath.FromSlash(p))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte("half"), 0o644)
+	}
+	if s := e.pullAll(t); len(s.Failures) > 0 {
+		t.Fatal(s.Failures)
+	}
+	for _, p := range stale {
+		if _, err := os.Stat(filepath.Join(e.mirror, filepath.FromSlash(p))); err == nil {
+			t.Errorf("stale part %s left by the next pull", p)
+		}
+	}
+	for _, p := range kept {
+		if _, err := os.Stat(filepath.Join(e.mirror, filepath.FromSlash(p))); err != nil {
+			t.Errorf("%s is not a pull's part but was removed", p)
+		}
+	}
+}

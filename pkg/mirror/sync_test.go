@@ -401,3 +401,34 @@ func TestHashNamesAnUnreadableFile(t *testing.T) {
 		t.Fatalf("Hash = %v, want an error naming the vanished file", err)
 	}
 }
+
+// TestNameNotUTF8IsRefused: a local name that is not valid UTF-8 is never
+// sent (the server would refuse it, and its tree could not name it back);
+// it is a named failure on every run, and nothing else churns.
+func TestNameNotUTF8IsRefused(t *testing.T) {
+	f := newFixture(t, api.Variant1)
+	write(t, f.root, "a.com/g/hoster-game.json", cfg)
+	write(t, f.root, "a.com/g/bad\xff.txt", "b")
+	write(t, f.root, "a.com/g/dir\xfe/x.txt", "x")
+	write(t, f.root, "a.com/g/ok.txt", "o")
+	for run := 1; run <= 2; run++ {
+		sum, err := f.sync(t, SyncOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var paths []string
+		for _, fl := range sum.Failures {
+			paths = append(paths, fl.Path)
+		}
+		sort.Strings(paths)
+		if fmt.Sprint(paths) != `[a.com/g/bad\xff.txt a.com/g/dir\xfe]` {
+			t.Fatalf("run %d: failures %+v", run, sum.Failures)
+		}
+		if sum.Deleted != 0 || (run == 2 && sum.Uploaded != 0) {
+			t.Fatalf("run %d churns: %+v", run, sum)
+		}
+	}
+	if got := fmt.Sprint(f.serverFiles(t)); got != "[a.com/g/hoster-game.json a.com/g/ok.txt]" {
+		t.Fatalf("server holds %s", got)
+	}
+}

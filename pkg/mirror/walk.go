@@ -6,8 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/hoster-dev/hoster/pkg/api"
 	"github.com/hoster-dev/hoster/pkg/filehash"
@@ -32,6 +34,17 @@ type Local struct {
 	Files map[string]*File
 	// Games are the "<domain>/<game>" folders found, sorted.
 	Games []string
+	// Refused are names that cannot be mirrored (not valid UTF-8): left
+	// out, each a failure of the sync.
+	Refused []Failure
+}
+
+// refusedName is the failure of a local name that is not valid UTF-8: the
+// server refuses such a path, and the tree's JSON could not carry it back.
+func refusedName(path string) Failure {
+	q := strconv.Quote(path)
+	return Failure{Op: "skip", Path: q[1 : len(q)-1],
+		Error: "the name is not valid UTF-8, which the server refuses; rename it (it was not sent)"}
 }
 
 // Walk finds the games under root by the contract's structure rules and lists
@@ -50,6 +63,10 @@ func Walk(root string) (*Local, error) {
 		if !d.IsDir() || !game.IsDomainName(d.Name()) {
 			continue
 		}
+		if !utf8.ValidString(d.Name()) {
+			l.Refused = append(l.Refused, refusedName(d.Name()))
+			continue
+		}
 		games, err := os.ReadDir(filepath.Join(root, d.Name()))
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %w", d.Name(), err)
@@ -57,6 +74,10 @@ func Walk(root string) (*Local, error) {
 		for _, g := range games {
 			gameDir := filepath.Join(root, d.Name(), g.Name())
 			if !g.IsDir() || !game.IsGameName(g.Name()) {
+				continue
+			}
+			if !utf8.ValidString(g.Name()) {
+				l.Refused = append(l.Refused, refusedName(d.Name()+"/"+g.Name()))
 				continue
 			}
 			if fi, err := os.Lstat(filepath.Join(gameDir, api.GameConfigFile)); err != nil || !fi.Mode().IsRegular() {
@@ -70,6 +91,7 @@ func Walk(root string) (*Local, error) {
 	// Games are walked in parallel: a walk is one lstat per file, and a
 	// syscall's wait is better spent walking another game.
 	found := make([][]*File, len(l.Games))
+	refused := make([][]Failure, len(l.Games))
 	errs := make([]error, len(l.Games))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, filehash.Workers())
@@ -78,7 +100,7 @@ func Walk(root string) (*Local, error) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			found[i], errs[i] = walkGame(filepath.Join(root, filepath.FromSlash(prefix)), prefix)
+			found[i], refused[i], errs[i] = walkGame(filepath.Join(root, filepath.FromSlash(prefix)), prefix)
 		}()
 	}
 	wg.Wait()
@@ -89,13 +111,16 @@ func Walk(root string) (*Local, error) {
 		for _, f := range found[i] {
 			l.Files[f.Path] = f
 		}
+		l.Refused = append(l.Refused, refused[i]...)
 	}
 	return l, nil
 }
 
-// walkGame lists the files of the game at dir, whose path is prefix.
-func walkGame(dir, prefix string) ([]*File, error) {
+// walkGame lists the files of the game at dir, whose path is prefix, and
+// the names it refuses.
+func walkGame(dir, prefix string) ([]*File, []Failure, error) {
 	var files []*File
+	var refused []Failure
 	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return fmt.Errorf("walking %s: %w", prefix, err)
@@ -109,8 +134,19 @@ func walkGame(dir, prefix string) ([]*File, error) {
 			}
 			return nil
 		}
-		if !e.Type().IsRegular() {
-			return nil // directories are walked; symlinks and devices are not mirrored
+		if !e.IsDir() && !e.Type().IsRegular() {
+			return nil // symlinks and devices are not mirrored
+		}
+		if !utf8.ValidString(e.Name()) {
+			rel, _ := filepath.Rel(dir, p)
+			refused = append(refused, refusedName(prefix+"/"+filepath.ToSlash(rel)))
+			if e.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if e.IsDir() {
+			return nil // walked
 		}
 		info, err := e.Info()
 		if err != nil {
@@ -121,7 +157,7 @@ func walkGame(dir, prefix string) ([]*File, error) {
 		files = append(files, &File{Path: path, Abs: p, Size: info.Size()})
 		return nil
 	})
-	return files, err
+	return files, refused, err
 }
 
 // Hash fills in every file's sha256, on all cores.
@@ -185,3 +221,6 @@ func Managed(path string) bool {
 	}
 	return true
 }
+
+// has reports whether the walk found a file at path.
+func (l *Local) has(path string) bool { _, ok := l.Files[path]; return ok }

@@ -15,7 +15,7 @@ import (
 
 // generated are the files hoster gen writes: changes to them are the
 // generator's own and never start another round.
-var generated = map[string]bool{api.ServerModule: true, api.ClientLibrary: true, "hoster.client.d.ts": true}
+var generated = map[string]bool{api.ServerModule: true, api.ServerModule + ".map": true, api.ClientLibrary: true, "hoster.client.d.ts": true}
 
 // Watch calls changed whenever something under root changes and then stays
 // quiet for debounce, until ctx ends. Hidden entries, node_modules and the

@@ -11,7 +11,26 @@ import (
 	"time"
 
 	"github.com/dop251/goja"
+	"github.com/dop251/goja/parser"
 )
+
+// Compile compiles a hoster.server.js named name. sourceMap is its source
+// map (hoster.server.js.map), or nil: with it, stack positions name the
+// author's files and lines. Nothing else is ever read: goja's own loader
+// would read the map's path from the process's working directory.
+func Compile(name string, src, sourceMap []byte) (*goja.Program, error) {
+	mapName := name + ".map"
+	ast, err := goja.Parse(name, string(src), parser.WithSourceMapLoader(func(path string) ([]byte, error) {
+		if path != mapName || sourceMap == nil {
+			return nil, errors.New("no source map")
+		}
+		return sourceMap, nil
+	}))
+	if err != nil {
+		return nil, err
+	}
+	return goja.CompileAST(ast, false)
+}
 
 // loadBudget bounds how long loading a module may run.
 const loadBudget = 2 * time.Second

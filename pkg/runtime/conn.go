@@ -23,8 +23,9 @@ const maxUpdatesInFlight = 2
 // pingEvery keeps idle connections alive; a peer silent for 3 pings is gone.
 const pingEvery = 20 * time.Second
 
-// seat is a player's place in an instance, kept for ResumeGrace after the
-// socket drops so the player can come back with its resume token.
+// seat is a player's place in an instance, kept for the game's resume grace
+// after the connection is lost (no close frame) so the player can come back
+// with its resume token.
 type seat struct {
 	token  string
 	in     *Instance
@@ -32,6 +33,7 @@ type seat struct {
 	conn   *conn       // nil while disconnected
 	grace  *time.Timer // running while disconnected
 	joined time.Time   // for the playtime of the session
+	left   bool        // the player left or was kicked: the seat is over
 }
 
 // conn is one player's socket.
@@ -60,12 +62,16 @@ var upgrader = websocket.Upgrader{
 // serveSocket checks the Origin, upgrades, and seats the player: on its
 // resume token's seat when valid, else in an instance with room.
 func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) {
-	if origin := r.Header.Get("Origin"); origin != "" && !g.cfg.AllowsOrigin(origin) {
+	if origin := r.Header.Get("Origin"); origin != "" && !g.current().cfg.AllowsOrigin(origin) {
 		http.Error(w, "origin not allowed", http.StatusForbidden)
 		return
 	}
 	if !websocket.IsWebSocketUpgrade(r) {
 		http.NotFound(w, r)
+		return
+	}
+	if room := r.URL.Query().Get("room"); !validRoom(room) {
+		http.Error(w, "room must be letters and digits, up to 32", http.StatusBadRequest)
 		return
 	}
 	ws, err := upgrader.Upgrade(w, r, nil)
@@ -85,7 +91,13 @@ func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) 
 	if s := rt.resume(q.Get("resume"), g, c); s != nil {
 		c.seat = s
 	} else {
-		in := rt.place(g)
+		in, err := rt.place(g, q.Get("room"), params)
+		if err != nil {
+			np := err.(*errNoPlace)
+			c.sendError(np.reason, "")
+			c.closeWith(np.code, np.reason)
+			return
+		}
 		in.mu.Lock()
 		in.nextID++
 		player := fmt.Sprintf("p%d", in.nextID)
@@ -93,6 +105,9 @@ func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) 
 		s := &seat{token: newID() + newID(), in: in, player: player, conn: c, joined: rt.now()}
 		rt.mu.Lock()
 		rt.seats[s.token] = s
+		in.mu.Lock()
+		in.byPlayer[player] = s
+		in.mu.Unlock()
 		rt.mu.Unlock()
 		c.seat = s
 		if !in.enqueue(event{kind: "join", player: player, params: params, conn: c, seat: s}) {
@@ -103,6 +118,20 @@ func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) 
 	c.readLoop()
 }
 
+// validRoom reports whether code is a valid ?room= code: letters and
+// digits (ASCII), up to 32; "" is no room.
+func validRoom(code string) bool {
+	if len(code) > 32 {
+		return false
+	}
+	for _, r := range code {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
 // resume reattaches c to the seat of token, if it is valid for this game.
 func (rt *Runtime) resume(token string, g *Game, c *conn) *seat {
 	if token == "" {
@@ -110,7 +139,7 @@ func (rt *Runtime) resume(token string, g *Game, c *conn) *seat {
 	}
 	rt.mu.Lock()
 	s := rt.seats[token]
-	if s == nil || s.in.domain != g.Domain || s.in.name != g.Name {
+	if s == nil || s.in.g != g || s.left {
 		rt.mu.Unlock()
 		return nil
 	}
@@ -130,39 +159,67 @@ func (rt *Runtime) resume(token string, g *Game, c *conn) *seat {
 	return s
 }
 
-// disconnected starts the resume grace of c's seat; when it runs out, the
-// player leaves the game.
-func (rt *Runtime) disconnected(c *conn) {
+// disconnected ends c's part in its seat. A clean close (the player sent
+// 1000 or 1001), or a game whose resume grace is 0, is a leave at once;
+// otherwise the seat is held for the grace, the player marked disconnected,
+// and when the grace runs out the player leaves.
+func (rt *Runtime) disconnected(c *conn, clean bool) {
 	s := c.seat
 	if s == nil {
 		return
 	}
+	grace := rt.o.ResumeGrace
+	if grace <= 0 {
+		grace = time.Duration(s.in.version().cfg.ResumeGrace * float64(time.Second))
+	}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	if s.conn != c {
-		return
-	}
-	s.conn = nil
 	s.in.mu.Lock()
 	if s.in.conns[s.player] == c {
 		delete(s.in.conns, s.player)
 	}
 	stopping := s.in.stopping
 	s.in.mu.Unlock()
+	if s.conn != c || s.left {
+		return
+	}
+	s.conn = nil
 	if stopping {
 		return
 	}
-	s.grace = time.AfterFunc(rt.o.ResumeGrace, func() {
+	if clean || grace <= 0 {
+		rt.leaveLocked(s)
+		return
+	}
+	s.in.enqueue(event{kind: "drop", player: s.player})
+	s.grace = time.AfterFunc(grace, func() {
 		rt.mu.Lock()
-		if s.conn != nil || rt.seats[s.token] != s {
-			rt.mu.Unlock()
+		defer rt.mu.Unlock()
+		if s.conn != nil || rt.seats[s.token] != s || s.left {
 			return
 		}
-		delete(rt.seats, s.token)
-		rt.mu.Unlock()
-		s.in.enqueue(event{kind: "leave", player: s.player, seat: s})
-		s.in.release()
+		rt.leaveLocked(s)
 	})
+}
+
+// leaveLocked ends a seat: the player leaves its instance at the next tick
+// and cannot resume. rt.mu is held.
+func (rt *Runtime) leaveLocked(s *seat) {
+	if s.left {
+		return
+	}
+	s.left = true
+	s.in.mu.Lock()
+	if s.in.byPlayer[s.player] == s {
+		delete(s.in.byPlayer, s.player)
+	}
+	s.in.mu.Unlock()
+	if s.grace != nil {
+		s.grace.Stop()
+	}
+	delete(rt.seats, s.token)
+	s.in.enqueue(event{kind: "leave", player: s.player, seat: s})
+	s.in.release()
 }
 
 // dropSeats forgets the seats of a stopped instance.
@@ -183,7 +240,8 @@ func (rt *Runtime) dropSeats(in *Instance) {
 // command gets an error frame and the socket stays open; too large a frame or
 // too many commands closes it (1008).
 func (c *conn) readLoop() {
-	defer c.rt.disconnected(c)
+	clean := false // the player closed with 1000 or 1001: a leave
+	defer func() { c.rt.disconnected(c, clean) }()
 	defer c.closeWith(1000, "")
 	ws := c.ws
 	ws.SetReadLimit(c.rt.o.MaxFrame)
@@ -195,6 +253,7 @@ func (c *conn) readLoop() {
 		kind, data, err := ws.ReadMessage()
 		if err != nil {
 			// gorilla answers a frame over the read limit with 1009 itself.
+			clean = websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway)
 			return
 		}
 		deadline()
@@ -206,31 +265,31 @@ func (c *conn) readLoop() {
 			return
 		}
 		if kind != websocket.TextMessage {
-			c.sendError("frames must be text: JSON {\"c\": command, \"a\": {arguments}}")
+			c.sendError("frames must be text: JSON {\"c\": command, \"a\": {arguments}}", "")
 			continue
 		}
 		m, err := parseCommand(data)
 		if err != nil {
-			c.sendError(err.Error())
+			c.sendError(err.Error(), "")
 			continue
 		}
 		in := c.seat.in
 		in.mu.Lock()
-		schema, ok := in.cmds[m.C]
+		schema, ok := in.ver.commands[m.C]
 		in.mu.Unlock()
 		if !ok {
-			c.sendError(fmt.Sprintf("unknown command %q", m.C))
+			c.sendError(fmt.Sprintf("unknown command %q", m.C), m.C)
 			continue
 		}
 		var args any
 		if len(m.A) > 0 {
 			if err := json.Unmarshal(m.A, &args); err != nil {
-				c.sendError("malformed arguments")
+				c.sendError("malformed arguments", m.C)
 				continue
 			}
 		}
 		if err := schema.Validate(args); err != nil {
-			c.sendError(err.Error())
+			c.sendError(err.Error(), m.C)
 			continue
 		}
 		if args == nil {
@@ -261,11 +320,6 @@ func parseCommand(data []byte) (command, error) {
 		return command{}, errMalformed
 	}
 	return m, nil
-}
-
-func (c *conn) sendError(msg string) {
-	b, _ := json.Marshal(map[string]string{"t": "error", "error": msg})
-	c.enqueue(b, false)
 }
 
 // A connection's state at a send round.

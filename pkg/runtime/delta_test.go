@@ -228,11 +228,11 @@ func deltaVM(t testing.TB, files map[string]string) *vm {
 	if res, err := gen.Generate(root); err != nil || res.Failed() {
 		t.Fatal(err, res.Problems())
 	}
-	g, err := loadGame(filepath.Join(root, "d.example", "g"), "d.example", "g")
+	g, err := loadVersion(filepath.Join(root, "d.example", "g"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := &Instance{id: "0a0b0c0d0e0f", rt: &Runtime{o: Options{HookBudget: 10e9}}, prog: g.program, log: slog.New(slog.DiscardHandler)}
+	in := &Instance{id: "0a0b0c0d0e0f", rt: &Runtime{o: Options{HookBudget: 10e9}}, ver: g, log: slog.New(slog.DiscardHandler)}
 	v, err := in.start()
 	if err != nil {
 		t.Fatal(err)

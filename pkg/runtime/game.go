@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dop251/goja"
@@ -17,12 +18,29 @@ import (
 	"github.com/hoster-dev/hoster/pkg/module"
 )
 
-// Game is one loaded game: its configuration, its compiled module (shared
-// by all its instances, compiled once per version), its command schemas, its
-// browser library, and its live instances.
+// Game is one game, from its first load until its folder is removed: its
+// identity and live instances stay while its code is swapped as a version.
+// A *Game a socket looked up before a reload stays valid after it: what it
+// places, it places on the current version.
 type Game struct {
 	Domain, Name string
 
+	cur atomic.Pointer[version] // the code new instances start on
+
+	mu        sync.Mutex // guards instances and removed; see Runtime.mu for the lock order
+	instances map[string]*Instance
+	removed   bool // the folder is gone: no new instance
+
+	// The allowance of hook error and instance.log lines: see logAllowed.
+	logTokens  float64
+	logLast    time.Time
+	logDropped int
+}
+
+// version is one load of a game's folder: its configuration, its compiled
+// module (shared by all its instances), its command schemas and its browser
+// library. A version never changes once loaded.
+type version struct {
 	cfg      game.Config
 	program  *goja.Program
 	commands map[string]game.Args
@@ -30,17 +48,17 @@ type Game struct {
 	client     []byte
 	clientMod  time.Time
 	clientETag string
-
-	mu        sync.Mutex
-	instances map[string]*Instance
 }
+
+// current is the game's current version.
+func (g *Game) current() *version { return g.cur.Load() }
 
 // Key is "<domain>/<game>".
 func (g *Game) Key() string { return g.Domain + "/" + g.Name }
 
-// loadGame reads and checks a game folder: a valid hoster-game.json and a
+// loadVersion reads and checks a game folder: a valid hoster-game.json and a
 // generated hoster.server.js that compiles, loads and exposes a registry.
-func loadGame(dir, domain, name string) (*Game, error) {
+func loadVersion(dir string) (*version, error) {
 	cfgBytes, err := os.ReadFile(filepath.Join(dir, api.GameConfigFile))
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", api.GameConfigFile, err)
@@ -53,7 +71,12 @@ func loadGame(dir, domain, name string) (*Game, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading %s (run hoster gen): %w", api.ServerModule, err)
 	}
-	program, err := goja.Compile(api.ServerModule, string(src), false)
+	// The map is optional: without it, errors name hoster.server.js lines.
+	sourceMap, err := os.ReadFile(filepath.Join(dir, api.ServerModule+".map"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("reading %s.map: %w", api.ServerModule, err)
+	}
+	program, err := module.Compile(api.ServerModule, src, sourceMap)
 	if err != nil {
 		return nil, fmt.Errorf("compiling %s: %w", api.ServerModule, err)
 	}
@@ -77,7 +100,7 @@ func loadGame(dir, domain, name string) (*Game, error) {
 	if err := json.Unmarshal([]byte(v.String()), &raw); err != nil {
 		return nil, fmt.Errorf("reading the registry: %w", err)
 	}
-	g := &Game{Domain: domain, Name: name, cfg: cfg, program: program, commands: map[string]game.Args{}, instances: map[string]*Instance{}}
+	g := &version{cfg: cfg, program: program, commands: map[string]game.Args{}}
 	for n, a := range raw {
 		args, err := game.ParseArgs(a)
 		if err != nil {

@@ -13,13 +13,15 @@ import (
 
 	"github.com/dop251/goja"
 	"github.com/hoster-dev/hoster/pkg/api"
-	"github.com/hoster-dev/hoster/pkg/game"
 )
 
 //go:embed prelude.js
 var preludeSrc string
 
-var prelude = goja.MustCompile("hoster-prelude.js", preludeSrc, false)
+// preludeName is the prelude's file name in stacks.
+const preludeName = "hoster-prelude.js"
+
+var prelude = goja.MustCompile(preludeName, preludeSrc, false)
 
 // maxCatchUp is how many steps behind schedule an instance may fall before
 // its schedule restarts from now instead of bursting ticks to catch up.
@@ -29,22 +31,29 @@ const maxCatchUp = 5
 type Instance struct {
 	id     string
 	rt     *Runtime
+	g      *Game
 	domain string
 	name   string
-	cfg    game.Config
-	cmds   map[string]game.Args
-	prog   *goja.Program
 	log    *slog.Logger
 
-	mu        sync.Mutex
-	events    []event
-	seats     int              // players placed here, connected or within their resume grace
-	conns     map[string]*conn // connected players by id
-	nextID    int
-	stopping  bool
-	empty     *time.Timer
-	upgradeTo *Game // new code to move to before the next tick
-	tel       counters
+	mu       sync.Mutex
+	ver      *version // the code it runs; the tick loop moves it to g's current one
+	events   []event
+	seats    int              // players placed here, connected or within their resume grace
+	conns    map[string]*conn // connected players by id
+	nextID   int
+	stopping bool
+	locked   bool             // instance.lock(): takes no new player
+	room     string           // the ?room= code it holds, "" for a public instance
+	byPlayer map[string]*seat // the seat of each player placed here
+	empty    *time.Timer
+	tel      counters
+	params   map[string]string // the first player's, for create
+
+	// pending holds messages from instance.send and broadcast until their
+	// player's next update has been queued; only the instance goroutine
+	// touches it (under mu, as conns is read with it).
+	pending map[string][][]byte
 
 	quit chan struct{}
 	done chan struct{}
@@ -52,7 +61,7 @@ type Instance struct {
 
 // event is a change queued for the next tick, applied in arrival order.
 type event struct {
-	kind   string // join, leave, resume, cmd
+	kind   string // join, leave, drop (connection lost, seat held), resume, cmd
 	player string
 	params map[string]string
 	name   string
@@ -67,23 +76,48 @@ func newID() string {
 	return hex.EncodeToString(b)
 }
 
-// place puts a new player in the fullest live instance with room, or a new
-// instance, and reserves the seat so capacity can never be exceeded.
-func (rt *Runtime) place(g *Game) *Instance {
+// errNoPlace says why a player could not be placed.
+type errNoPlace struct {
+	code   int
+	reason string
+}
+
+func (e *errNoPlace) Error() string { return e.reason }
+
+// place puts a new player in the fullest live public instance with room that
+// is not locked, or a new instance, and reserves the seat so capacity can
+// never be exceeded. With a room code it is the instance holding that code
+// (started when there is none), which never takes players without it.
+// params are the player's, given to create when an instance starts.
+func (rt *Runtime) place(g *Game, room string, params map[string]string) (*Instance, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.removed {
+		return nil, &errNoPlace{1001, "the game was removed"}
+	}
 	var best *Instance
 	for _, in := range g.instances {
 		in.mu.Lock()
-		ok := !in.stopping && in.seats < in.cfg.Capacity
-		if ok && (best == nil || in.seats > best.seats) {
-			best = in
+		if !in.stopping && in.room == room {
+			if room != "" {
+				switch {
+				case in.locked:
+					in.mu.Unlock()
+					return nil, &errNoPlace{1013, "room " + room + " is locked"}
+				case in.seats >= in.ver.cfg.Capacity:
+					in.mu.Unlock()
+					return nil, &errNoPlace{1013, "room " + room + " is full"}
+				}
+				best = in
+			} else if !in.locked && in.seats < in.ver.cfg.Capacity && (best == nil || in.seats > best.seats) {
+				best = in
+			}
 		}
 		in.mu.Unlock()
 	}
 	if best == nil {
-		best = &Instance{id: newID(), rt: rt, domain: g.Domain, name: g.Name, cfg: g.cfg, cmds: g.commands, prog: g.program,
-			conns: map[string]*conn{}, quit: make(chan struct{}), done: make(chan struct{})}
+		best = &Instance{id: newID(), rt: rt, g: g, domain: g.Domain, name: g.Name, ver: g.current(), room: room, params: params,
+			conns: map[string]*conn{}, byPlayer: map[string]*seat{}, quit: make(chan struct{}), done: make(chan struct{})}
 		best.log = rt.log.With("game", g.Key(), "instance", best.id)
 		best.tel.reset()
 		g.instances[best.id] = best
@@ -96,7 +130,14 @@ func (rt *Runtime) place(g *Game) *Instance {
 		best.empty = nil
 	}
 	best.mu.Unlock()
-	return best
+	return best, nil
+}
+
+// version is the code the instance runs.
+func (in *Instance) version() *version {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.ver
 }
 
 func (in *Instance) enqueue(ev event) bool {
@@ -149,13 +190,11 @@ func (in *Instance) stop(code int, reason string) {
 	for _, c := range conns {
 		c.closeWith(code, reason)
 	}
-	if g := in.rt.lookup(in.domain, in.name); g != nil {
-		g.mu.Lock()
-		if g.instances[in.id] == in {
-			delete(g.instances, in.id)
-		}
-		g.mu.Unlock()
+	in.g.mu.Lock()
+	if in.g.instances[in.id] == in {
+		delete(in.g.instances, in.id)
 	}
+	in.g.mu.Unlock()
 	in.rt.dropSeats(in)
 }
 
@@ -201,12 +240,29 @@ func armInterrupt(r *goja.Runtime, reason string) (fire, end func()) {
 	return fire, end
 }
 
+// callerIn is the file:line of the innermost call in r that is the game's
+// own code (not the prelude), "" when there is none.
+func callerIn(r *goja.Runtime) string {
+	for _, f := range r.CaptureCallStack(0, nil) {
+		if pos := f.Position(); pos.Filename != "" && pos.Filename != preludeName && pos.Line > 0 {
+			return fmt.Sprintf("%s:%d", pos.Filename, pos.Line)
+		}
+	}
+	return ""
+}
+
 // newVM loads prog and the prelude in a fresh goja runtime.
 func (in *Instance) newVM(prog *goja.Program) (*vm, error) {
 	r := goja.New()
 	r.SetMaxCallStackSize(4096)
 	v := &vm{rt: r, budget: in.rt.o.HookBudget}
-	r.Set("__log", func(msg string) { in.log.Info("game log", "msg", msg) })
+	r.Set("__log", func(call goja.FunctionCall) goja.Value {
+		msg := call.Argument(0).String()
+		if ok, held := in.g.logAllowed(in.rt.now()); ok {
+			in.log.Info("game log", "msg", msg, "at", callerIn(r), "heldBack", held)
+		}
+		return goja.Undefined()
+	})
 	fire, end := armInterrupt(r, "loading ran longer than "+v.budget.String())
 	timer := time.AfterFunc(v.budget, fire)
 	_, err := r.RunProgram(prog)
@@ -234,11 +290,15 @@ func (in *Instance) newVM(prog *goja.Program) (*vm, error) {
 }
 
 func (in *Instance) start() (*vm, error) {
-	v, err := in.newVM(in.prog)
+	v, err := in.newVM(in.version().program)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := v.call(v.init, v.rt.ToValue(in.id)); err != nil {
+	params, _ := json.Marshal(in.params)
+	if params == nil || string(params) == "null" {
+		params = []byte("{}")
+	}
+	if _, err := v.call(v.init, v.rt.ToValue(in.id), v.rt.ToValue(time.Now().UnixMilli()), v.rt.ToValue(string(params))); err != nil {
 		return nil, fmt.Errorf("create: %w", err)
 	}
 	return v, nil
@@ -247,7 +307,7 @@ func (in *Instance) start() (*vm, error) {
 // upgrade moves the instance to new code between two ticks: the old code
 // serialises (or hands over its state object), the new code restores. On any
 // failure the old code keeps running and nobody notices but the log.
-func (in *Instance) upgrade(old *vm, g *Game) (*vm, error) {
+func (in *Instance) upgrade(old *vm, g *version) (*vm, error) {
 	// The old runtime's delta counts move to Go before it is dropped.
 	a, ch, gn := in.takeDeltaCounts(old)
 	in.mu.Lock()
@@ -263,11 +323,11 @@ func (in *Instance) upgrade(old *vm, g *Game) (*vm, error) {
 	if err != nil {
 		return old, fmt.Errorf("loading the new code: %w", err)
 	}
-	if _, err := v.call(v.adopt, dump); err != nil {
+	if _, err := v.call(v.adopt, dump, v.rt.ToValue(time.Now().UnixMilli())); err != nil {
 		return old, fmt.Errorf("restoring with the new code: %w", err)
 	}
 	in.mu.Lock()
-	in.prog, in.cfg, in.cmds = g.program, g.cfg, g.commands
+	in.ver = g
 	in.mu.Unlock()
 	return v, nil
 }
@@ -280,10 +340,11 @@ func (in *Instance) run() {
 		in.fail(err)
 		return
 	}
-	in.mu.Lock()
-	step := time.Second / time.Duration(in.cfg.TickRate)
-	sendStep := time.Second / time.Duration(in.cfg.SendRate)
-	in.mu.Unlock()
+	cfg := in.version().cfg
+	step := time.Second / time.Duration(cfg.TickRate)
+	sendStep := time.Second / time.Duration(cfg.SendRate)
+	var tried *version         // the last version an upgrade to failed
+	var failingSince time.Time // since when every tick had a hook throw
 	start := time.Now()
 	last, nextSend := start, start
 	clock := in.rt.now
@@ -319,25 +380,24 @@ func (in *Instance) run() {
 		in.mu.Lock()
 		events := in.events
 		in.events = nil
-		next := in.upgradeTo
-		in.upgradeTo = nil
+		running := in.ver
 		in.mu.Unlock()
-		if next != nil {
+		if next := in.g.current(); next != running && next != tried {
 			nv, err := in.upgrade(v, next)
 			if err != nil {
+				tried = next
 				in.log.Warn("hot reload failed; the old code keeps running", "err", err)
 			} else {
 				v = nv
 				in.log.Info("moved to the new code")
-				in.mu.Lock()
-				step = time.Second / time.Duration(in.cfg.TickRate)
-				sendStep = time.Second / time.Duration(in.cfg.SendRate)
-				in.mu.Unlock()
+				step = time.Second / time.Duration(next.cfg.TickRate)
+				sendStep = time.Second / time.Duration(next.cfg.SendRate)
 				start, n, nextSend = now, 0, now
 			}
 		}
 		payload, joins := encodeEvents(events)
-		if _, err := v.call(v.tick, v.rt.ToValue(dt), v.rt.ToValue(now.UnixMilli()), v.rt.ToValue(payload)); err != nil {
+		res, err := v.call(v.tick, v.rt.ToValue(dt), v.rt.ToValue(now.UnixMilli()), v.rt.ToValue(payload))
+		if err != nil {
 			in.fail(err)
 			return
 		}
@@ -347,6 +407,27 @@ func (in *Instance) run() {
 		in.count(events, now)
 		for _, ev := range joins {
 			in.welcome(ev)
+		}
+		in.mu.Lock()
+		for _, ev := range events {
+			if ev.kind == "leave" {
+				delete(in.pending, ev.player)
+			}
+		}
+		in.mu.Unlock()
+		ticking := in.apply(res.String())
+		select {
+		case <-in.quit: // instance.close
+			return
+		default:
+		}
+		if t := clock(); !ticking {
+			failingSince = time.Time{}
+		} else if failingSince.IsZero() {
+			failingSince = t
+		} else if t.Sub(failingSince) >= failingFor {
+			in.fail(fmt.Errorf("its hooks threw in every tick for %s", failingFor))
+			return
 		}
 		if !now.Before(nextSend) {
 			nextSend = nextSend.Add(sendStep)
@@ -386,6 +467,8 @@ func encodeEvents(events []event) (string, []event) {
 			joins = append(joins, ev)
 		case "leave":
 			list = append(list, []any{"leave", ev.player})
+		case "drop":
+			list = append(list, []any{"drop", ev.player})
 		case "resume":
 			list = append(list, []any{"resume", ev.player})
 			joins = append(joins, ev)
@@ -400,15 +483,20 @@ func encodeEvents(events []event) (string, []event) {
 // welcome attaches a joined (or resumed) player's connection and greets it.
 func (in *Instance) welcome(ev event) {
 	in.mu.Lock()
+	cfg := in.ver.cfg
 	if old := in.conns[ev.player]; old != nil && old != ev.conn {
-		defer old.closeWith(4000, "replaced by a newer connection of the same player")
+		defer old.closeWith(4002, "replaced by a newer connection of the same player")
 	}
 	in.conns[ev.player] = ev.conn
 	in.mu.Unlock()
-	msg, _ := json.Marshal(map[string]any{
+	m := map[string]any{
 		"t": "welcome", "game": in.domain + "/" + in.name, "instance": in.id, "player": ev.player,
-		"tickRate": in.cfg.TickRate, "sendRate": in.cfg.SendRate, "resume": ev.seat.token,
-	})
+		"tickRate": cfg.TickRate, "sendRate": cfg.SendRate, "resume": ev.seat.token,
+	}
+	if in.room != "" {
+		m["room"] = in.room
+	}
+	msg, _ := json.Marshal(m)
 	ev.conn.enqueue(msg, false)
 }
 
@@ -449,6 +537,10 @@ func (in *Instance) sendRound(v *vm) error {
 			in.tel.updBytes.Count++
 		}
 	}
+	// Messages follow the update that reflects the tick that sent them.
+	for _, id := range ready {
+		in.flushLocked(id.(string))
+	}
 	return nil
 }
 
@@ -473,8 +565,10 @@ func (in *Instance) count(events []event, now time.Time) {
 		switch ev.kind {
 		case "join":
 			in.tel.arrivals++
+			in.log.Debug("player joined", "player", ev.player)
 		case "leave":
 			in.tel.departures++
+			in.log.Debug("player left", "player", ev.player)
 			if ev.seat != nil {
 				in.tel.playtime.Sum += in.rt.now().Sub(ev.seat.joined).Seconds()
 				in.tel.playtime.Count++

@@ -28,6 +28,9 @@ func TestSlowReaderDisconnected(t *testing.T) {
 	e := startWith(t, map[string]map[string]string{"a.example/heavy": heavy()}, func(o *Options) {
 		o.WriteTimeout = 300 * time.Millisecond
 		o.ResumeGrace = 200 * time.Millisecond
+		// Encoding 100 KB a player a round under -race on a busy machine
+		// overran the tests' 200 ms budget and closed the instance.
+		o.HookBudget = 5 * time.Second
 	})
 	// The slow player never reads a byte after the handshake.
 	slow, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(e.url, "http")+"/heavy?name=slow",

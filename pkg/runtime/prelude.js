@@ -7,10 +7,109 @@ var __inst = null;
 var __viewers = {}; // player id -> {round, known, seq}: see __send
 var __now = 0;
 var __nextEntity = 0;
-var __pf = Object.keys(__R.player.fields).sort();
+// A field in the registry is a type name or {type, private}. __pf are the
+// player fields every viewer sees, __pp the private ones (sent only to their
+// own player), __ef[type] an entity type's; __ty[type] the expected types in
+// the same order (and "player!" for __pp).
+function __ftype(f) { return typeof f === "string" ? f : f.type; }
+function __fpriv(f) { return !!(f && typeof f === "object" && f.private); }
+var __pf = Object.keys(__R.player.fields).filter(function (k) { return !__fpriv(__R.player.fields[k]); }).sort();
+var __pp = Object.keys(__R.player.fields).filter(function (k) { return __fpriv(__R.player.fields[k]); }).sort();
 var __ef = {};
-Object.keys(__R.entities).forEach(function (t) { __ef[t] = Object.keys(__R.entities[t].fields).sort(); });
+var __ty = {};
+Object.keys(__R.entities).forEach(function (t) {
+  __ef[t] = Object.keys(__R.entities[t].fields).sort();
+  __ty[t] = __ef[t].map(function (k) { return __ftype(__R.entities[t].fields[k]); });
+});
+__ty.player = __pf.map(function (k) { return __ftype(__R.player.fields[k]); });
+__ty["player!"] = __pp.map(function (k) { return __ftype(__R.player.fields[k]); });
+var __bad = {}; // type.field -> true once a wrong value was reported
+
+// __ok reports whether x (already normalised: no undefined, no NaN) is of
+// the field type t; null (unset) is of every type. A wrong value is not
+// sent, and the first per field and instance is reported as a hook error.
+function __ok(t, x, type, field) {
+  if (x === null) return true;
+  var k = typeof x;
+  if (t === "integer" ? k === "number" && x % 1 === 0 : k === t) return true;
+  var key = type + "." + field;
+  if (!__bad[key]) {
+    __bad[key] = true;
+    var v;
+    try { v = JSON.stringify(x); } catch (e) { v = String(x); }
+    __out.push(["herr", "fields", "field " + field + " of " + (type === "player" ? "a player" : type) +
+      " must be " + (t === "integer" ? "an integer" : "a " + t) + ", not " + (v === undefined ? k : v) + ": the value is not sent", false]);
+  }
+  return false;
+}
 var __counts = [0, 0, 0]; // appeared, changed, gone, since the last __takeCounts
+
+// __out collects what hooks asked of Go since the last __tick returned it:
+// ["err", player, command, message] an error frame for one player;
+// ["herr", where, error text, ticking] a hook error to log (ticking: it was
+// thrown by a tick, entity tick or timer);
+// ["msg", player, frame] a message for one player, after the next update;
+// ["kick", player, reason]; ["close", reason]; ["lock"]; ["unlock"].
+var __out = [];
+var __timers = []; // {at: ms, every: ms or 0, fn, dead}
+
+// __Refusal is what instance.refuse throws: the command (or the join) is
+// refused with its reason, and nothing is logged.
+function __Refusal(reason) { this.reason = reason; }
+__Refusal.prototype.toString = function () { return "refused: " + this.reason; };
+
+// __hookErr records a hook's error for Go to log.
+function __hookErr(where, e, ticking) {
+  var text;
+  if (e instanceof __Refusal) text = "instance.refuse called outside a command: " + e.reason;
+  else if (e && typeof e === "object" && typeof e.stack === "string") text = e.stack;
+  else text = "threw " + (function () { try { return JSON.stringify(e); } catch (x) { return String(e); } })();
+  __out.push(["herr", where, text, !!ticking]);
+}
+
+function __pid(player) {
+  var id = player && typeof player === "object" ? player.id : player;
+  if (typeof id !== "string") throw new TypeError("not a player: " + String(player));
+  return id;
+}
+
+function __message(type, data) {
+  if (typeof type !== "string" || type === "") throw new TypeError("a message type must be a non-empty string");
+  var s = JSON.stringify({ t: "message", type: type, data: data === undefined ? null : data });
+  return s;
+}
+
+function __timer(seconds, fn, repeat) {
+  if (typeof fn !== "function") throw new TypeError((repeat ? "every" : "after") + ": the second argument must be a function");
+  var ms = Number(seconds) * 1000;
+  if (!(ms >= 0) || !isFinite(ms) || (repeat && ms <= 0)) throw new RangeError((repeat ? "every" : "after") + ": seconds must be a " + (repeat ? "positive" : "non-negative") + " number, not " + String(seconds));
+  var t = { at: __now + ms, every: repeat ? ms : 0, fn: fn, dead: false };
+  __timers.push(t);
+  return { cancel: function () { t.dead = true; } };
+}
+
+// __runTimers calls the timers that are due, earliest first.
+function __runTimers() {
+  if (!__timers.length) return;
+  var due = [], keep = [], i, t;
+  for (i = 0; i < __timers.length; i++) {
+    t = __timers[i];
+    if (t.dead) continue;
+    (t.at <= __now ? due : keep).push(t);
+  }
+  __timers = keep;
+  due.sort(function (a, b) { return a.at - b.at; });
+  for (i = 0; i < due.length; i++) {
+    t = due[i];
+    if (t.dead) continue;
+    if (t.every) {
+      t.at += t.every;
+      if (t.at <= __now) t.at = __now + t.every;
+      __timers.push(t);
+    }
+    try { t.fn(__inst); } catch (e) { __hookErr("timer", e, true); }
+  }
+}
 
 function __make(id) {
   __inst = {
@@ -31,13 +130,38 @@ function __make(id) {
     },
     remove: function (id) { delete __inst.entities[id]; },
     now: function () { return __now; },
-    log: function () { __log(Array.prototype.map.call(arguments, String).join(" ")); }
+    log: function () { __log(Array.prototype.map.call(arguments, String).join(" ")); },
+    send: function (player, type, data) {
+      var id = __pid(player);
+      if (__inst.players[id]) __out.push(["msg", id, __message(type, data)]);
+    },
+    broadcast: function (type, data) {
+      var m = __message(type, data);
+      for (var id in __inst.players) __out.push(["msg", id, m]);
+    },
+    kick: function (player, reason) { __out.push(["kick", __pid(player), reason === undefined ? "" : String(reason)]); },
+    close: function (reason) { __out.push(["close", reason === undefined ? "" : String(reason)]); },
+    lock: function () { __out.push(["lock"]); },
+    unlock: function () { __out.push(["unlock"]); },
+    after: function (seconds, fn) { return __timer(seconds, fn, false); },
+    every: function (seconds, fn) { return __timer(seconds, fn, true); },
+    refuse: function (reason) { throw new __Refusal(reason === undefined ? "refused" : String(reason)); }
   };
 }
 
-function __init(id) {
+// __init starts an instance; params are its first player's (JSON).
+function __init(id, now, params) {
+  __now = now;
   __make(id);
-  if (__R.instance.create) __R.instance.create(__inst);
+  if (__R.instance.create) __R.instance.create(__inst, JSON.parse(params));
+}
+
+// __takeOut hands __out to Go (as JSON, "" when empty).
+function __takeOut() {
+  if (!__out.length) return "";
+  var s = JSON.stringify(__out);
+  __out = [];
+  return s;
 }
 
 // __export hands a live instance to new code: its players, entities,
@@ -53,8 +177,9 @@ function __export() {
 
 // __adopt takes over an instance exported by older code; restore rebuilds
 // the state when this code has the hook and the old code serialised.
-function __adopt(json) {
+function __adopt(json, now) {
   var x = JSON.parse(json);
+  __now = now;
   __make(x.id);
   __inst.players = x.players;
   __inst.entities = x.entities;
@@ -67,6 +192,7 @@ function __adopt(json) {
   __ntombs = Object.keys(__tombs).length;
   if (x.visible !== !!__R.player.visible) __switchMode();
   __nextEntity = x.nextEntity;
+  for (var vid in __viewers) delete __viewers[vid].pv; // the private fields may differ: all sent again
   if ("saved" in x && __R.instance.restore) {
     __inst.state = {};
     __R.instance.restore(__inst, x.saved);
@@ -75,40 +201,77 @@ function __adopt(json) {
   }
 }
 
-// __tick applies the queued events in order, then ticks (when dt > 0).
-// events: JSON [["join", id, params] | ["leave", id] | ["resume", id] | ["cmd", id, name, args]]
+// __tick applies the queued events in order, then runs the timers that are
+// due and ticks (when dt > 0), and returns what hooks asked of Go (see
+// __out). A hook that throws is recorded and the rest goes on: a command's
+// error goes to its player.
+// events: JSON [["join", id, params] | ["leave", id] | ["drop", id] | ["resume", id] | ["cmd", id, name, args]]
 function __tick(dt, now, events) {
   __now = now;
   var evs = JSON.parse(events);
   for (var i = 0; i < evs.length; i++) {
     var ev = evs[i], p;
     if (ev[0] === "join") {
-      p = { id: ev[1] };
+      p = { id: ev[1], connected: true };
       __inst.players[p.id] = p;
       __viewers[p.id] = { round: -1, known: {}, seq: 0 }; // gets everything it sees first
-      if (__R.player.join) __R.player.join(__inst, p, ev[2]);
+      if (__R.player.join) {
+        try { __R.player.join(__inst, p, ev[2]); } catch (e) {
+          // A player whose join failed or was refused is not in the game.
+          delete __inst.players[p.id];
+          delete __viewers[p.id];
+          if (e instanceof __Refusal) {
+            __out.push(["kick", p.id, e.reason]);
+          } else {
+            __hookErr("join", e, false);
+            __out.push(["kick", p.id, "joining the game failed", 1011]);
+          }
+        }
+      }
     } else if (ev[0] === "leave") {
       p = __inst.players[ev[1]];
-      if (p && __R.player.leave) __R.player.leave(__inst, p);
+      if (p && __R.player.leave) { try { __R.player.leave(__inst, p); } catch (e) { __hookErr("leave", e, false); } }
       delete __inst.players[ev[1]];
       delete __viewers[ev[1]];
+    } else if (ev[0] === "drop") {
+      p = __inst.players[ev[1]];
+      if (p && p.connected !== false) {
+        p.connected = false;
+        if (__R.player.disconnect) { try { __R.player.disconnect(__inst, p); } catch (e) { __hookErr("disconnect", e, false); } }
+      }
     } else if (ev[0] === "resume") {
       if (__viewers[ev[1]]) { __viewers[ev[1]].round = -1; __viewers[ev[1]].known = {}; __viewers[ev[1]].nk = 0; }
+      p = __inst.players[ev[1]];
+      if (p && p.connected === false) {
+        p.connected = true;
+        if (__R.player.reconnect) { try { __R.player.reconnect(__inst, p); } catch (e) { __hookErr("reconnect", e, false); } }
+      }
     } else if (ev[0] === "cmd") {
       p = __inst.players[ev[1]];
-      if (p) __R.commands[ev[2]].run(__inst, p, ev[3]);
+      if (p) {
+        try { __R.commands[ev[2]].run(__inst, p, ev[3]); } catch (e) {
+          if (e instanceof __Refusal) {
+            __out.push(["err", p.id, ev[2], e.reason]);
+          } else {
+            __out.push(["err", p.id, ev[2], "command " + ev[2] + " failed"]);
+            __hookErr("command " + ev[2], e, false);
+          }
+        }
+      }
     }
   }
   if (dt > 0) {
-    if (__R.instance.tick) __R.instance.tick(__inst, dt);
+    __runTimers();
+    if (__R.instance.tick) { try { __R.instance.tick(__inst, dt); } catch (e) { __hookErr("tick", e, true); } }
     var ids = Object.keys(__inst.entities);
     for (var j = 0; j < ids.length; j++) {
-      var e = __inst.entities[ids[j]];
-      if (!e) continue;
-      var t = __R.entities[e.type];
-      if (t && t.tick) t.tick(__inst, e, dt);
+      var en = __inst.entities[ids[j]];
+      if (!en) continue;
+      var t = __R.entities[en.type];
+      if (t && t.tick) { try { t.tick(__inst, en, dt); } catch (e) { __hookErr("entity " + en.type + " tick", e, true); } }
     }
   }
+  return __takeOut();
 }
 
 function __object(fields, values) {
@@ -152,11 +315,36 @@ function __fieldsOf(type) {
   return type === "player" ? __pf : (__ef[type] || []);
 }
 
+function __typesOf(type) {
+  return __ty[type] || [];
+}
+
+// __private is what viewer v's own player's private fields changed to since
+// it last got them (all of them when fresh), or null.
+function __private(v, me, fresh) {
+  var f = null, pv = v.pv, n, x, name, ty = __ty["player!"];
+  if (!pv) { pv = v.pv = []; fresh = true; }
+  for (n = 0; n < __pp.length; n++) {
+    name = __pp[n];
+    x = __norm(me[name]);
+    if (!__ok(ty[n], x, "player", name)) x = n in pv ? pv[n] : null;
+    if (fresh || x !== pv[n]) {
+      pv[n] = x;
+      (f = f || {})[name] = x;
+    }
+  }
+  return f;
+}
+
 // __appear starts the record of a thing seen for the first time.
 function __appear(id, type, obj, round, d) {
-  var fields = __fieldsOf(type), v = new Array(fields.length), fr = new Array(fields.length);
-  for (var n = 0; n < fields.length; n++) { v[n] = __norm(obj[fields[n]]); fr[n] = round; }
-  __recs[id] = { type: type, fields: fields, v: v, fr: fr, a: round, seen: round };
+  var fields = __fieldsOf(type), ty = __typesOf(type), v = new Array(fields.length), fr = new Array(fields.length);
+  for (var n = 0; n < fields.length; n++) {
+    v[n] = __norm(obj[fields[n]]);
+    if (!__ok(ty[n], v[n], type, fields[n])) v[n] = null;
+    fr[n] = round;
+  }
+  __recs[id] = { type: type, fields: fields, ty: ty, v: v, fr: fr, a: round, seen: round };
   __nrecs++;
   if (__tombs[id]) { delete __tombs[id]; __ntombs--; }
   d.appear.push({ id: id, type: type, f: __object(fields, v) });
@@ -169,7 +357,7 @@ function __appear(id, type, obj, round, d) {
 // thing that already has a record: in goja, globals and calls cost more
 // than the comparisons.
 function __track(objs, player, round, d) {
-  var recs = __recs, change = d.change, count = 0, id, obj, r, fs, rv, f, n, x;
+  var recs = __recs, change = d.change, count = 0, id, obj, r, fs, rv, f, n, x, t;
   for (id in objs) {
     count++;
     obj = objs[id];
@@ -186,6 +374,9 @@ function __track(objs, player, round, d) {
       x = obj[fs[n]];
       if (x === undefined || (typeof x === "number" && (x !== x || x === Infinity || x === -Infinity))) x = null;
       if (x !== rv[n]) {
+        // The type check, inlined for the common cases: see __ok.
+        if (x !== null && (t = r.ty[n]) !== typeof x && !(t === "integer" && typeof x === "number" && x % 1 === 0) &&
+          !__ok(t, x, r.type, fs[n])) continue;
         rv[n] = x;
         r.fr[n] = round;
         if (f === null) f = {};
@@ -243,6 +434,7 @@ function __refit(r) {
     fr[n] = k >= 0 ? r.fr[k] : r.a;
   }
   r.fields = fields;
+  r.ty = __typesOf(r.type);
   r.v = v;
   r.fr = fr;
 }
@@ -294,18 +486,23 @@ function __sendShared(ready, prev, round, d) {
   for (var i = 0; i < ready.length; i++) {
     var vid = ready[i], v = viewers[vid];
     if (!v || !players[vid]) continue;
-    var b;
+    var b, src = d, pf = __pp.length ? __private(v, players[vid], v.round < 0) : null;
     if (v.round === prev) {
       b = body;
-      if (b) inStep++;
+      if (b && !pf) inStep++;
     } else {
-      var m = __since(v.round);
+      var m = src = __since(v.round);
       if (v.stale) {
         for (var sid in v.stale) if (!__recs[sid]) m.gone.push(sid);
         delete v.stale;
       }
       b = __body(m);
-      if (b) __count(m, 1);
+      if (b && !pf) __count(m, 1);
+    }
+    if (pf) { // this viewer's own private fields ride with its delta
+      src = { appear: src.appear, change: src.change.concat([{ id: vid, f: pf }]), gone: src.gone };
+      b = __body(src);
+      __count(src, 1);
     }
     v.round = round;
     if (b) out.push(vid, '{"t":"update","seq":' + (++v.seq) + b);
@@ -325,6 +522,16 @@ function __sendVisible(ready, round) {
     rs.push(recs[id]);
     objs.push(recs[id].type === "player" ? players[id] : entities[id]);
   }
+  var failed = false;
+  function sees(me, obj) {
+    try { return visible(__inst, me, obj); } catch (e) {
+      // Once a round; it hides the thing, which is safe, so it does not
+      // count towards closing an instance whose ticks keep throwing.
+      if (!failed) __hookErr("visible", e, false);
+      failed = true;
+      return false;
+    }
+  }
   for (var i = 0; i < ready.length; i++) {
     var vid = ready[i], v = __viewers[vid], me = players[vid];
     if (!v || !me) continue;
@@ -334,7 +541,7 @@ function __sendVisible(ready, round) {
     for (k = 0; k < ids.length; k++) {
       var r = rs[k];
       id = ids[k];
-      if (!visible(__inst, me, objs[k])) {
+      if (!sees(me, objs[k])) {
         if (known[id]) { d.gone.push(id); delete known[id]; nk--; }
         continue;
       }
@@ -351,6 +558,10 @@ function __sendVisible(ready, round) {
     }
     if (nk > hits) {
       for (id in known) if (!recs[id]) { d.gone.push(id); delete known[id]; nk--; }
+    }
+    if (__pp.length) {
+      var pf = __private(v, me, vr < 0);
+      if (pf) d.change.push({ id: vid, f: pf });
     }
     v.nk = nk;
     v.round = round;

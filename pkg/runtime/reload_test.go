@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -176,4 +177,68 @@ func TestReloadNeverPausesOtherGames(t *testing.T) {
 	if updates < 5 {
 		t.Fatalf("b sent only %d updates while a's reload was stuck", updates)
 	}
+}
+
+// Reloads while sockets are being placed: a socket that looked its game up
+// before a reload is placed through the same game, on the current code, and
+// every instance ends on the last version pushed. Run under -race: the
+// instance map was once shared by two games behind two mutexes.
+func TestReloadWhileASocketIsBeingPlaced(t *testing.T) {
+	files := lab(2)
+	files["hoster-commands/move/run.js"] = `export default function (i, p, a) { p.x = 0; }`
+	e := start(t, map[string]map[string]string{"a.example/lab": files})
+	dir := filepath.Join(e.root, "a.example", "lab")
+	push := func(n int) {
+		os.WriteFile(filepath.Join(dir, "hoster-commands/move/run.js"),
+			[]byte(fmt.Sprintf(`export default function (i, p, a) { p.x = %d; }`, n)), 0o644)
+		if res, err := gen.Generate(e.root); err != nil || res.Failed() {
+			t.Fatal(err, res.Problems())
+		}
+	}
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		clients []*client
+	)
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; k < 6; k++ {
+				c := e.join(t, "a.example", "lab", "p")
+				mu.Lock()
+				clients = append(clients, c)
+				mu.Unlock()
+			}
+		}()
+	}
+	for n := 1; n <= 8; n++ {
+		push(n)
+		e.rt.Reload("a.example", "lab")
+	}
+	wg.Wait()
+	for _, c := range clients {
+		c.send("move", map[string]any{"dx": 1})
+		c.until("its move run by the last version", func(m map[string]map[string]any) bool { return m[c.me] != nil && m[c.me]["x"] == 8.0 })
+	}
+}
+
+// A game keeps its identity across reloads: what a socket looked up before
+// one is the game after it, and starts instances on the current code.
+func TestReloadKeepsTheGameIdentity(t *testing.T) {
+	e := start(t, map[string]map[string]string{"a.example/lab": lab(4)})
+	g := e.rt.lookup("a.example", "lab")
+	first := g.current()
+	e.rt.Reload("a.example", "lab")
+	if e.rt.lookup("a.example", "lab") != g {
+		t.Fatal("a reload replaced the game's identity")
+	}
+	in, err := e.rt.place(g, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.version() != g.current() || in.version() == first {
+		t.Fatal("an instance placed through a game held across a reload runs old code")
+	}
+	in.release()
 }

@@ -11,8 +11,15 @@
 // JSON string), and once per send round one call that computes every ready
 // viewer's appear/change/gone delta in JavaScript and returns finished
 // messages. Each call runs under an interrupt timer and a bounded call stack;
-// a hook that throws or overruns closes its instance (close code 1011) and
-// nothing else.
+// a hook that overruns closes its instance (close code 1011) and nothing
+// else. A hook that throws is caught in JavaScript: a command's player gets
+// an error frame, everything else is logged with the author's file:line (the
+// module's source map) and the tick goes on; what hooks ask of Go (messages,
+// kicks, closing, locking) comes back from each tick as one list (hooks.go).
+//
+// A Game keeps its identity from its first load to its removal; each load is
+// an immutable version, and each instance moves to the current one at its
+// next tick.
 //
 // Ticks follow a fixed-step schedule from the instance's start, so compute
 // time never accumulates as drift; after a stall of more than a few steps the
@@ -50,7 +57,9 @@ type Options struct {
 	GamesRoot string
 	// Logger receives what happens to games and instances.
 	Logger *slog.Logger
-	// ResumeGrace is how long a dropped player may come back: 30 s.
+	// ResumeGrace, when positive, replaces every game's resumeGrace (how
+	// long the seat of a player whose connection was lost is held); tests
+	// use it. Zero: each game's hoster-game.json decides.
 	ResumeGrace time.Duration
 	// EmptyGrace is how long an instance with no player lives on: 10 s.
 	EmptyGrace time.Duration
@@ -86,6 +95,9 @@ type Runtime struct {
 	o   Options
 	log *slog.Logger
 
+	// Lock order: rt.mu, then a Game's mu, then an Instance's mu, then a
+	// conn's mu. A lock is never taken while holding one later in that
+	// order; hook calls into JavaScript run with none of them held.
 	mu     sync.RWMutex
 	games  map[string]map[string]*Game // domain -> game name -> game
 	seats  map[string]*seat            // resume token -> seat
@@ -114,7 +126,6 @@ func New(o Options) (*Runtime, error) {
 			*d = v
 		}
 	}
-	def(&o.ResumeGrace, 30*time.Second)
 	def(&o.EmptyGrace, 10*time.Second)
 	def(&o.HookBudget, time.Second)
 	def(&o.WriteTimeout, 10*time.Second)
@@ -185,12 +196,15 @@ func (rt *Runtime) Reload(domain, name string) {
 		}
 		rt.mu.Unlock()
 		if old != nil {
+			old.mu.Lock()
+			old.removed = true
+			old.mu.Unlock()
 			log.Info("game removed; closing its instances")
 			old.closeAll(1001, "the game was removed")
 		}
 		return
 	}
-	g, err := loadGame(dir, domain, name)
+	v, err := loadVersion(dir)
 	if err != nil {
 		if _, ok := os.Stat(filepath.Join(dir, api.GameConfigFile)); ok == nil || !os.IsNotExist(ok) {
 			log.Warn("game not loaded; the running version, if any, keeps serving", "reason", err)
@@ -201,22 +215,16 @@ func (rt *Runtime) Reload(domain, name string) {
 	if rt.games[domain] == nil {
 		rt.games[domain] = map[string]*Game{}
 	}
-	old := rt.games[domain][name]
-	if old != nil {
-		old.mu.Lock()
-		g.instances = old.instances
-		old.mu.Unlock()
-		// Live instances move to the new code at their next tick, keeping
-		// their players connected.
-		for _, in := range g.snapshot() {
-			in.mu.Lock()
-			in.upgradeTo = g
-			in.mu.Unlock()
-		}
+	g := rt.games[domain][name]
+	if g == nil {
+		g = &Game{Domain: domain, Name: name, instances: map[string]*Instance{}}
+		rt.games[domain][name] = g
 	}
-	rt.games[domain][name] = g
+	// Live instances move to the new version at their next tick, keeping
+	// their players connected; new instances start on it.
+	g.cur.Store(v)
 	rt.mu.Unlock()
-	log.Info("game loaded", "tickRate", g.cfg.TickRate, "sendRate", g.cfg.SendRate, "capacity", g.cfg.Capacity)
+	log.Info("game loaded", "tickRate", v.cfg.TickRate, "sendRate", v.cfg.SendRate, "capacity", v.cfg.Capacity)
 }
 
 // AskHandler answers Caddy's on-demand TLS question on --ask-listen:
@@ -249,11 +257,12 @@ func (rt *Runtime) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case g == nil || (r.Method != http.MethodGet && r.Method != http.MethodHead):
 		http.NotFound(w, r)
-	case file == api.ClientLibrary && g.client != nil:
+	case file == api.ClientLibrary && g.current().client != nil:
+		v := g.current()
 		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
-		w.Header().Set("ETag", g.clientETag)
+		w.Header().Set("ETag", v.clientETag)
 		w.Header().Set("Cache-Control", "no-cache") // revalidate: a sync may change it
-		http.ServeContent(w, r, api.ClientLibrary, g.clientMod, strings.NewReader(string(g.client)))
+		http.ServeContent(w, r, api.ClientLibrary, v.clientMod, strings.NewReader(string(v.client)))
 	case file == "" && !strings.HasSuffix(rest, "/"):
 		rt.serveSocket(w, r, g)
 	default:

@@ -493,8 +493,8 @@ func TestResumeTakesOverALingeringSocket(t *testing.T) {
 	if w := r.next("welcome"); w["player"] != old.me || w["instance"] != old.inst {
 		t.Fatalf("took over as %v, want %s", w["player"], old.me)
 	}
-	if code := old.closed(t); code != 4000 {
-		t.Fatalf("the lingering socket closed with %d, want 4000 (replaced)", code)
+	if code := old.closed(t); code != 4002 {
+		t.Fatalf("the lingering socket closed with %d, want 4002 (replaced)", code)
 	}
 	r.me = old.me
 	r.send("move", map[string]any{"dx": 1})

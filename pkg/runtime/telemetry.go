@@ -18,6 +18,7 @@ type counters struct {
 	commands             map[string]int64
 	cmdBytes, updBytes   api.SumCount
 	delta                api.DeltaCounts // carried over from replaced runtimes
+	errors               int64           // hook errors
 }
 
 func (c *counters) reset() { *c = counters{commands: map[string]int64{}} }
@@ -95,7 +96,8 @@ func (in *Instance) statsLine(v *vm, now time.Time) {
 		Players: players, Entities: entities,
 		Arrivals: c.arrivals, Departures: c.departures, Playtime: c.playtime,
 		Commands: c.commands, CmdBytes: c.cmdBytes, UpdBytes: c.updBytes,
-		Delta: api.DeltaCounts{Appeared: appeared + c.delta.Appeared, Changed: changed + c.delta.Changed, Gone: gone + c.delta.Gone},
+		Delta:  api.DeltaCounts{Appeared: appeared + c.delta.Appeared, Changed: changed + c.delta.Changed, Gone: gone + c.delta.Gone},
+		Errors: c.errors,
 	}
 	if line.Commands == nil {
 		line.Commands = map[string]int64{}

@@ -31,6 +31,10 @@ const DefaultMaxUpload = 512 << 20
 type Options struct {
 	// GamesRoot is {hosting_root}/hoster-games; it is created if absent.
 	GamesRoot string
+	// Store, when set, is the games mirror already opened on GamesRoot and
+	// shared with the game pages (whose ETags come from its hash cache); the
+	// server then leaves closing it to its opener.
+	Store *store.Store
 	// Token is the bearer token; "" turns the whole /api tree off (every
 	// request to it is the uniform 404).
 	Token string
@@ -79,9 +83,12 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	st, err := store.Open(opts.GamesRoot)
-	if err != nil {
-		return nil, err
+	st := opts.Store
+	if st == nil {
+		var err error
+		if st, err = store.Open(opts.GamesRoot); err != nil {
+			return nil, err
+		}
 	}
 	s := &Server{
 		opts:     opts,
@@ -99,7 +106,9 @@ func New(opts Options) (*Server, error) {
 	for k, h := range opts.Routes {
 		_, path, ok := strings.Cut(k, " ")
 		if _, dup := s.routes[k]; dup || !ok || !strings.HasPrefix(path, "/api/") {
-			st.Close()
+			if opts.Store == nil {
+				st.Close()
+			}
 			return nil, fmt.Errorf("starting the server: route %q clashes or is outside /api/", k)
 		}
 		s.routes[k] = h
@@ -110,6 +119,9 @@ func New(opts Options) (*Server, error) {
 // Close flushes pending reloads and releases the games root.
 func (s *Server) Close() error {
 	s.debouncer.Close()
+	if s.opts.Store != nil {
+		return nil
+	}
 	return s.store.Close()
 }
 

@@ -172,6 +172,8 @@ func TestSyncAPIBothVariants(t *testing.T) {
 		{"put shallow", "PUT", "example.com/file", "x", want{400, `{"error":"invalid path"}`}, want{404, ""}, "-"},
 		{"put empty path", "PUT", "", "x", want{400, `{"error":"invalid path"}`}, want{404, ""}, "-"},
 		{"put dot segment", "PUT", "a.com/./g/x", "x", want{400, `{"error":"invalid path"}`}, want{404, ""}, "-"},
+		{"put not UTF-8", "PUT", "example.com/arena/bad\xff.txt", "x", want{400, `{"error":"invalid path"}`}, want{404, ""}, "-"},
+		{"delete not UTF-8", "DELETE", "example.com/arena/bad\xff.txt", "", want{400, `{"error":"invalid path"}`}, want{404, ""}, "-"},
 		{"delete absent", "DELETE", "example.com/arena/none", "", want{200, `{"deleted":true}`}, want{200, `{"ok":true}`}, "-"},
 		{"delete shallow", "DELETE", "example.com", "", want{400, `{"error":"invalid path"}`}, want{404, ""}, "-"},
 		{"delete root", "DELETE", ".", "", want{400, `{"error":"invalid path"}`}, want{404, ""}, "-"},

@@ -10,6 +10,7 @@ package store
 import (
 	"errors"
 	"strings"
+	"unicode/utf8"
 )
 
 // ErrInvalidPath is returned for a path that is not a clean, relative,
@@ -28,11 +29,12 @@ const (
 const MaxDepth = 256
 
 // CleanPath checks that p is a path relative to the games root in canonical
-// form and returns its segments: not empty, not absolute, no backslash, no NUL,
+// form and returns its segments: valid UTF-8 (the tree is JSON, which could
+// only carry another name in its place), not empty, not absolute, no backslash, no NUL,
 // no empty, "." or ".." segment, at most MaxDepth segments. Nothing is normalised: a path that would need
 // normalising is refused, so what is checked is exactly what is used.
 func CleanPath(p string) ([]string, error) {
-	if p == "" || strings.ContainsAny(p, "\\\x00") || strings.HasPrefix(p, "/") {
+	if p == "" || !utf8.ValidString(p) || strings.ContainsAny(p, "\\\x00") || strings.HasPrefix(p, "/") {
 		return nil, ErrInvalidPath
 	}
 	segs := strings.Split(p, "/")

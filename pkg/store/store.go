@@ -29,6 +29,8 @@ type Store struct {
 	cache map[string]cached // rel path -> last hash and the stat it was taken at
 
 	dirs dirCache // open handles on the folders uploads go to
+
+	writes sync.WaitGroup // uploads in flight, waited for by Close
 }
 
 // Open opens (creating it if needed) the games root dir.
@@ -40,11 +42,31 @@ func Open(dir string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the games root: %w", err)
 	}
-	return &Store{root: root, cache: map[string]cached{}}, nil
+	s := &Store{root: root, cache: map[string]cached{}}
+	s.removeTemporaries()
+	return s, nil
 }
 
-// Close releases the root.
+// removeTemporaries removes the upload temporaries a killed server left
+// behind: regular files of the store's own naming, anywhere in the tree.
+// Nothing else is touched, and a failure only leaves a file for the next
+// start.
+func (s *Store) removeTemporaries() {
+	fs.WalkDir(s.root.FS(), ".", func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // unreadable: left for the next start
+		}
+		if e.Type().IsRegular() && strings.HasPrefix(e.Name(), tempPrefix) {
+			s.root.Remove(p)
+		}
+		return nil
+	})
+}
+
+// Close waits for the uploads in flight (cut short by closing their
+// connections, each removes its temporary file) and releases the root.
 func (s *Store) Close() error {
+	s.writes.Wait()
 	s.dirs.closeAll()
 	return s.root.Close()
 }
@@ -67,6 +89,8 @@ func (s *Store) Write(rel string, body io.Reader, limit int64) (int64, error) {
 	if _, err := checkDepth(rel, MinWriteDepth); err != nil {
 		return 0, err
 	}
+	s.writes.Add(1)
+	defer s.writes.Done()
 	dir, base := path.Split(rel)
 	dir = strings.TrimSuffix(dir, "/")
 	tmp := tempPrefix + randomSuffix()
@@ -146,6 +170,7 @@ func (s *Store) Delete(rel string) error {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("deleting %s: %w", rel, err)
 	}
+	s.removeEmptyParents(rel)
 	// Drop cache entries below rel: they can never validate again anyway, and
 	// the cache should not grow with deleted games.
 	s.mu.Lock()
@@ -156,6 +181,19 @@ func (s *Store) Delete(rel string) error {
 	}
 	s.mu.Unlock()
 	return nil
+}
+
+// removeEmptyParents removes the folders above rel that its deletion left
+// empty, up to but not including the game folder: an emptied folder would
+// stand in the way of a file of the same name. A folder that is not empty
+// (or that an upload is writing into) is kept, and so is everything above it.
+func (s *Store) removeEmptyParents(rel string) {
+	for dir := path.Dir(rel); strings.Count(dir, "/") >= MinDeleteDepth; dir = path.Dir(dir) {
+		if s.root.Remove(dir) != nil {
+			return
+		}
+		s.dirs.drop(dir)
+	}
 }
 
 func randomSuffix() string {

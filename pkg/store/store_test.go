@@ -22,7 +22,7 @@ import (
 var traversal = []string{
 	"", "/", "/etc/passwd", "../x/y/z", "a/../../b/c", "a/b/../../../c", "a/b/..", "..",
 	"a/./b/c", "./a/b/c", "a//b/c", "a/b/c/", "a\\b\\c", "a/b\\..\\..\\c", "a/b/c\x00",
-	"a\x00/b/c", ".", "a/b/.", "//a/b/c",
+	"a\x00/b/c", ".", "a/b/.", "//a/b/c", "a/b/bad\xff.txt", "a/b\xfe/c", "a/b/\xed\xa0\x80",
 }
 
 func sha(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
@@ -641,5 +641,74 @@ func TestFolderReplacedByAFile(t *testing.T) {
 	}
 	if _, err := s.Write("example.com/arena/other", strings.NewReader("three"), 0); err != nil {
 		t.Fatalf("the next upload: %v", err)
+	}
+}
+
+// TestStaleTemporariesRemovedAtOpen: the temporaries of uploads cut off by a
+// killed server are removed at the next start, and nothing else is.
+func TestStaleTemporariesRemovedAtOpen(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "games")
+	deep := filepath.Join(dir, "example.com/arena/assets/img")
+	os.MkdirAll(deep, 0o755)
+	stale := []string{
+		filepath.Join(dir, "example.com/arena", tempPrefix+"0123456789abcdef"),
+		filepath.Join(deep, tempPrefix+"fedcba9876543210"),
+	}
+	for _, p := range stale {
+		os.WriteFile(p, bytes.Repeat([]byte("x"), 1000), 0o644)
+	}
+	kept := filepath.Join(deep, "hoster-upload-not-ours.png")
+	os.WriteFile(kept, []byte("keep"), 0o644)
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, p := range stale {
+		if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("stale temporary %s left after Open: %v", p, err)
+		}
+	}
+	if _, err := os.Stat(kept); err != nil {
+		t.Errorf("a file not of the store's naming was removed: %v", err)
+	}
+}
+
+// TestDeleteRemovesEmptiedFolders: the folders a delete leaves empty go,
+// up to the game folder, so a file of the same name can be written next.
+func TestDeleteRemovesEmptiedFolders(t *testing.T) {
+	s, dir := newStore(t)
+	for _, p := range []string{"example.com/arena/docs/deep/a.txt", "example.com/arena/keep/b.txt", "example.com/arena/keep/sub/c.txt"} {
+		if _, err := s.Write(p, strings.NewReader("x"), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{"example.com/arena/docs/deep/a.txt", "example.com/arena/keep/sub/c.txt"} {
+		if err := s.Delete(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{"example.com/arena/docs", "example.com/arena/keep/sub"} {
+		if _, err := os.Lstat(filepath.Join(dir, p)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s was left behind: %v", p, err)
+		}
+	}
+	for _, p := range []string{"example.com/arena", "example.com/arena/keep/b.txt"} {
+		if _, err := os.Lstat(filepath.Join(dir, p)); err != nil {
+			t.Errorf("%s was removed: %v", p, err)
+		}
+	}
+	if _, err := s.Write("example.com/arena/docs", strings.NewReader("now a file"), 0); err != nil {
+		t.Fatalf("a file where the emptied folder was: %v", err)
+	}
+	// The last file of a game leaves the game folder itself.
+	if err := s.Delete("example.com/arena/keep/b.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete("example.com/arena/docs"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "example.com/arena")); err != nil {
+		t.Errorf("the game folder was removed: %v", err)
 	}
 }

@@ -20,24 +20,35 @@ import (
 )
 
 // page drives the example game from a browser page through its generated
-// library, loaded by a plain script tag; it reports in document.title.
+// library, loaded by a plain script tag; it reports in document.title. Both
+// pages are opened by a link with ?room=: the library joins that private
+// room by itself. The mover also chats twice at once, and shows the second
+// message's refusal (a cooldown) and the greeting its join hook sent.
 const page = `<!doctype html><title>loading</title>
 <script src="hoster.client.js"></script>
 <script>
   const role = new URLSearchParams(location.search).get("role");
   const g = Hoster.connect({ name: role });
-  let seen = 0;
+  let seen = 0, hello = 0, refused = "";
+  function show() {
+    document.title = role === "watcher" ? "saw the mover move " + seen + " times in room " + g.room
+      : "mover in room " + g.room + " hello=" + hello + " refused=" + refused;
+  }
   g.on("welcome", () => {
-    document.title = "joined";
-    if (role === "mover") setInterval(() => g.commands.move({ dx: 1, dy: 0 }), 100);
-  });
-  g.on("change", (thing, changed) => {
-    if (role === "watcher" && thing.name === "mover" && "x" in changed) {
-      seen++;
-      document.title = "saw the mover move " + seen + " times";
+    show();
+    if (role === "mover") {
+      setInterval(() => g.commands.move({ dx: 1, dy: 0 }), 100);
+      g.commands.say({ text: "hi" });
+      g.commands.say({ text: "hi again" });
     }
   });
-  g.on("error", (e) => { document.title = "error " + e; });
+  g.on("message", (type) => { if (type === "hello") { hello++; show(); } });
+  g.on("change", (thing, changed) => {
+    if (role === "watcher" && thing.name === "mover" && "x" in changed) { seen++; show(); }
+  });
+  g.on("error", (e, command) => {
+    if (command === "say") { refused = e; show(); } else document.title = "error " + e;
+  });
 </script>`
 
 func TestExampleGameInChromium(t *testing.T) {
@@ -89,7 +100,7 @@ func TestExampleGameInChromium(t *testing.T) {
 	cmd := exec.Command(chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--user-data-dir="+profile, "--remote-debugging-port=0",
-		site.URL+"/arena/play.html?role=watcher")
+		site.URL+"/arena/play.html?room=duel1&role=watcher")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // to stop its helpers too
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -112,17 +123,22 @@ func TestExampleGameInChromium(t *testing.T) {
 	}
 
 	// Headless Chromium starts with one page; the second opens over DevTools.
-	req, _ := http.NewRequest("PUT", "http://"+devtools+"/json/new?"+site.URL+"/arena/play.html?role=mover", nil)
+	req, _ := http.NewRequest("PUT", "http://"+devtools+"/json/new?"+site.URL+"/arena/play.html?room=duel1%26role=mover", nil)
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("opening the second page: %v %v", err, resp)
 	} else {
 		resp.Body.Close()
 	}
 
-	// Poll the pages' titles until the watcher has seen the mover move.
+	// Poll the pages' titles until the watcher has seen the mover move in
+	// their room, and the mover shows its greeting and the refusal.
 	deadline := time.Now().Add(30 * time.Second)
 	var titles []string
+	moves, moverOK := 0, false
 	for time.Now().Before(deadline) {
+		if moves >= 3 && moverOK {
+			return
+		}
 		resp, err := http.Get("http://" + devtools + "/json/list")
 		if err == nil {
 			var targets []struct{ Type, Title, URL string }
@@ -135,17 +151,17 @@ func TestExampleGameInChromium(t *testing.T) {
 					if strings.HasPrefix(tg.Title, "error") {
 						t.Fatalf("a page reported %q", tg.Title)
 					}
-					if strings.Contains(tg.URL, "watcher") && strings.HasPrefix(tg.Title, "saw the mover move") {
-						var n int
-						fmt.Sscanf(strings.TrimPrefix(tg.Title, "saw the mover move "), "%d", &n)
-						if n >= 3 {
-							return
-						}
+					if strings.Contains(tg.URL, "watcher") && strings.HasPrefix(tg.Title, "saw the mover move") &&
+						strings.HasSuffix(tg.Title, "in room duel1") {
+						fmt.Sscanf(strings.TrimPrefix(tg.Title, "saw the mover move "), "%d", &moves)
+					}
+					if strings.Contains(tg.URL, "mover") && tg.Title == "mover in room duel1 hello=1 refused=wait a second between messages" {
+						moverOK = true
 					}
 				}
 			}
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.Fatalf("the watcher never saw the mover move; pages: %v", titles)
+	t.Fatalf("the pages never showed the room, the moves, the greeting and the refusal; pages: %v", titles)
 }

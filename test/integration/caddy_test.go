@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"context"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
@@ -141,6 +142,17 @@ func TestThroughCaddy(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Offline, a game domain's certificate comes from Caddy's own CA rather
+	// than ACME; the rest is the Caddyfile as init wrote it.
+	caddyfile := filepath.Join(hostingRoot, "Caddyfile")
+	cf, _ := os.ReadFile(caddyfile)
+	offline := strings.Replace(strings.Replace(string(cf), "\t\ton_demand\n", "\t\ton_demand\n\t\tissuer internal\n", 1),
+		"{\n", "{\n\tskip_install_trust\n", 1)
+	if !strings.Contains(offline, "issuer internal") || !strings.Contains(offline, "encode zstd gzip") {
+		t.Fatalf("the Caddyfile has changed shape:\n%s", cf)
+	}
+	os.WriteFile(caddyfile, []byte(offline), 0o644)
+
 	startProcess(t, "hoster-server", exec.Command(filepath.Join(bin, "hoster-server"), "serve",
 		"--hosting-root", hostingRoot, "--logs-root", logsRoot,
 		"--listen", listen, "--ask-listen", ask, "--reload-debounce", "100ms"))
@@ -234,6 +246,8 @@ func TestThroughCaddy(t *testing.T) {
 	}
 	conn.Close()
 
+	gamePagesThroughCaddy(t, httpsPort)
+
 	// Pull Caddy's own access log back: real Caddy lines, byte for byte.
 	mirror := filepath.Join(dir, "mirror")
 	if out, code := hoster("pull", mirror); code != 0 {
@@ -268,5 +282,104 @@ func TestThroughCaddy(t *testing.T) {
 	}
 	if lines == 0 {
 		t.Fatal("no access lines mirrored")
+	}
+}
+
+// gamePagesThroughCaddy opens https://example.com/arena/ through Caddy in
+// two Chromium pages (example.com resolving to Caddy on loopback), as players
+// would: the page and its library arrive compressed, each page connects, and
+// each sees the other move.
+func gamePagesThroughCaddy(t *testing.T, httpsPort int) {
+	// Caddy compresses the page for any client that asks.
+	caddy := fmt.Sprintf("127.0.0.1:%d", httpsPort)
+	client := &http.Client{Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true, ServerName: "example.com"},
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, caddy)
+		},
+	}}
+	req, _ := http.NewRequest("GET", "https://example.com/arena/", nil)
+	req.Header.Set("Accept-Encoding", "zstd, gzip")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("the page through caddy: %v", err)
+	}
+	resp.Body.Close()
+	if enc := resp.Header.Get("Content-Encoding"); resp.StatusCode != 200 || (enc != "zstd" && enc != "gzip") {
+		t.Fatalf("the page through caddy: %s, Content-Encoding %q, want it compressed", resp.Status, enc)
+	}
+	// Revalidation through Caddy, reported for the operators' guide.
+	req.Header.Set("If-None-Match", resp.Header.Get("ETag"))
+	if resp, err := client.Do(req); err == nil {
+		resp.Body.Close()
+		t.Logf("revalidating the compressed page through caddy with its ETag %s: %s", req.Header.Get("If-None-Match"), resp.Status)
+	}
+
+	const url = "https://example.com/arena/"
+	chrome := startChromium(t, url, "--ignore-certificate-errors",
+		fmt.Sprintf("--host-resolver-rules=MAP example.com:443 %s", caddy))
+	chrome.open(url)
+	var tabs []*tab
+	for deadline := time.Now().Add(30 * time.Second); len(tabs) < 2; time.Sleep(100 * time.Millisecond) {
+		if pages := chrome.pages(); len(pages) >= 2 {
+			for _, p := range pages[:2] {
+				tabs = append(tabs, chrome.attach(p))
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("chromium did not open two pages")
+		}
+	}
+	// Each page connects: the example page keeps its connection in "game".
+	me := make([]string, 2)
+	for i, tb := range tabs {
+		for deadline := time.Now().Add(30 * time.Second); me[i] == ""; time.Sleep(100 * time.Millisecond) {
+			tb.eval(`typeof game !== "undefined" && game.connected ? game.me : ""`, &me[i])
+			if time.Now().After(deadline) {
+				var status string
+				tb.eval(`document.getElementById("status").textContent`, &status)
+				t.Fatalf("page %d never connected; it says %q", i, status)
+			}
+		}
+	}
+	// The page and its library came compressed (fewer bytes on the wire than
+	// in the body).
+	var sizes []int
+	if err := tabs[0].eval(`(() => {
+		const n = performance.getEntriesByType("navigation")[0];
+		const l = performance.getEntriesByName(new URL("hoster.client.js", location).href)[0];
+		return [n.encodedBodySize, n.decodedBodySize, l.encodedBodySize, l.decodedBodySize];
+	})()`, &sizes); err != nil || len(sizes) != 4 || sizes[0] >= sizes[1] || sizes[2] >= sizes[3] {
+		t.Fatalf("page and library sizes on the wire and decoded: %v %v; want them compressed", sizes, err)
+	}
+	t.Logf("through caddy: page %d of %d bytes on the wire, library %d of %d", sizes[0], sizes[1], sizes[2], sizes[3])
+
+	// Each moves; the other sees it.
+	for i := range tabs {
+		mover, watcher := tabs[i], tabs[1-i]
+		xOf := func() (x float64) {
+			watcher.eval(fmt.Sprintf(`game.players[%q] ? game.players[%q].x : -1`, me[i], me[i]), &x)
+			return
+		}
+		start := xOf()
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			dx := 1
+			if start > 50 {
+				dx = -1
+			}
+			if err := mover.eval(fmt.Sprintf(`game.commands.move({dx: %d, dy: 0})`, dx), nil); err != nil {
+				t.Fatal(err)
+			}
+			if x := xOf(); x >= 0 && start >= 0 && x != start {
+				break
+			}
+			if start < 0 {
+				start = xOf()
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("page %d never saw page %d (%s) move", 1-i, i, me[i])
+			}
+		}
+		mover.eval(`game.commands.move({dx: 0, dy: 0})`, nil)
 	}
 }

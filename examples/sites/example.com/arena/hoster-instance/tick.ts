@@ -3,7 +3,7 @@ import { SIZE, SPEED, clamp, distance, randomSpot } from "../lib/arena.js";
 interface Mover { id: string; x: number; y: number; score: number; vx?: number; vy?: number }
 
 // Every tick: move each player by its stick, pick up the coins it touches.
-export default function tick(instance: any, dt: number): void {
+export default function tick(instance: Instance, dt: number): void {
   for (const id in instance.players) {
     const p: Mover = instance.players[id];
     const vx = p.vx ?? 0, vy = p.vy ?? 0;

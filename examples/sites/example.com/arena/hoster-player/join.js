@@ -10,4 +10,5 @@ export default function join(instance, player, params) {
   player.vx = 0;
   player.vy = 0;
   instance.log("joined", player.id, player.name);
+  instance.send(player, "hello", { text: "Welcome, " + player.name + "! Collect the coins." });
 }

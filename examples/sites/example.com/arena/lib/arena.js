@@ -3,6 +3,7 @@ export const SIZE = 100;      // the arena is SIZE x SIZE units
 export const SPEED = 30;      // units per second at full stick
 export const VIEW = 40;       // how far a player sees
 export const COINS = 12;
+export const ROUND = 60;      // seconds a round lasts
 
 export function clamp(v, lo, hi) {
   return Math.max(lo, Math.min(hi, v));

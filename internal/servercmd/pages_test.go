@@ -1,0 +1,78 @@
+package servercmd
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hoster-dev/hoster/pkg/api"
+)
+
+// serve answers the game's page, its assets and its library on the game's
+// domain, beside the socket, and a page pushed by a sync is served at once
+// with the hash of its upload as its ETag.
+func TestServeServesTheGamesPages(t *testing.T) {
+	root := t.TempDir()
+	tok := strings.Repeat("ab", 32)
+	os.WriteFile(filepath.Join(root, api.TokenFile), []byte(tok), 0o600)
+	arena := filepath.Join(root, api.GamesDir, "example.com", "arena")
+	if err := os.CopyFS(arena, os.DirFS("../../examples/sites/example.com/arena")); err != nil {
+		t.Fatal(err)
+	}
+	listen, _, _ := startServe(t, serveOptions{HostingRoot: root, LogsRoot: t.TempDir()})
+
+	get := func(path string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", "http://"+listen+path, nil)
+		req.Host = "example.com"
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(b)
+	}
+	page, _ := os.ReadFile(filepath.Join(arena, "index.html"))
+	if resp, body := get("/arena/"); resp.StatusCode != 200 || body != string(page) || resp.Header.Get("Content-Type") != "text/html; charset=utf-8" {
+		t.Fatalf("GET /arena/: %s %v", resp.Status, resp.Header)
+	}
+	if resp, _ := get("/arena"); resp.StatusCode != http.StatusMovedPermanently || resp.Header.Get("Location") != "/arena/" {
+		t.Fatalf("GET /arena: %s %v", resp.Status, resp.Header)
+	}
+	if resp, _ := get("/arena/hoster.client.js"); resp.StatusCode != 200 {
+		t.Fatalf("the library: %s", resp.Status)
+	}
+	for _, p := range []string{"/arena/hoster.server.js", "/arena/hoster-game.json", "/arena/hoster-commands/move/run.js"} {
+		if resp, body := get(p); resp.StatusCode != 404 || body != "404 page not found\n" {
+			t.Errorf("GET %s: %s %q", p, resp.Status, body)
+		}
+	}
+
+	// A sync pushes a new page: it is served whole, with its upload's hash.
+	next := "<!doctype html><title>new</title>"
+	req, _ := http.NewRequest("PUT", "http://"+listen+api.PathFile+"?path=example.com/arena/index.html", strings.NewReader(next))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("PUT: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	sum := sha256.Sum256([]byte(next))
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		resp, body := get("/arena/")
+		if body == next && resp.Header.Get("ETag") == `"`+hex.EncodeToString(sum[:])+`"` {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the pushed page is not served: %q %v", body, resp.Header)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

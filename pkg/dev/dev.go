@@ -1,0 +1,271 @@
+// Package dev runs a sites tree on the author's desk, as `hoster dev` does:
+// a private hoster-server on 127.0.0.1 with a temporary hosting root and a
+// token that never leaves the process, the tree generated and synced into it
+// through the same client, Sync API and reload as a real sync, then watched
+// and synced again on every save. Each game is served at
+// http://<domain>.localhost:<port>/<game>/ (browsers resolve every
+// *.localhost name to loopback; the server maps <domain>.localhost to
+// <domain>), and a page on a loopback origin may open every game's socket
+// without the game's `origins` naming it.
+//
+// What the author needs while playing goes to the terminal: each sync and
+// reload, generator problems, hook failures, instance.log lines and players
+// joining and leaving, each with its game and instance.
+package dev
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/gen"
+	"github.com/hoster-dev/hoster/pkg/mirror"
+	"github.com/hoster-dev/hoster/pkg/pages"
+	"github.com/hoster-dev/hoster/pkg/runtime"
+	"github.com/hoster-dev/hoster/pkg/server"
+	"github.com/hoster-dev/hoster/pkg/store"
+)
+
+// DefaultPort is the port tried first.
+const DefaultPort = 8080
+
+// ErrNotDir is returned when the root to run is not a directory.
+var ErrNotDir = errors.New("not a directory")
+
+// Options configure Run.
+type Options struct {
+	// Root is the sites tree: <domain>/<game>/ folders.
+	Root string
+	// Port is tried first; when it is taken another free one is used, and
+	// said. 0 takes any free port.
+	Port int
+	// Out receives the URL of each game as it first loads.
+	Out io.Writer
+	// Log receives everything else: syncs, reloads, problems, game logs.
+	Log io.Writer
+	// Debounce is the quiet period after a save before the sync: 200 ms.
+	Debounce time.Duration
+	// Ready, if set, is called with the base URL (http://127.0.0.1:<port>)
+	// once the server listens.
+	Ready func(base string)
+}
+
+// Run serves until ctx ends, then stops everything and removes the
+// temporary hosting root.
+func Run(ctx context.Context, o Options) error {
+	if st, err := os.Stat(o.Root); err != nil || !st.IsDir() {
+		return fmt.Errorf("running %s: %w", o.Root, ErrNotDir)
+	}
+	if o.Debounce <= 0 {
+		o.Debounce = 200 * time.Millisecond
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	log := slog.New(newTermHandler(o.Log))
+
+	tmp, err := os.MkdirTemp("", "hoster-dev-")
+	if err != nil {
+		return fmt.Errorf("making the temporary hosting root: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	gamesRoot := filepath.Join(tmp, api.GamesDir)
+
+	ln, err := listen(o.Port, o.Log)
+	if err != nil {
+		return err
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+
+	st, err := store.Open(gamesRoot)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer st.Close()
+	rt, err := runtime.New(runtime.Options{GamesRoot: gamesRoot, Logger: log})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	files := pages.New(pages.Options{Store: st, Loaded: rt.Loaded})
+	defer files.Close()
+	token := newToken()
+	announced := map[string]bool{}
+	var announceMu sync.Mutex
+	srv, err := server.New(server.Options{
+		GamesRoot: gamesRoot, Store: st, Token: token, ReloadDebounce: 100 * time.Millisecond,
+		Games: files.Route(rt), Logger: log,
+		OnReload: func(domain, game string) {
+			rt.Reload(domain, game)
+			files.Forget(domain, game)
+			announceMu.Lock()
+			defer announceMu.Unlock()
+			if key := domain + "/" + game; rt.Loaded(domain, game) && !announced[key] {
+				announced[key] = true
+				fmt.Fprintf(o.Out, "%s  %s\n", key, URL(domain, game, port))
+			}
+		},
+	})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer srv.Close()
+	hs := &http.Server{Handler: Localhost(srv.Handler()), ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	if o.Ready != nil {
+		o.Ready(base)
+	}
+
+	client, err := api.NewClient(api.ClientConfig{Server: base, Token: token, Attempts: 1})
+	if err != nil {
+		hs.Close()
+		return err
+	}
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	push := func() { syncOnce(wctx, o.Root, client, o.Log) }
+	push()
+	fmt.Fprintf(o.Log, "watching %s for changes; Ctrl-C stops\n", o.Root)
+	watched := make(chan error, 1)
+	go func() { watched <- mirror.Watch(wctx, o.Root, o.Debounce, push) }()
+
+	var failure error
+	select {
+	case <-ctx.Done():
+		<-watched
+	case err := <-served:
+		failure = fmt.Errorf("serving: %w", err)
+		stopWatch()
+		<-watched
+	case err := <-watched:
+		if err != nil {
+			failure = err
+		}
+	}
+	fmt.Fprintln(o.Log, "stopping")
+	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rt.Shutdown(shut)
+	hs.Shutdown(shut)
+	return failure
+}
+
+// URL is where a game is played in dev.
+func URL(domain, game string, port int) string {
+	return fmt.Sprintf("http://%s.localhost:%d/%s/", domain, port, game)
+}
+
+// listen listens on 127.0.0.1:port, or on a free port when port is taken,
+// saying so.
+func listen(port int, log io.Writer) (net.Listener, error) {
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err == nil || port == 0 || !errors.Is(err, syscall.EADDRINUSE) {
+		if err != nil {
+			return nil, fmt.Errorf("listening on 127.0.0.1:%d: %w", port, err)
+		}
+		return ln, nil
+	}
+	ln, err = net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listening on a free port: %w", err)
+	}
+	fmt.Fprintf(log, "port %d is taken; using port %d instead\n", port, ln.Addr().(*net.TCPAddr).Port)
+	return ln, nil
+}
+
+// syncOnce generates and syncs root as hoster sync does, reporting to log.
+func syncOnce(ctx context.Context, root string, client mirror.Remote, log io.Writer) {
+	start := time.Now()
+	generate := func() error {
+		res, err := gen.Generate(root)
+		if err != nil {
+			return fmt.Errorf("generating: %w", err)
+		}
+		for _, p := range res.Problems() {
+			fmt.Fprintf(log, "%s\n", p)
+		}
+		if res.Failed() {
+			return errors.New("generating failed, so nothing was pushed; fix the problems above and save again")
+		}
+		return nil
+	}
+	sum, err := mirror.Sync(ctx, root, client, mirror.SyncOptions{Prepare: generate}, nil)
+	if err != nil {
+		if ctx.Err() == nil {
+			fmt.Fprintf(log, "sync: %v\n", err)
+		}
+		return
+	}
+	for _, f := range sum.Failures {
+		fmt.Fprintf(log, "sync failed: %s %s: %s\n", f.Op, f.Path, f.Error)
+	}
+	fmt.Fprintf(log, "synced %s: %d uploaded, %d deleted, %d unchanged in %.1fs\n",
+		root, sum.Uploaded, sum.Deleted, sum.Unchanged, time.Since(start).Seconds())
+}
+
+// Localhost maps a request for <domain>.localhost to <domain> (keeping the
+// port), and lets a page on a loopback origin (localhost, *.localhost,
+// 127.0.0.1, [::1]) open any game's socket: its Origin is taken off, which
+// the runtime treats as a client that is not a browser page.
+func Localhost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, port, err := net.SplitHostPort(r.Host)
+		if err != nil {
+			host, port = r.Host, ""
+		}
+		if d, ok := strings.CutSuffix(strings.ToLower(strings.TrimSuffix(host, ".")), ".localhost"); ok && d != "" {
+			r.Host = d
+			if port != "" {
+				r.Host = net.JoinHostPort(d, port)
+			}
+		}
+		if origin := r.Header.Get("Origin"); origin != "" && loopbackOrigin(origin) {
+			r.Header.Del("Origin")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func loopbackOrigin(origin string) bool {
+	_, hostport, ok := strings.Cut(origin, "://")
+	if !ok {
+		return false
+	}
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = hostport
+	}
+	host = strings.ToLower(strings.Trim(host, "[]"))
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func newToken() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

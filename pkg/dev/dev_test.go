@@ -1,0 +1,235 @@
+package dev
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// lockedBuffer is a buffer written by the server's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// waitFor polls cond until it holds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s", what)
+		}
+	}
+}
+
+// loopback dials every name at 127.0.0.1, as browsers resolve *.localhost.
+func loopback(port int) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, fmt.Sprintf("127.0.0.1:%d", port))
+	}
+}
+
+// The author's loop: hoster dev on a copy of the example, the page at its
+// .localhost URL, a player on the socket from the page's origin, a hook
+// edited and saved, and the new code answering on the same socket.
+func TestDevRunsTheExampleAndFollowsEdits(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "sites")
+	if err := os.CopyFS(root, os.DirFS("../../examples/sites")); err != nil {
+		t.Fatal(err)
+	}
+	var out, log lockedBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	tmpBefore, _ := filepath.Glob(filepath.Join(os.TempDir(), "hoster-dev-*"))
+	go func() {
+		done <- Run(ctx, Options{Root: root, Port: 0, Out: &out, Log: &log, Debounce: 50 * time.Millisecond})
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		// Ctrl-C removes the temporary hosting root.
+		if after, _ := filepath.Glob(filepath.Join(os.TempDir(), "hoster-dev-*")); len(after) > len(tmpBefore) {
+			t.Errorf("the temporary root is left: %v", after)
+		}
+		if t.Failed() {
+			t.Logf("terminal:\n%s%s", out.String(), log.String())
+		}
+	}()
+
+	// The URL of the game, once it is loaded.
+	var url string
+	var port int
+	waitFor(t, "the game's URL", func() bool {
+		for _, line := range strings.Split(out.String(), "\n") {
+			if _, u, ok := strings.Cut(line, "example.com/arena  "); ok {
+				url = u
+				fmt.Sscanf(u, "http://example.com.localhost:%d/arena/", &port)
+				return true
+			}
+		}
+		return false
+	})
+	if url != fmt.Sprintf("http://example.com.localhost:%d/arena/", port) || port == 0 {
+		t.Fatalf("URL %q", url)
+	}
+	client := &http.Client{Transport: &http.Transport{DialContext: loopback(port)}}
+	resp, err := client.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	want, _ := os.ReadFile(filepath.Join(root, "example.com", "arena", "index.html"))
+	if resp.StatusCode != 200 || string(page) != string(want) {
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+
+	// A player, from the page's own origin, which the game's origins do not
+	// name.
+	dialer := websocket.Dialer{NetDialContext: loopback(port)}
+	conn, r, err := dialer.Dial(fmt.Sprintf("ws://example.com.localhost:%d/arena?name=dev", port),
+		http.Header{"Origin": {fmt.Sprintf("http://example.com.localhost:%d", port)}})
+	if err != nil {
+		t.Fatalf("the socket from the page's origin: %v %v", err, r)
+	}
+	defer conn.Close()
+	var welcome struct{ T, Player string }
+	if err := conn.ReadJSON(&welcome); err != nil || welcome.T != "welcome" {
+		t.Fatalf("welcome: %+v %v", welcome, err)
+	}
+	names := make(chan string, 100)
+	go func() {
+		defer close(names)
+		for {
+			var m struct {
+				Appear, Change []struct {
+					ID string
+					F  map[string]any
+				}
+			}
+			if conn.ReadJSON(&m) != nil {
+				return
+			}
+			for _, c := range append(m.Appear, m.Change...) {
+				if name, ok := c.F["name"].(string); ok && c.ID == welcome.Player {
+					names <- name
+				}
+			}
+		}
+	}()
+	conn.WriteJSON(map[string]any{"c": "move", "a": map[string]any{"dx": 1, "dy": 0}})
+	if name := <-names; name != "dev" {
+		t.Fatalf("first name seen %q", name)
+	}
+	waitFor(t, "the join in the terminal", func() bool { return strings.Contains(log.String(), "player joined player="+welcome.Player) })
+
+	// The author edits a hook and saves: the next move runs the new code.
+	run := filepath.Join(root, "example.com", "arena", "hoster-commands", "move", "run.js")
+	os.WriteFile(run, []byte(`export default function run(instance, player, args) { player.name = "edited"; instance.log("edited move"); }`), 0o644)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(20 * time.Second)
+	for edited := false; !edited; {
+		select {
+		case <-tick.C:
+			conn.WriteJSON(map[string]any{"c": "move", "a": map[string]any{"dx": 0, "dy": 0}})
+		case name, ok := <-names:
+			if !ok {
+				t.Fatal("the socket closed during the reload")
+			}
+			edited = name == "edited"
+		case <-deadline:
+			t.Fatal("the edited hook never ran")
+		}
+	}
+	// The terminal told the author what happened, game and instance named.
+	waitFor(t, "the game log line", func() bool { return strings.Contains(log.String(), "log: edited move") })
+	for _, want := range []string{"example.com/arena: game loaded", "moved to the new code", "synced "} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("the terminal lacks %q", want)
+		}
+	}
+
+	// A generator problem is shown, and the running code keeps serving.
+	os.WriteFile(run, []byte(`export default function run(instance, player, args) { player.name = ; }`), 0o644)
+	waitFor(t, "the generator's problem", func() bool { return strings.Contains(log.String(), "run.js:1") })
+}
+
+func TestLocalhostMapsDomainsAndLoopbackOrigins(t *testing.T) {
+	var got *http.Request
+	h := Localhost(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = r }))
+	for _, tc := range []struct {
+		host, origin, wantHost, wantOrigin string
+	}{
+		{"example.com.localhost:8080", "http://example.com.localhost:8080", "example.com:8080", ""},
+		{"Example.COM.localhost", "http://localhost:5173", "example.com", ""},
+		{"example.com.localhost:8080", "http://127.0.0.1:3000", "example.com:8080", ""},
+		{"example.com.localhost:8080", "http://[::1]:3000", "example.com:8080", ""},
+		{"example.com.localhost:8080", "https://evil.example", "example.com:8080", "https://evil.example"},
+		{"example.com.localhost:8080", "http://localhost.evil.example", "example.com:8080", "http://localhost.evil.example"},
+		{"localhost:8080", "", "localhost:8080", ""},
+		{"127.0.0.1:8080", "", "127.0.0.1:8080", ""},
+	} {
+		r := httptest.NewRequest("GET", "/arena", nil)
+		r.Host = tc.host
+		if tc.origin != "" {
+			r.Header.Set("Origin", tc.origin)
+		}
+		h.ServeHTTP(httptest.NewRecorder(), r)
+		if got.Host != tc.wantHost || got.Header.Get("Origin") != tc.wantOrigin {
+			t.Errorf("%s %s: host %q origin %q, want %q %q", tc.host, tc.origin, got.Host, got.Header.Get("Origin"), tc.wantHost, tc.wantOrigin)
+		}
+	}
+}
+
+func TestTakenPortIsReplacedAndSaid(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	taken := busy.Addr().(*net.TCPAddr).Port
+	var log bytes.Buffer
+	ln, err := listen(taken, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := ln.Addr().(*net.TCPAddr).Port
+	if got == taken || !strings.Contains(log.String(), fmt.Sprintf("port %d is taken; using port %d instead", taken, got)) {
+		t.Fatalf("port %d taken, got %d, said %q", taken, got, log.String())
+	}
+}
+
+func TestNotADirectory(t *testing.T) {
+	err := Run(context.Background(), Options{Root: filepath.Join(t.TempDir(), "missing")})
+	if err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Fatalf("got %v", err)
+	}
+}

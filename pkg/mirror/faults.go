@@ -1,0 +1,207 @@
+package mirror
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hoster-dev/hoster/pkg/api"
+)
+
+// unreachableAfter is how many transfers in a row may fail for want of a
+// server (no answer, or a 5xx) before no further transfer starts.
+const unreachableAfter = 3
+
+// unreachable reports whether err says the server is not there to answer:
+// no answer at all, or a server error, after the transfer's own retries.
+// A full disk is an answer, not an absence.
+func unreachable(err error) bool {
+	var e *api.Error
+	return errors.As(err, &e) && e.Transient && e.Status != 429 && !outOfSpace(err)
+}
+
+// outOfSpace reports whether err is the server saying its disk is full.
+func outOfSpace(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "no space left on device")
+}
+
+// transfers runs do(0..n-1), jobs at a time, and returns the indices never
+// started because the server looked gone. After unreachableAfter failures
+// in a row that say the server is unreachable, no further transfer starts;
+// once those running are done, check asks the server once more: if it
+// answers, the rest go on, else they are returned. A dead server so ends a
+// sync within a few retries, not one transfer's retries per file.
+func transfers(ctx context.Context, jobs, n int, check func() error, do func(i int) error) []int {
+	pending := make([]int, n)
+	for i := range pending {
+		pending[i] = i
+	}
+	for len(pending) > 0 {
+		var streak atomic.Int32
+		var mu sync.Mutex
+		var skipped []int
+		parallel(ctx, jobs, len(pending), func(k int) {
+			i := pending[k]
+			if streak.Load() >= unreachableAfter {
+				mu.Lock()
+				skipped = append(skipped, i)
+				mu.Unlock()
+				return
+			}
+			if err := do(i); unreachable(err) {
+				streak.Add(1)
+			} else {
+				streak.Store(0)
+			}
+		})
+		if len(skipped) == 0 || ctx.Err() != nil {
+			return nil
+		}
+		sort.Ints(skipped)
+		if check() != nil {
+			return skipped
+		}
+		// The server answers again; every round has run at least
+		// unreachableAfter transfers, so this ends.
+		pending = skipped
+	}
+	return nil
+}
+
+// sentHashes records the sha256 of each upload as it is sent: the bytes
+// the server received, whatever the file holds by the time the sync
+// checks the server's tree.
+type sentHashes struct {
+	mu   sync.Mutex
+	sums map[string]string
+}
+
+// opener opens u's file for one attempt of its upload, hashing what is
+// read; the hash is recorded once all u.Size bytes are read (the server can
+// have answered only after that).
+func (s *sentHashes) opener(u Upload) func() (io.ReadCloser, error) {
+	if u.Size == 0 {
+		s.set(u.Path, sha256.New())
+	}
+	return func() (io.ReadCloser, error) {
+		f, err := os.Open(u.Abs)
+		if err != nil {
+			return nil, err
+		}
+		return &hashingReader{f: f, h: sha256.New(), left: u.Size, done: func(h hash.Hash) { s.set(u.Path, h) }}, nil
+	}
+}
+
+func (s *sentHashes) set(path string, h hash.Hash) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sums == nil {
+		s.sums = map[string]string{}
+	}
+	s.sums[path] = hex.EncodeToString(h.Sum(nil))
+}
+
+func (s *sentHashes) get(path string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.sums[path]
+	return h, ok
+}
+
+type hashingReader struct {
+	f    *os.File
+	h    hash.Hash
+	left int64
+	done func(hash.Hash)
+}
+
+func (r *hashingReader) Read(b []byte) (int, error) {
+	n, err := r.f.Read(b)
+	if n > 0 && r.left > 0 {
+		m := min(int64(n), r.left)
+		r.h.Write(b[:m])
+		r.left -= m
+		if r.left == 0 {
+			r.done(r.h)
+		}
+	}
+	return n, err
+}
+
+func (r *hashingReader) Close() error { return r.f.Close() }
+
+// maxNamed is how many differences a check of the server's tree names one
+// by one; the count covers them all.
+const maxNamed = 20
+
+// verify reads the server's tree once more and compares, for the games this
+// sync covers, what the server holds with what the sync left there: each
+// local file as sent or found unchanged, and no managed file besides. Paths
+// under excused (failed, skipped or refused) are not compared. Each
+// difference is a failure, up to maxNamed of them named; the count of all
+// is returned.
+func verify(ctx context.Context, remote Remote, local *Local, plan Plan, sent *sentHashes, excused func(string) bool) (int, []Failure, error) {
+	tree, err := remote.Tree(ctx)
+	if err != nil {
+		return 0, nil, fmt.Errorf("checking the server's tree after the sync: %w", err)
+	}
+	games := map[string]bool{}
+	for _, g := range local.Games {
+		games[g] = true
+	}
+	for _, d := range plan.Deletes {
+		if strings.Count(d.Path, "/") == 1 {
+			games[d.Path] = true // a whole game deleted
+		}
+	}
+	var diffs []Failure
+	for _, f := range local.Files {
+		if excused(f.Path) {
+			continue
+		}
+		want, ok := sent.get(f.Path)
+		if !ok {
+			want = f.Hash
+		}
+		switch got, has := tree[f.Path]; {
+		case !has:
+			diffs = append(diffs, Failure{Op: "check", Path: f.Path, Error: "the server no longer holds it"})
+		case got != want:
+			diffs = append(diffs, Failure{Op: "check", Path: f.Path, Error: "the server holds other bytes than this sync sent"})
+		}
+	}
+	for rp := range tree {
+		if _, mine := local.Files[rp]; mine || !games[gameOf(rp)] || !Managed(rp) || excused(rp) {
+			continue
+		}
+		diffs = append(diffs, Failure{Op: "check", Path: rp, Error: "the server holds a file this sync did not push"})
+	}
+	sort.Slice(diffs, func(i, j int) bool { return diffs[i].Path < diffs[j].Path })
+	n := len(diffs)
+	if n > maxNamed {
+		diffs = diffs[:maxNamed]
+	}
+	return n, diffs, nil
+}
+
+// under returns whether p is one of the paths in set or below one of them.
+func under(set map[string]bool, p string) bool {
+	if len(set) == 0 {
+		return false
+	}
+	for i := len(p); i > 0; i = strings.LastIndexByte(p[:i], '/') {
+		if set[p[:i]] {
+			return true
+		}
+	}
+	return false
+}

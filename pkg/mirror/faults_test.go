@@ -1,0 +1,222 @@
+package mirror
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/server"
+)
+
+// TestKindChangesConverge: a folder that became a file, and a file that
+// became a folder, each converge in one sync.
+func TestKindChangesConverge(t *testing.T) {
+	for _, variant := range []api.Variant{api.Variant1, api.Variant2} {
+		t.Run(fmt.Sprint("variant", variant), func(t *testing.T) {
+			f := newFixture(t, variant)
+			write(t, f.root, "a.com/g/hoster-game.json", cfg)
+			write(t, f.root, "a.com/g/docs/a.txt", "a")
+			write(t, f.root, "a.com/g/docs/deep/b.txt", "b")
+			write(t, f.root, "a.com/g/notes", "a file")
+			if sum, err := f.sync(t, SyncOptions{}); err != nil || len(sum.Failures) > 0 {
+				t.Fatalf("first sync: %v %+v", err, sum.Failures)
+			}
+			os.RemoveAll(filepath.Join(f.root, "a.com/g/docs"))
+			write(t, f.root, "a.com/g/docs", "now a file")
+			os.Remove(filepath.Join(f.root, "a.com/g/notes"))
+			write(t, f.root, "a.com/g/notes/n.txt", "now a folder")
+			sum, err := f.sync(t, SyncOptions{})
+			if err != nil || len(sum.Failures) > 0 || sum.Differ != 0 {
+				t.Fatalf("kind-change sync: %v %+v", err, sum)
+			}
+			if got := fmt.Sprint(f.serverFiles(t)); got != "[a.com/g/docs a.com/g/hoster-game.json a.com/g/notes/n.txt]" {
+				t.Fatalf("server holds %s", got)
+			}
+			f.cnt.reset()
+			if sum, err := f.sync(t, SyncOptions{}); err != nil || sum.Uploaded+sum.Deleted != 0 {
+				t.Fatalf("not converged: %v %+v", err, sum)
+			}
+		})
+	}
+}
+
+// TestFailedUploadKeepsOnlyItsGamesDeletes: a failed upload holds back the
+// deletes of its own game only.
+func TestFailedUploadKeepsOnlyItsGamesDeletes(t *testing.T) {
+	f := newFixture(t, api.Variant1)
+	f.cnt.fail = func(r *http.Request) bool {
+		return r.Method == "PUT" && strings.HasSuffix(r.URL.Query().Get("path"), "bad.js")
+	}
+	write(t, f.root, "a.com/one/hoster-game.json", cfg)
+	write(t, f.root, "a.com/one/bad.js", "b")
+	write(t, f.games, "a.com/one/old.js", "o")
+	write(t, f.root, "a.com/two/hoster-game.json", cfg)
+	write(t, f.games, "a.com/two/old.js", "o")
+	sum, err := f.sync(t, SyncOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Failures) != 1 || !sum.DeletesSkipped || sum.Deleted != 1 {
+		t.Fatalf("summary %+v", sum)
+	}
+	if _, err := os.Stat(filepath.Join(f.games, "a.com/one/old.js")); err != nil {
+		t.Fatal("a delete ran in the game whose upload failed")
+	}
+	if _, err := os.Stat(filepath.Join(f.games, "a.com/two/old.js")); !os.IsNotExist(err) {
+		t.Fatal("the other game's delete did not run")
+	}
+}
+
+// TestFullDiskFreedByDeletingLocally: with the server's disk full, deleting
+// files locally frees it within the same sync. The games root is a small
+// tmpfs (root only).
+func TestFullDiskFreedByDeletingLocally(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small tmpfs needs root")
+	}
+	for _, variant := range []api.Variant{api.Variant1, api.Variant2} {
+		t.Run(fmt.Sprint("variant", variant), func(t *testing.T) {
+			games := t.TempDir()
+			if err := syscall.Mount("tmpfs", games, "tmpfs", 0, "size=1m"); err != nil {
+				t.Skipf("mounting a tmpfs: %v", err)
+			}
+			t.Cleanup(func() { syscall.Unmount(games, syscall.MNT_DETACH) })
+			srv, err := server.New(server.Options{GamesRoot: games, Token: token, Variant: variant})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts := httptest.NewServer(srv.Handler())
+			t.Cleanup(func() { ts.Close(); srv.Close() })
+			c, _ := api.NewClient(api.ClientConfig{Server: ts.URL, Token: token, Attempts: 2, RetryBase: 1})
+			f := &fixture{root: t.TempDir(), games: games, c: c}
+			write(t, f.root, "a.com/g/hoster-game.json", cfg)
+			write(t, f.root, "a.com/g/old.bin", strings.Repeat("o", 700<<10))
+			if sum, err := f.sync(t, SyncOptions{}); err != nil || len(sum.Failures) > 0 {
+				t.Fatalf("first sync: %v %+v", err, sum.Failures)
+			}
+			os.Remove(filepath.Join(f.root, "a.com/g/old.bin"))
+			write(t, f.root, "a.com/g/new.bin", strings.Repeat("n", 700<<10))
+			sum, err := f.sync(t, SyncOptions{})
+			if err != nil || len(sum.Failures) > 0 || sum.Deleted != 1 || sum.Uploaded != 1 {
+				t.Fatalf("the sync did not free the disk: %v %d uploaded, %d deleted, %+v", err, sum.Uploaded, sum.Deleted, sum.Failures)
+			}
+			if len(sum.Notes) != 1 || !strings.Contains(sum.Notes[0], "out of space") {
+				t.Fatalf("notes %q", sum.Notes)
+			}
+			if got := fmt.Sprint(f.serverFiles(t)); got != "[a.com/g/hoster-game.json a.com/g/new.bin]" {
+				t.Fatalf("server holds %s", got)
+			}
+		})
+	}
+}
+
+// meddler is a Remote that runs something of its own before the first
+// upload goes out: another sync, for instance.
+type meddler struct {
+	Remote
+	once sync.Once
+	do   func()
+}
+
+func (m *meddler) PutFile(ctx context.Context, rel string, size int64, open func() (io.ReadCloser, error)) (api.WriteResult, error) {
+	m.once.Do(m.do)
+	return m.Remote.PutFile(ctx, rel, size, open)
+}
+
+// TestConcurrentSyncDetected: a sync that ran while this one was pushing
+// leaves a tree equal to neither; the later one says so and names files.
+func TestConcurrentSyncDetected(t *testing.T) {
+	f := newFixture(t, api.Variant1)
+	other := t.TempDir()
+	write(t, other, "a.com/g/hoster-game.json", `{"tickRate": 30, "sendRate": 10, "capacity": 4, "origins": ["*"]}`)
+	write(t, other, "a.com/g/theirs.js", "theirs")
+	write(t, f.root, "a.com/g/hoster-game.json", cfg)
+	write(t, f.root, "a.com/g/mine.js", "mine")
+	var otherSum SyncSummary
+	m := &meddler{Remote: f.c, do: func() {
+		var err error
+		otherSum, err = Sync(context.Background(), other, f.c, SyncOptions{}, nil)
+		if err != nil {
+			t.Error(err)
+		}
+	}}
+	sum, err := Sync(context.Background(), f.root, m, SyncOptions{Jobs: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if otherSum.Differ != 0 || len(otherSum.Failures) != 0 {
+		t.Fatalf("the earlier sync saw a clean tree: %+v", otherSum)
+	}
+	if sum.Differ != 1 || len(sum.Failures) != 1 || sum.Failures[0].Path != "a.com/g/theirs.js" {
+		t.Fatalf("the later sync did not name the difference: %+v", sum)
+	}
+}
+
+// TestDeadServerEndsTheSync: once the server stops answering (connections
+// cut, or a storm of 5xx), the sync stops starting transfers after a few,
+// checks once more and ends, counting what it did not send; it does not try
+// every file. Attempts are counted, not timed.
+func TestDeadServerEndsTheSync(t *testing.T) {
+	for _, mode := range []string{"hang-up", "502"} {
+		t.Run(mode, func(t *testing.T) {
+			games := filepath.Join(t.TempDir(), "g")
+			write(t, games, "a.com/g/old.txt", "o") // a delete the dead server never gets
+			srv, err := server.New(server.Options{GamesRoot: games, Token: token})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var dead atomic.Bool
+			var afterDeath atomic.Int64
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == "PUT" && !dead.Swap(true) {
+					srv.Handler().ServeHTTP(w, r) // the first upload lands; then the server dies
+					return
+				}
+				if !dead.Load() {
+					srv.Handler().ServeHTTP(w, r)
+					return
+				}
+				afterDeath.Add(1)
+				if mode == "502" {
+					w.WriteHeader(http.StatusBadGateway)
+					return
+				}
+				conn, _, _ := w.(http.Hijacker).Hijack()
+				conn.Close()
+			}))
+			t.Cleanup(func() { ts.Close(); srv.Close() })
+			const attempts = 3
+			c, _ := api.NewClient(api.ClientConfig{Server: ts.URL, Token: token, Attempts: attempts, RetryBase: 1})
+			root := t.TempDir()
+			write(t, root, "a.com/g/hoster-game.json", cfg)
+			const files = 300
+			for i := range files {
+				write(t, root, fmt.Sprintf("a.com/g/f%03d.txt", i), "x")
+			}
+			const jobs = 4
+			sum, err := Sync(context.Background(), root, c, SyncOptions{Jobs: jobs}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// At most the transfers running when the streak was seen (a
+			// success landing meanwhile restarts it once), and the one
+			// check, each with its retries: not one per file.
+			if n := afterDeath.Load(); n > (2*jobs+unreachableAfter+1)*attempts {
+				t.Fatalf("%d requests after the server died: the sync went on trying", n)
+			}
+			if sum.NotSent < files-jobs-unreachableAfter || sum.Uploaded != 1 || sum.Deleted != 0 || !sum.DeletesSkipped {
+				t.Fatalf("uploaded %d, deleted %d, not sent %d, deletes skipped %v", sum.Uploaded, sum.Deleted, sum.NotSent, sum.DeletesSkipped)
+			}
+		})
+	}
+}
