@@ -50,11 +50,13 @@ func (c threadClock) used() (d time.Duration, ok bool) {
 // interrupt the next call.
 func runBudgeted[T any](r *goja.Runtime, budget time.Duration, reason string, fn func() (T, error)) (T, error) {
 	goruntime.LockOSThread()
+	defer goruntime.UnlockOSThread()
 	clock := currentThreadClock()
 	start, ok := clock.used()
+	fire, end := armInterrupt(r, reason)
 
 	var mu sync.Mutex
-	running := true
+	running := true // false once fn returned: no more checks are armed
 	var timer *time.Timer
 	var check func()
 	check = func() {
@@ -70,7 +72,7 @@ func runBudgeted[T any](r *goja.Runtime, budget time.Duration, reason string, fn
 				return
 			}
 		}
-		r.Interrupt(reason)
+		fire()
 	}
 	mu.Lock()
 	timer = time.AfterFunc(budget, check)
@@ -82,7 +84,6 @@ func runBudgeted[T any](r *goja.Runtime, budget time.Duration, reason string, fn
 	running = false
 	timer.Stop()
 	mu.Unlock()
-	r.ClearInterrupt()
-	goruntime.UnlockOSThread()
+	end()
 	return res, err
 }

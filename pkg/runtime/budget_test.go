@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"log/slog"
 	goruntime "runtime"
 	"sync"
 	"testing"
@@ -88,5 +89,64 @@ func TestBudgetStopsARunaway(t *testing.T) {
 	v, err := runBudgeted(r, 100*time.Millisecond, "over budget", func() (goja.Value, error) { return r.RunString(`1 + 1`) })
 	if err != nil || v.ToInteger() != 2 {
 		t.Fatalf("the next call after an interrupt: %v %v", v, err)
+	}
+}
+
+// waitingHandler makes the game's log line "wait" take d on the wall, off
+// the CPU: a hook held up by something outside it, as a hook waiting for a
+// core is.
+type waitingHandler struct {
+	slog.Handler
+	d time.Duration
+}
+
+func (h waitingHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return waitingHandler{h.Handler.WithAttrs(as), h.d}
+}
+
+func (h waitingHandler) WithGroup(name string) slog.Handler {
+	return waitingHandler{h.Handler.WithGroup(name), h.d}
+}
+
+func (h waitingHandler) Handle(ctx context.Context, r slog.Record) error {
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "msg" && a.Value.String() == "wait" {
+			<-time.After(h.d)
+			return false
+		}
+		return true
+	})
+	return h.Handler.Handle(ctx, r)
+}
+
+// On a machine whose every core is busy, an instance whose hook takes far
+// longer than the budget on the wall, but little of its own CPU, is never
+// closed; a real endless loop under the same load still is.
+func TestBusyMachineClosesNoHealthyInstance(t *testing.T) {
+	const budget = 200 * time.Millisecond
+	game := lab(4)
+	game["hoster-commands/slow/run.js"] = `export default function (i, p) {
+  let s = 0;
+  for (let k = 0; k < 10000; k++) s += k;
+  i.log("wait");
+  p.x = s > 0 ? 7 : 0;
+}`
+	e := startWith(t, map[string]map[string]string{"a.example/lab": game}, func(o *Options) {
+		o.HookBudget = budget
+		o.Logger = slog.New(waitingHandler{Handler: o.Logger.Handler(), d: 4 * budget})
+	})
+	busyMachine(t)
+	c := e.join(t, "a.example", "lab", "c")
+	for range 2 {
+		c.send("slow", map[string]any{})
+	}
+	c.send("move", map[string]any{"dx": 1})
+	c.until("the move after two slow commands", func(m map[string]map[string]any) bool { return m[c.me]["x"] == 8.0 })
+	if code := c.code(); code != 0 {
+		t.Fatalf("a healthy instance was closed (%d) on a busy machine", code)
+	}
+	c.send("spin", map[string]any{})
+	if code := c.closed(t); code != 1011 {
+		t.Fatalf("an endless loop on a busy machine: closed with %d, want 1011", code)
 	}
 }

@@ -206,14 +206,12 @@ type vm struct {
 	budget                          time.Duration
 }
 
-// call runs fn under the hook budget: an overrun interrupts it.
+// call runs fn under the hook budget, counted in the call's own CPU time:
+// an overrun interrupts it.
 func (v *vm) call(fn goja.Callable, args ...goja.Value) (goja.Value, error) {
-	fire, end := armInterrupt(v.rt, "a hook ran longer than "+v.budget.String())
-	timer := time.AfterFunc(v.budget, fire)
-	res, err := fn(goja.Undefined(), args...)
-	end()
-	timer.Stop()
-	return res, err
+	return runBudgeted(v.rt, v.budget, "a hook ran longer than "+v.budget.String()+" of CPU time", func() (goja.Value, error) {
+		return fn(goja.Undefined(), args...)
+	})
 }
 
 // armInterrupt starts the budget of one call into r: fire interrupts the
@@ -263,14 +261,12 @@ func (in *Instance) newVM(prog *goja.Program) (*vm, error) {
 		}
 		return goja.Undefined()
 	})
-	fire, end := armInterrupt(r, "loading ran longer than "+v.budget.String())
-	timer := time.AfterFunc(v.budget, fire)
-	_, err := r.RunProgram(prog)
-	if err == nil {
-		_, err = r.RunProgram(prelude)
-	}
-	end()
-	timer.Stop()
+	_, err := runBudgeted(r, v.budget, "loading ran longer than "+v.budget.String()+" of CPU time", func() (goja.Value, error) {
+		if _, err := r.RunProgram(prog); err != nil {
+			return nil, err
+		}
+		return r.RunProgram(prelude)
+	})
 	if err != nil {
 		return nil, err
 	}
