@@ -178,12 +178,16 @@ type Field struct {
 	Type FieldType `json:"type"`
 	// Private fields of a player are sent only to that player.
 	Private bool `json:"private,omitempty"`
+	// Precision is a number's step on the wire (0.01: hundredths), 0 for
+	// none: the value sent is the nearest multiple, and a change smaller
+	// than half a step is not sent at all.
+	Precision float64 `json:"precision,omitempty"`
 }
 
 // MarshalJSON writes a field as its type name alone when that is all it
 // has, the form most fields.json files use.
 func (f Field) MarshalJSON() ([]byte, error) {
-	if !f.Private {
+	if !f.Private && f.Precision == 0 {
 		return json.Marshal(f.Type)
 	}
 	type plain Field
@@ -191,7 +195,8 @@ func (f Field) MarshalJSON() ([]byte, error) {
 }
 
 // Fields is a fields.json: the fields of a player or entity that viewers see,
-// by name. Each is a type name ("number") or an object {type, private}.
+// by name. Each is a type name ("number") or an object {type, private,
+// precision}.
 type Fields map[string]Field
 
 // ParseFields decodes and validates a fields.json.
@@ -239,6 +244,9 @@ func parseField(raw json.RawMessage) (Field, error) {
 	}
 	if !field.Type.valid() {
 		return Field{}, fmt.Errorf("unknown type %q (want number, integer, string or boolean)", field.Type)
+	}
+	if field.Precision != 0 && (field.Type != Number || !(field.Precision > 0) || math.IsInf(field.Precision, 0)) {
+		return Field{}, fmt.Errorf("precision %v: want a positive step of a number field", field.Precision)
 	}
 	return field, nil
 }
