@@ -292,15 +292,13 @@ func (c *conn) readLoop() {
 			c.sendError(err.Error(), m.C)
 			continue
 		}
-		if args == nil {
-			m.A = json.RawMessage("{}")
-		}
+		obj, _ := args.(map[string]any) // nil when there were none: an empty object
 		in.mu.Lock()
 		in.tel.commands[m.C]++
 		in.tel.cmdBytes.Sum += float64(len(data))
 		in.tel.cmdBytes.Count++
 		in.mu.Unlock()
-		in.enqueue(event{kind: "cmd", player: c.seat.player, name: m.C, args: m.A})
+		in.enqueue(event{kind: "cmd", player: c.seat.player, name: m.C, args: obj})
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -65,8 +67,8 @@ type event struct {
 	player string
 	params map[string]string
 	name   string
-	args   json.RawMessage
-	conn   *conn // join and resume: who to welcome
+	args   map[string]any // checked against args.json
+	conn   *conn          // join and resume: who to welcome
 	seat   *seat
 }
 
@@ -391,8 +393,8 @@ func (in *Instance) run() {
 				start, n, nextSend = now, 0, now
 			}
 		}
-		payload, joins := encodeEvents(events)
-		res, err := v.call(v.tick, v.rt.ToValue(dt), v.rt.ToValue(now.UnixMilli()), v.rt.ToValue(payload))
+		payload, joins := eventsValue(v.rt, events)
+		res, err := v.call(v.tick, v.rt.ToValue(dt), v.rt.ToValue(now.UnixMilli()), payload)
 		if err != nil {
 			in.fail(err)
 			return
@@ -453,27 +455,37 @@ func (in *Instance) run() {
 	}
 }
 
-func encodeEvents(events []event) (string, []event) {
+// eventsValue is the tick's events as JavaScript values for __tick, built
+// directly rather than as JSON for JavaScript to parse again (goja's
+// JSON.parse was the costliest part of handing commands over), and the
+// joins and resumes among them, to welcome after the tick.
+func eventsValue(r *goja.Runtime, events []event) (goja.Value, []event) {
 	list := make([]any, 0, len(events))
 	var joins []event
 	for _, ev := range events {
 		switch ev.kind {
 		case "join":
-			list = append(list, []any{"join", ev.player, ev.params})
+			params := r.NewObject()
+			for _, k := range slices.Sorted(maps.Keys(ev.params)) {
+				params.Set(k, ev.params[k])
+			}
+			list = append(list, r.NewArray("join", ev.player, params))
 			joins = append(joins, ev)
-		case "leave":
-			list = append(list, []any{"leave", ev.player})
-		case "drop":
-			list = append(list, []any{"drop", ev.player})
+		case "leave", "drop":
+			list = append(list, r.NewArray(ev.kind, ev.player))
 		case "resume":
-			list = append(list, []any{"resume", ev.player})
+			list = append(list, r.NewArray("resume", ev.player))
 			joins = append(joins, ev)
 		case "cmd":
-			list = append(list, []any{"cmd", ev.player, ev.name, ev.args})
+			// The arguments were checked against args.json: scalars only.
+			args := r.NewObject()
+			for _, k := range slices.Sorted(maps.Keys(ev.args)) {
+				args.Set(k, ev.args[k])
+			}
+			list = append(list, r.NewArray("cmd", ev.player, ev.name, args))
 		}
 	}
-	b, _ := json.Marshal(list)
-	return string(b), joins
+	return r.NewArray(list...), joins
 }
 
 // welcome attaches a joined (or resumed) player's connection and greets it.

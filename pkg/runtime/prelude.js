@@ -224,10 +224,9 @@ function __adopt(json, now) {
 // due and ticks (when dt > 0), and returns what hooks asked of Go (see
 // __out). A hook that throws is recorded and the rest goes on: a command's
 // error goes to its player.
-// events: JSON [["join", id, params] | ["leave", id] | ["drop", id] | ["resume", id] | ["cmd", id, name, args]]
-function __tick(dt, now, events) {
+// events: [["join", id, params] | ["leave", id] | ["drop", id] | ["resume", id] | ["cmd", id, name, args]]
+function __tick(dt, now, evs) {
   __now = now;
-  var evs = JSON.parse(events);
   for (var i = 0; i < evs.length; i++) {
     var ev = evs[i], p;
     if (ev[0] === "join") {
