@@ -281,31 +281,25 @@ func (c *conn) readLoop() {
 			c.sendError(fmt.Sprintf("unknown command %q", m.C), m.C)
 			continue
 		}
-		var args any
-		if len(m.A) > 0 {
-			if err := json.Unmarshal(m.A, &args); err != nil {
-				c.sendError("malformed arguments", m.C)
-				continue
-			}
-		}
-		if err := schema.Validate(args); err != nil {
+		if err := schema.Validate(m.A); err != nil {
 			c.sendError(err.Error(), m.C)
 			continue
 		}
-		obj, _ := args.(map[string]any) // nil when there were none: an empty object
+		args, _ := m.A.(map[string]any) // nil when there were none: an empty object
 		in.mu.Lock()
 		in.tel.commands[m.C]++
 		in.tel.cmdBytes.Sum += float64(len(data))
 		in.tel.cmdBytes.Count++
 		in.mu.Unlock()
-		in.enqueue(event{kind: "cmd", player: c.seat.player, name: m.C, args: obj})
+		in.enqueue(event{kind: "cmd", player: c.seat.player, name: m.C, args: args})
 	}
 }
 
-// command is a player's frame: {"c": name, "a": {arguments}}.
+// command is a player's frame: {"c": name, "a": {arguments}}, decoded
+// once, arguments included.
 type command struct {
-	C string          `json:"c"`
-	A json.RawMessage `json:"a"`
+	C string `json:"c"`
+	A any    `json:"a"`
 }
 
 var errMalformed = errors.New("malformed message: want JSON {\"c\": command, \"a\": {arguments}}")
