@@ -49,6 +49,7 @@ func main() {
 	tickRate := flag.Int("tick", 20, "tick rate")
 	sendRate := flag.Int("send", 10, "send rate")
 	moveRate := flag.Int("moves", 10, "moves each bot sends a second")
+	precision := flag.Float64("precision", 0.0001, "the precision the game declares for x and y (0: none); Colyseus's number type sends a float as float32 when that loses less than 1e-4")
 	visible := flag.Bool("visible", false, "give the game a visibility hook: each player sees what is within 25 units of it")
 	seconds := flag.Int("seconds", 20, "how long to measure, after all bots joined")
 	peer := flag.String("peer", "", `run the server in its own process and measure it from outside: "hoster" (-server-bin) or "colyseus" (-colyseus-dir); "" runs the runtime in this process`)
@@ -59,7 +60,7 @@ func main() {
 	flag.Parse()
 	debug.SetGCPercent(*gogc)
 
-	g := loadGame{tick: *tickRate, send: *sendRate, capacity: *capacity, entities: *entities, visible: *visible}
+	g := loadGame{tick: *tickRate, send: *sendRate, capacity: *capacity, entities: *entities, visible: *visible, precision: *precision}
 	switch *peer {
 	case "":
 		inProcess(g, *players, *moveRate, *seconds, *cpuprofile)
@@ -287,16 +288,22 @@ func cpuTime() time.Duration {
 type loadGame struct {
 	tick, send, capacity, entities int
 	visible                        bool
+	precision                      float64
 }
 
 // write writes the game under gamesRoot and generates it.
 func (g loadGame) write(gamesRoot string) {
 	dir := filepath.Join(gamesRoot, "load.example", "load")
+	number := `"number"`
+	if g.precision > 0 {
+		number = fmt.Sprintf(`{"type": "number", "precision": %g}`, g.precision)
+	}
+	fields := fmt.Sprintf(`{"x": %s, "y": %s}`, number, number)
 	files := map[string]string{
 		"hoster-game.json":                fmt.Sprintf(`{"tickRate": %d, "sendRate": %d, "capacity": %d, "origins": ["*"]}`, g.tick, g.send, g.capacity),
-		"hoster-player/fields.json":       `{"x": "number", "y": "number"}`,
+		"hoster-player/fields.json":       fields,
 		"hoster-player/join.js":           `export default function (i, p) { p.x = Math.random() * 100; p.y = Math.random() * 100; }`,
-		"hoster-entities/mob/fields.json": `{"x": "number", "y": "number"}`,
+		"hoster-entities/mob/fields.json": fields,
 		"hoster-entities/mob/tick.js": `export default function (i, e, dt) {
   e.t = (e.t || 0) + 1;
   if (e.t % 5 === 0) { e.x = (e.x + 1) % 100; }
