@@ -39,3 +39,28 @@ func BenchmarkTickEvents(b *testing.B) {
 		}
 	}
 }
+
+// Join parameters and command arguments reach the hooks as plain own
+// properties, whatever their names, as JSON.parse made them before.
+func TestEventsAreOwnProperties(t *testing.T) {
+	v := deltaVM(t, map[string]string{
+		"hoster-game.json":              `{"tickRate": 20, "sendRate": 10, "capacity": 20, "origins": ["*"]}`,
+		"hoster-player/fields.json":     `{"seen": "string"}`,
+		"hoster-player/join.js":         `export default function (i, p, params) { p.seen = Object.keys(params).join(",") + "=" + params["__proto__"]; }`,
+		"hoster-commands/say/args.json": `{"n": "number", "s": "string", "b": "boolean"}`,
+		"hoster-commands/say/run.js":    `export default function (i, p, a) { p.seen = JSON.stringify(a); }`,
+	})
+	tick := func(events ...event) string {
+		evs, _ := eventsValue(v.rt, events)
+		if _, err := v.call(v.tick, v.rt.ToValue(0.05), v.rt.ToValue(0), evs); err != nil {
+			t.Fatal(err)
+		}
+		return v.rt.Get("__inst").ToObject(v.rt).Get("players").ToObject(v.rt).Get("p1").ToObject(v.rt).Get("seen").String()
+	}
+	if got := tick(event{kind: "join", player: "p1", params: map[string]string{"name": "n", "__proto__": "x"}}); got != "__proto__,name=x" {
+		t.Errorf("join saw the params as %q", got)
+	}
+	if got := tick(event{kind: "cmd", player: "p1", name: "say", args: map[string]any{"s": "hi", "n": 1.5, "b": true}}); got != `{"b":true,"n":1.5,"s":"hi"}` {
+		t.Errorf("the command saw its arguments as %s", got)
+	}
+}

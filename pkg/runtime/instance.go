@@ -467,7 +467,7 @@ func eventsValue(r *goja.Runtime, events []event) (goja.Value, []event) {
 		case "join":
 			params := r.NewObject()
 			for _, k := range slices.Sorted(maps.Keys(ev.params)) {
-				params.Set(k, ev.params[k])
+				ownProperty(r, params, k, ev.params[k])
 			}
 			list = append(list, r.NewArray("join", ev.player, params))
 			joins = append(joins, ev)
@@ -480,12 +480,19 @@ func eventsValue(r *goja.Runtime, events []event) (goja.Value, []event) {
 			// The arguments were checked against args.json: scalars only.
 			args := r.NewObject()
 			for _, k := range slices.Sorted(maps.Keys(ev.args)) {
-				args.Set(k, ev.args[k])
+				ownProperty(r, args, k, ev.args[k])
 			}
 			list = append(list, r.NewArray("cmd", ev.player, ev.name, args))
 		}
 	}
 	return r.NewArray(list...), joins
+}
+
+// ownProperty gives o its own property k, as JSON.parse would: a key such
+// as "__proto__" from a player's query is a plain property, not o's
+// prototype.
+func ownProperty(r *goja.Runtime, o *goja.Object, k string, v any) {
+	o.DefineDataProperty(k, r.ToValue(v), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE)
 }
 
 // welcome attaches a joined (or resumed) player's connection and greets it.
