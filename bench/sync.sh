@@ -29,8 +29,10 @@ RCLONE=${RCLONE:-1}
 FIRST=${FIRST:-hoster}
 WARM=${WARM:-1}
 cd "$(dirname "$0")/.."
-for tool in rsync rclone; do
-	command -v $tool >/dev/null || { echo "bench/sync.sh: $tool is missing (apt-get install rsync rclone)" >&2; exit 2; }
+needed=(rsync)
+[ "$RCLONE" = 1 ] && needed+=(rclone)
+for tool in "${needed[@]}"; do
+	command -v $tool >/dev/null || { echo "bench/sync.sh: $tool is missing (apt-get install $tool, or RCLONE=0 to leave rclone out)" >&2; exit 2; }
 done
 go build -o bin/hoster ./cmd/hoster
 go build -o bin/hoster-server ./cmd/hoster-server
@@ -65,9 +67,11 @@ rsync --daemon --no-detach --config="$W/rsync/rsyncd.conf" --address=127.0.0.1 -
 pids+=($!)
 
 # rclone webdav
-mkdir -p "$W/rclone/dest"
-rclone serve webdav "$W/rclone/dest" --addr 127.0.0.1:18731 >"$W/rclone/serve.log" 2>&1 &
-pids+=($!)
+if [ "$RCLONE" = 1 ]; then
+	mkdir -p "$W/rclone/dest"
+	rclone serve webdav "$W/rclone/dest" --addr 127.0.0.1:18731 >"$W/rclone/serve.log" 2>&1 &
+	pids+=($!)
+fi
 sleep 2
 
 now() { date +%s.%N; }

@@ -10,8 +10,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { commands = append(commands, newDevCmd) }
-
 func newDevCmd(ios *IO, _ *globals) *cobra.Command {
 	port := dev.DefaultPort
 	cmd := &cobra.Command{

@@ -11,8 +11,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { commands = append(commands, newGenCmd) }
-
 func newGenCmd(ios *IO, g *globals) *cobra.Command {
 	var check bool
 	cmd := &cobra.Command{

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/hoster-dev/hoster/pkg/apiclient"
 	"github.com/hoster-dev/hoster/pkg/mirror"
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
@@ -78,7 +79,7 @@ func (o *output) Done(op mirror.Op, err error) {
 	}
 	switch {
 	case err != nil:
-		o.printf("failed: %s %s: %v\n", op.Kind, op.Path, err)
+		o.printf("failed: %s %s: %s\n", op.Kind, op.Path, apiclient.Cause(err))
 	case o.lineMode():
 		past := map[string]string{"upload": "uploaded", "delete": "deleted", "fetch": "fetched"}[op.Kind]
 		if op.Size > 0 || op.Kind != "delete" {

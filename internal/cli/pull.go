@@ -9,31 +9,24 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/apiclient"
 	"github.com/hoster-dev/hoster/pkg/mirror"
 	"github.com/spf13/cobra"
 )
 
-func init() {
-	commands = append(commands, newPullCmd("pull-logs", "Mirror the access logs", "web-logs", pullLogs),
-		newPullCmd("pull-stats", "Mirror the machine-health day-files", "server-logs", pullStats),
-		newPullCmd("pull-gamelogs", "Mirror the game-log tree (variant 1 servers)", "hoster-logs", pullGameLogs),
-		newPullAllCmd)
-}
+type puller func(ctx context.Context, c *apiclient.Client, dir string, out *output) (mirror.PullSummary, error)
 
-type puller func(ctx context.Context, c *api.Client, dir string, out *output) (mirror.PullSummary, error)
-
-func pullLogs(ctx context.Context, c *api.Client, dir string, out *output) (mirror.PullSummary, error) {
+func pullLogs(ctx context.Context, c *apiclient.Client, dir string, out *output) (mirror.PullSummary, error) {
 	return mirror.PullLogs(ctx, c, dir, pullJobs, out)
 }
 
-func pullStats(ctx context.Context, c *api.Client, dir string, out *output) (mirror.PullSummary, error) {
+func pullStats(ctx context.Context, c *apiclient.Client, dir string, out *output) (mirror.PullSummary, error) {
 	return mirror.PullStats(ctx, c, dir, pullJobs, out)
 }
 
-func pullGameLogs(ctx context.Context, c *api.Client, dir string, out *output) (mirror.PullSummary, error) {
+func pullGameLogs(ctx context.Context, c *apiclient.Client, dir string, out *output) (mirror.PullSummary, error) {
 	s, err := mirror.PullGameLogs(ctx, c, dir, pullJobs, out)
-	if errors.Is(err, api.ErrNotFound) {
+	if errors.Is(err, apiclient.ErrNotFound) {
 		return s, errNoGameLogs
 	}
 	return s, err
@@ -127,9 +120,7 @@ func runPull(cmd *cobra.Command, ios *IO, g *globals, parts []pullPart, all bool
 		out.Status("note: %s", n)
 	}
 	out.Status("pulled: %d files fetched (%s), %d unchanged in %.1fs", rep.Fetched, humanBytes(rep.Bytes), rep.Unchanged, rep.Elapsed)
-	for _, f := range rep.Failures {
-		fmt.Fprintf(ios.ErrOut, "failed: %s %s: %s\n", f.Op, f.Path, f.Error)
-	}
+	// Each failure was printed as it happened.
 	if len(errs) > 0 || len(rep.Failures) > 0 {
 		if len(rep.Failures) > 0 {
 			errs = append(errs, fmt.Errorf("%d files failed; the next run completes them", len(rep.Failures)))

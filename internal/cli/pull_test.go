@@ -73,3 +73,18 @@ func TestPullVariant2(t *testing.T) {
 		t.Fatalf("pull on variant 2: exit %d\n%s", code, errOut)
 	}
 }
+
+// A file that cannot be mirrored is printed once, naming it once.
+func TestPullFailurePrintedOnce(t *testing.T) {
+	e := newCLIEnv(t, api.Variant1)
+	pullServer(t, e, api.Variant1)
+	// A folder where the day-file's copy goes.
+	os.MkdirAll(filepath.Join(e.dir, "hoster-mirror/server-logs/cpu-2026-11-22.log/x"), 0o755)
+	_, errOut, code := e.run(false, "pull")
+	if code != ExitFailed {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	if n := strings.Count(errOut, "cpu-2026-11-22.log"); n != 1 {
+		t.Errorf("the failed file is named %d times:\n%s", n, errOut)
+	}
+}

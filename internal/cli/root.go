@@ -1,5 +1,5 @@
 // Package cli is the hoster command line: cobra commands that parse flags and
-// configuration, then call into pkg/gen, pkg/mirror and pkg/api, which know
+// configuration, then call into pkg/gen, pkg/mirror and pkg/apiclient, which know
 // nothing of cobra.
 package cli
 
@@ -87,12 +87,20 @@ named); 2 usage or configuration error; 3 API version mismatch.`,
 	f.StringVar(&g.Server, "server", "", "server base URL (hoster-config-server)")
 	f.StringVar(&g.TokenFile, "token-file", "", "file holding the API token (hoster-config-apiToken)")
 	f.StringVar(&g.CertSHA256, "cert-sha256", "", "pin of the server certificate's SHA-256 (hoster-config-certSha256)")
-	for _, add := range commands {
+	// Every subcommand, in the order help lists them. Each constructor
+	// lives in the file of its command.
+	for _, add := range []func(*IO, *globals) *cobra.Command{
+		newSyncCmd,
+		newGenCmd,
+		newDevCmd,
+		newTestCmd,
+		newPullCmd("pull-logs", "Mirror the access logs", "web-logs", pullLogs),
+		newPullCmd("pull-stats", "Mirror the machine-health day-files", "server-logs", pullStats),
+		newPullCmd("pull-gamelogs", "Mirror the game-log tree (variant 1 servers)", "hoster-logs", pullGameLogs),
+		newPullAllCmd,
+		newVersionCmd,
+	} {
 		root.AddCommand(add(ios, g))
 	}
 	return root
 }
-
-// commands lists the constructors of the subcommands; each lives in its own
-// file and appends itself here in an init function.
-var commands []func(*IO, *globals) *cobra.Command

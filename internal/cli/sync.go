@@ -14,14 +14,14 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { commands = append(commands, newSyncCmd) }
-
 type syncOptions struct {
 	DryRun     bool
 	Jobs       int
 	AllowEmpty bool
 	MaxDelete  int
 	Watch      bool
+	// hashes carries local hashes between the rounds of a watch.
+	hashes *mirror.HashCache
 }
 
 func newSyncCmd(ios *IO, g *globals) *cobra.Command {
@@ -56,7 +56,7 @@ and names starting with "_" are neither pushed nor deleted.`,
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan (uploads, deletes) and change nothing")
-	f.IntVar(&o.Jobs, "jobs", 8, "transfers at a time")
+	f.IntVar(&o.Jobs, "jobs", 64, "most transfers at a time; how many run follows the link's round trip (8 on loopback)")
 	f.BoolVar(&o.AllowEmpty, "allow-empty", false, "let a ROOT with no game delete the server's games")
 	f.IntVar(&o.MaxDelete, "max-delete", 0, "refuse a sync that would delete more than N server files (0: no limit)")
 	f.BoolVar(&o.Watch, "watch", false, "after syncing, regenerate and sync again on every save, until Ctrl-C")
@@ -88,23 +88,22 @@ func runSync(ctx context.Context, ios *IO, g *globals, root string, o syncOption
 	if err != nil {
 		return err
 	}
-	// The generator runs while the server computes its tree.
-	generate := func() error {
+	// The generator runs while the server computes its tree. A game that
+	// fails to generate is left as it is on the server (it keeps running
+	// its last good version); the others are pushed.
+	generate := func() ([]string, error) {
 		res, err := gen.Generate(root)
 		if err != nil {
-			return withExit(ExitFailed, fmt.Errorf("generating: %w", err))
+			return nil, withExit(ExitFailed, fmt.Errorf("generating: %w", err))
 		}
 		for _, p := range res.Problems() {
 			fmt.Fprintf(ios.ErrOut, "%s\n", p)
 		}
-		if res.Failed() {
-			return withExit(ExitFailed, errors.New("generating failed, so nothing was pushed; fix the problems above and sync again"))
-		}
-		return nil
+		return res.Broken(), nil
 	}
 
 	sum, err := mirror.Sync(ctx, root, client, mirror.SyncOptions{
-		Jobs: o.Jobs, DryRun: o.DryRun, Prepare: generate,
+		Jobs: o.Jobs, DryRun: o.DryRun, Prepare: generate, Hashes: o.hashes,
 		Plan: mirror.PlanOptions{AllowEmpty: o.AllowEmpty, MaxDelete: o.MaxDelete},
 	}, out)
 	out.Finish()
@@ -136,6 +135,9 @@ func runSync(ctx context.Context, ios *IO, g *globals, root string, o syncOption
 		out.JSON(report)
 		out.Status("dry run: would upload %d files (%s) and delete %d; %d unchanged; nothing was changed",
 			len(sum.Plan.Uploads), humanBytes(sum.Plan.UploadBytes()), sum.Plan.DeleteFiles(), sum.Unchanged)
+		if len(sum.Left) > 0 {
+			return withExit(ExitFailed, errors.New(leftMessage(sum.Left)))
+		}
 		return nil
 	}
 	out.JSON(report)
@@ -144,13 +146,20 @@ func runSync(ctx context.Context, ios *IO, g *globals, root string, o syncOption
 	}
 	out.Status("synced %s: %d uploaded (%s), %d deleted, %d unchanged in %.1fs",
 		root, sum.Uploaded, humanBytes(sum.Bytes), sum.Deleted, sum.Unchanged, report.Elapsed)
-	if len(sum.Failures) > 0 || sum.NotSent > 0 {
-		{
-			for _, f := range sum.Failures {
+	if len(sum.Failures) > 0 || sum.NotSent > 0 || len(sum.Left) > 0 {
+		for _, f := range sum.Failures {
+			if f.Op != "upload" && f.Op != "delete" { // those were printed as they happened
 				fmt.Fprintf(ios.ErrOut, "failed: %s %s: %s\n", f.Op, f.Path, f.Error)
 			}
 		}
-		return withExit(ExitFailed, errors.New(failureSummary(sum)))
+		var msgs []string
+		if len(sum.Left) > 0 {
+			msgs = append(msgs, leftMessage(sum.Left))
+		}
+		if m := failureSummary(sum); m != "" {
+			msgs = append(msgs, m)
+		}
+		return withExit(ExitFailed, errors.New(strings.Join(msgs, "; ")))
 	}
 	return nil
 }
@@ -169,7 +178,11 @@ func failureSummary(sum mirror.SyncSummary) string {
 		parts = append(parts, fmt.Sprintf("%d of %d transfers failed", n, len(sum.Plan.Uploads)+len(sum.Plan.Deletes)))
 	}
 	if n := count["skip"]; n > 0 {
-		parts = append(parts, fmt.Sprintf("%d local names skipped", n))
+		noun := "names"
+		if n == 1 {
+			noun = "name"
+		}
+		parts = append(parts, fmt.Sprintf("%d local %s skipped (not UTF-8)", n, noun))
 	}
 	if sum.DeletesSkipped && sum.NotSent == 0 {
 		parts = append(parts, mirror.ErrUploadsFailed.Error())
@@ -180,6 +193,12 @@ func failureSummary(sum mirror.SyncSummary) string {
 		parts = append(parts, "the server's tree could not be checked after the sync")
 	}
 	return strings.Join(parts, "; ")
+}
+
+// leftMessage names the games that failed to generate and were left alone.
+func leftMessage(games []string) string {
+	return fmt.Sprintf("generating failed for %s, so the server keeps its last good version (nothing of it was pushed or deleted); fix the problems above and sync again",
+		strings.Join(games, ", "))
 }
 
 // watchSync syncs, then again after every burst of saves under root, until
@@ -194,14 +213,16 @@ func watchSync(ctx context.Context, ios *IO, g *globals, root string, o syncOpti
 			fmt.Fprintf(ios.ErrOut, "hoster: %v\n", err)
 		}
 	}
+	o.hashes = mirror.NewHashCache() // unchanged files are not read again each round
 	err := runSync(ctx, ios, g, root, o)
 	var ee *exitError
 	if errors.As(err, &ee) && (ee.code == ExitUsage || ee.code == ExitVersion) {
 		return err
 	}
 	report(err)
-	fmt.Fprintf(ios.ErrOut, "watching %s for changes; Ctrl-C stops\n", root)
-	werr := mirror.Watch(ctx, root, 200*time.Millisecond, func() { report(runSync(ctx, ios, g, root, o)) })
+	werr := mirror.Watch(ctx, root, 200*time.Millisecond,
+		func() { fmt.Fprintf(ios.ErrOut, "watching %s for changes; Ctrl-C stops\n", root) },
+		func() { report(runSync(ctx, ios, g, root, o)) })
 	if werr != nil {
 		return withExit(ExitFailed, werr)
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -11,11 +12,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hoster-dev/hoster/internal/waitbuf"
 	"github.com/hoster-dev/hoster/pkg/api"
 	"github.com/hoster-dev/hoster/pkg/server"
 )
@@ -30,6 +31,8 @@ type cliEnv struct {
 	url   string
 	puts  atomic.Int32
 	dels  atomic.Int32
+	// failPut, when set, makes the server answer a PUT of that path with 500.
+	failPut atomic.Pointer[func(path string) bool]
 }
 
 // newCLIEnv starts a real server and writes a config file for it.
@@ -43,10 +46,26 @@ func newCLIEnv(t *testing.T, variant api.Variant) *cliEnv {
 	}
 	h := srv.Handler()
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.Method {
-		case "PUT":
+		switch {
+		case r.Method == "PUT" && r.URL.Path == api.PathFiles:
+			// A batch: count its files.
+			body, _ := io.ReadAll(r.Body)
+			for tr := tar.NewReader(bytes.NewReader(body)); ; {
+				if _, err := tr.Next(); err != nil {
+					break
+				}
+				e.puts.Add(1)
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		case r.Method == "PUT":
 			e.puts.Add(1)
-		case "DELETE":
+			if fail := e.failPut.Load(); fail != nil && (*fail)(r.URL.Query().Get(api.QueryPath)) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusInternalServerError)
+				io.WriteString(w, `{"error": "disk on fire"}`)
+				return
+			}
+		case r.Method == "DELETE":
 			e.dels.Add(1)
 		}
 		h.ServeHTTP(w, r)
@@ -79,9 +98,7 @@ func (e *cliEnv) game(name string, files map[string]string) {
 // run runs hoster in e.dir and returns stdout, stderr and the exit status.
 func (e *cliEnv) run(tty bool, args ...string) (string, string, int) {
 	e.t.Helper()
-	wd, _ := os.Getwd()
-	os.Chdir(e.dir)
-	defer os.Chdir(wd)
+	e.t.Chdir(e.dir)
 	var out, errOut bytes.Buffer
 	code := run(&IO{Out: &out, ErrOut: &errOut, ErrIsTerminal: tty}, args)
 	if strings.Contains(out.String()+errOut.String(), testToken) {
@@ -157,7 +174,8 @@ func TestSyncFailures(t *testing.T) {
 	e := newCLIEnv(t, api.Variant1)
 	e.game("arena", map[string]string{"hoster-instance/tick.js": "export default function (i, dt) { ( }"})
 	_, errOut, code := e.run(false, "sync", "sites")
-	if code != ExitFailed || e.puts.Load() != 0 || !strings.Contains(errOut, "tick.js:1:") || !strings.Contains(errOut, "nothing was pushed") {
+	if code != ExitFailed || e.puts.Load() != 0 || !strings.Contains(errOut, "tick.js:1:") ||
+		!strings.Contains(errOut, "generating failed for example.com/arena, so the server keeps its last good version") {
 		t.Fatalf("gen failure: exit %d, %d puts\n%s", code, e.puts.Load(), errOut)
 	}
 
@@ -178,6 +196,78 @@ func TestSyncFailures(t *testing.T) {
 	_, errOut, code = e.run(false, "sync", empty)
 	if code != ExitUsage || !strings.Contains(errOut, "--allow-empty") {
 		t.Fatalf("empty root: exit %d\n%s", code, errOut)
+	}
+}
+
+// A game that fails to generate does not stop the sync: the other games
+// are pushed, the broken one keeps its server files exactly (no upload, no
+// delete), and the run exits 1 naming it.
+func TestSyncBrokenGameAmongGoodOnes(t *testing.T) {
+	e := newCLIEnv(t, api.Variant1)
+	e.game("arena", map[string]string{"index.html": "v1", "old.txt": "o"})
+	e.game("maze", map[string]string{"index.html": "m1"})
+	if _, errOut, code := e.run(false, "sync", "sites"); code != 0 {
+		t.Fatalf("first sync: exit %d\n%s", code, errOut)
+	}
+	before := map[string]string{}
+	filepath.WalkDir(filepath.Join(e.games, "example.com/arena"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := os.ReadFile(p)
+			before[p] = string(b)
+		}
+		return nil
+	})
+	// arena breaks (and changes and loses a file); maze changes.
+	e.game("arena", map[string]string{"index.html": "v2", "hoster-instance/tick.js": "export default function (i, dt) { ( }"})
+	os.Remove(filepath.Join(e.sites, "example.com/arena/old.txt"))
+	e.game("maze", map[string]string{"index.html": "m2"})
+	e.puts.Store(0)
+	_, errOut, code := e.run(false, "sync", "sites")
+	if code != ExitFailed || !strings.Contains(errOut, "generating failed for example.com/arena") || strings.Contains(errOut, "maze") && !strings.Contains(errOut, "uploaded example.com/maze/index.html") {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.games, "example.com/maze/index.html")); string(b) != "m2" || e.dels.Load() != 0 {
+		t.Fatalf("the good game was not pushed: %q, %d deletes\n%s", b, e.dels.Load(), errOut)
+	}
+	after := 0
+	filepath.WalkDir(filepath.Join(e.games, "example.com/arena"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			after++
+			if b, _ := os.ReadFile(p); before[p] != string(b) {
+				t.Errorf("%s changed on the server: %q", p, b)
+			}
+		}
+		return nil
+	})
+	if after != len(before) {
+		t.Errorf("the broken game had %d server files, now %d", len(before), after)
+	}
+}
+
+// A failed upload is printed once, naming its path once.
+func TestSyncFailurePrintedOnce(t *testing.T) {
+	e := newCLIEnv(t, api.Variant1)
+	e.game("arena", map[string]string{"index.html": strings.Repeat("x", 2<<20)}) // too big to ride in a batch
+	fail := func(path string) bool { return path == "example.com/arena/index.html" }
+	e.failPut.Store(&fail)
+	_, errOut, code := e.run(false, "sync", "sites")
+	if code != ExitFailed {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	if n := strings.Count(errOut, "failed: upload example.com/arena/index.html"); n != 1 {
+		t.Errorf("the failure is printed %d times:\n%s", n, errOut)
+	}
+	// Up to the server's own message (its wording is the server's), the
+	// client names the path once.
+	line := errOut[strings.Index(errOut, "failed: upload example.com/arena/index.html"):]
+	line = line[:strings.Index(line, "\n")]
+	for _, server := range []string{"server answered", "the server could not write it"} {
+		if i := strings.Index(line, server); i > 0 {
+			line = line[:i]
+		}
+	}
+	if n := strings.Count(line, "example.com/arena/index.html"); n != 1 {
+		t.Errorf("the path is named %d times: %s", n, line)
 	}
 }
 
@@ -266,49 +356,46 @@ func TestVersion(t *testing.T) {
 func TestSyncWatch(t *testing.T) {
 	e := newCLIEnv(t, api.Variant1)
 	e.game("arena", map[string]string{"a.txt": "one"})
-	wd, _ := os.Getwd()
-	os.Chdir(e.dir)
-	defer os.Chdir(wd)
+	t.Chdir(e.dir)
 	ctx, cancel := context.WithCancel(context.Background())
-	var errOut syncBuffer
+	errOut := waitbuf.New()
 	done := make(chan error, 1)
 	go func() {
-		done <- watchSync(ctx, &IO{Out: io.Discard, ErrOut: &errOut}, &globals{}, "sites", syncOptions{Jobs: 2})
+		done <- watchSync(ctx, &IO{Out: io.Discard, ErrOut: errOut}, &globals{}, "sites", syncOptions{Jobs: 2})
 	}()
 	server := filepath.Join(e.games, "example.com/arena/a.txt")
-	waitFor := func(want string) {
+	synced := func(rounds int, want string) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) {
-			if b, _ := os.ReadFile(server); string(b) == want {
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
+		if !errOut.WaitFor("uploaded example.com/arena/a.txt", rounds, 20*time.Second) || !errOut.WaitFor("synced sites:", rounds, 20*time.Second) {
+			t.Fatalf("sync round %d never ended:\n%s", rounds, errOut)
 		}
-		t.Fatalf("the server never got %q\n%s", want, errOut.String())
+		if b, _ := os.ReadFile(server); string(b) != want {
+			t.Fatalf("the server has %q, want %q\n%s", b, want, errOut)
+		}
 	}
-	waitFor("one")
-	time.Sleep(300 * time.Millisecond)
+	synced(1, "one")
+	if !errOut.WaitFor("watching sites for changes", 1, 20*time.Second) {
+		t.Fatalf("never watching:\n%s", errOut)
+	}
 	os.WriteFile(filepath.Join(e.sites, "example.com/arena/a.txt"), []byte("two"), 0o644)
-	waitFor("two")
+	synced(2, "two")
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(errOut.String(), "watching sites") {
-		t.Fatalf("output:\n%s", errOut.String())
+}
+
+// TestSyncSkipsNameNotUTF8: a local name that is not UTF-8 is named as
+// skipped and the run exits 1; everything else is pushed.
+func TestSyncSkipsNameNotUTF8(t *testing.T) {
+	e := newCLIEnv(t, api.Variant1)
+	e.game("arena", map[string]string{"ok.txt": "ok", "bad\xff.txt": "bad"})
+	_, errOut, code := e.run(false, "sync", "sites")
+	if code != ExitFailed || !strings.Contains(errOut, `failed: skip example.com/arena/bad\xff.txt: the name is not valid UTF-8`) ||
+		!strings.Contains(errOut, "1 local name skipped (not UTF-8)") {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(e.games, "example.com/arena/ok.txt")); err != nil {
+		t.Fatal("the rest was not pushed")
 	}
 }
-
-// syncBuffer is a bytes.Buffer safe for the watcher's goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

@@ -7,10 +7,9 @@ import (
 
 	"github.com/hoster-dev/hoster/internal/version"
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/apiclient"
 	"github.com/spf13/cobra"
 )
-
-func init() { commands = append(commands, newVersionCmd) }
 
 func newVersionCmd(ios *IO, g *globals) *cobra.Command {
 	return &cobra.Command{
@@ -69,7 +68,7 @@ func apiMismatch(server int) error {
 
 // connect resolves the configuration, builds a client and checks the API
 // version, as every command that talks to the server does first.
-func connect(ctx context.Context, g *globals, out *output, conns int) (*api.Client, error) {
+func connect(ctx context.Context, g *globals, out *output, conns int) (*apiclient.Client, error) {
 	cfg, err := loadConfig(g)
 	if err != nil {
 		return nil, err
@@ -83,7 +82,7 @@ func connect(ctx context.Context, g *globals, out *output, conns int) (*api.Clie
 	}
 	v, err := client.Version(ctx)
 	if err != nil {
-		if errors.Is(err, api.ErrNotFound) {
+		if errors.Is(err, apiclient.ErrNotFound) {
 			return nil, withExit(ExitFailed, fmt.Errorf("%w; or %s is not a hoster-server", err, cfg.Server))
 		}
 		return nil, withExit(ExitFailed, err)
@@ -94,8 +93,8 @@ func connect(ctx context.Context, g *globals, out *output, conns int) (*api.Clie
 	return client, nil
 }
 
-func newClient(cfg config, out *output, conns int) (*api.Client, error) {
-	c, err := api.NewClient(api.ClientConfig{
+func newClient(cfg config, out *output, conns int) (*apiclient.Client, error) {
+	c, err := apiclient.NewClient(apiclient.ClientConfig{
 		Server: cfg.Server, Token: cfg.Token, CertSHA256: cfg.CertSHA256,
 		Warn: out.Warn, Conns: conns,
 	})

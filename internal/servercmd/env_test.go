@@ -1,6 +1,7 @@
 package servercmd
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -39,7 +40,7 @@ func TestApplyEnv(t *testing.T) {
 		return ""
 	})
 	var ue usageError
-	if err == nil || !asUsage(err, &ue) || !strings.Contains(err.Error(), "HOSTER_SERVER_STATS_INTERVAL") || strings.Contains(err.Error(), "secret-ish-garbage") {
+	if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), "HOSTER_SERVER_STATS_INTERVAL") || strings.Contains(err.Error(), "secret-ish-garbage") {
 		t.Fatalf("bad env value: %v; want a usage error naming the variable and not echoing its value", err)
 	}
 }

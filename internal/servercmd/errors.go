@@ -1,19 +1,18 @@
 package servercmd
 
-import (
-	"errors"
-	"strings"
-)
+import "github.com/spf13/cobra"
 
-// usageError marks a bad flag or environment value (exit 2).
+// usageError marks a bad command, argument, flag or environment value
+// (exit 2). Cobra's own such errors are wrapped in it where cobra makes
+// them: the flag error function, the argument checks and the command lookup.
 type usageError struct{ error }
 
-func asUsage(err error, target *usageError) bool {
-	if errors.As(err, target) {
-		return true
+// usageArgs makes an argument check's failures usage errors.
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return usageError{err}
+		}
+		return nil
 	}
-	// cobra's own flag errors.
-	s := err.Error()
-	return strings.HasPrefix(s, "unknown flag") || strings.HasPrefix(s, "unknown command") ||
-		strings.Contains(s, "invalid argument") || strings.HasPrefix(s, "accepts ")
 }

@@ -4,6 +4,7 @@
 package servercmd
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
@@ -24,13 +25,19 @@ func Main(args []string, out, errOut io.Writer) int {
 	root.SetArgs(args)
 	root.SetOut(out)
 	root.SetErr(errOut)
-	for _, add := range commands {
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	for _, add := range []func(out, errOut io.Writer) *cobra.Command{newServeCmd, newInitCmd, newVersionCmd} {
 		root.AddCommand(add(out, errOut))
 	}
-	if err := root.Execute(); err != nil {
+	_, _, err := root.Find(args)
+	if err != nil {
+		err = usageError{err} // no such command
+	} else {
+		err = root.Execute()
+	}
+	if err != nil {
 		fmt.Fprintf(errOut, "hoster-server: %v\n", err)
-		var ue usageError
-		if asUsage(err, &ue) {
+		if errors.As(err, new(usageError)) {
 			return 2
 		}
 		return 1
@@ -38,19 +45,13 @@ func Main(args []string, out, errOut io.Writer) int {
 	return 0
 }
 
-// commands lists the constructors of the subcommands; each lives in its own
-// file and appends itself here in an init function.
-var commands []func(out, errOut io.Writer) *cobra.Command
-
-func init() {
-	commands = append(commands, func(out, _ io.Writer) *cobra.Command {
-		return &cobra.Command{
-			Use:   "version",
-			Short: "Print the server version and API version",
-			Args:  cobra.NoArgs,
-			Run: func(*cobra.Command, []string) {
-				fmt.Fprintf(out, "hoster-server %s (api %d)\n", version.Version, api.Version)
-			},
-		}
-	})
+func newVersionCmd(out, _ io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the server version and API version",
+		Args:  usageArgs(cobra.NoArgs),
+		Run: func(*cobra.Command, []string) {
+			fmt.Fprintf(out, "hoster-server %s (api %d)\n", version.Version, api.Version)
+		},
+	}
 }

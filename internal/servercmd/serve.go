@@ -38,11 +38,15 @@ type serveOptions struct {
 	// shutdownGrace is how long a stop waits for requests in flight before
 	// cutting them off; 0 means 10 s. Not a flag: tests shorten it.
 	shutdownGrace time.Duration
+	// idleTimeout closes kept-alive connections idle this long; 0 means
+	// 2 min. Not a flag: tests shorten it.
+	idleTimeout time.Duration
 }
 
-func init() {
-	commands = append(commands, newServeCmd)
-}
+// readTimeout bounds reading a request, body included, on --listen; an
+// authenticated upload replaces it with a deadline that moves with its
+// progress (server.Options.BodyStall), and game sockets clear it.
+const readTimeout = 60 * time.Second
 
 func newServeCmd(_, errOut io.Writer) *cobra.Command {
 	o := serveOptions{}
@@ -53,7 +57,7 @@ func newServeCmd(_, errOut io.Writer) *cobra.Command {
 API on --listen (behind Caddy), and the ask gate for Caddy's on-demand TLS on
 --ask-listen. Every flag can also be set as HOSTER_SERVER_<FLAG>, for example
 HOSTER_SERVER_LISTEN; a flag on the command line wins.`,
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := applyEnv(cmd.Flags(), nil); err != nil {
 				return err
@@ -169,8 +173,13 @@ func runServe(ctx context.Context, o serveOptions, log *slog.Logger, ready func(
 	if parts.wrap != nil {
 		handler = parts.wrap(handler)
 	}
-	main := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	ask := &http.Server{Handler: parts.ask, ReadHeaderTimeout: 5 * time.Second}
+	idle := o.idleTimeout
+	if idle <= 0 {
+		idle = 2 * time.Minute
+	}
+	main := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: readTimeout, IdleTimeout: idle,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	ask := &http.Server{Handler: parts.ask, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second, IdleTimeout: idle}
 
 	mainLn, err := net.Listen("tcp", o.Listen)
 	if err != nil {

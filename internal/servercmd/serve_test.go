@@ -1,10 +1,12 @@
 package servercmd
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -113,6 +115,9 @@ func TestServeFlagErrorsExit2(t *testing.T) {
 		{[]string{"serve", "--tls-cert", "x"}, nil, "--tls-key"},
 		{[]string{"serve", "--reload-debounce", "0s"}, nil, "--reload-debounce"},
 		{[]string{"serve", "--bogus"}, nil, "unknown flag"},
+		{[]string{"serve", "extra"}, nil, "unknown command"},
+		{[]string{"bogus"}, nil, "unknown command"},
+		{[]string{"init", "--http-port", "x"}, nil, "invalid argument"},
 		{[]string{"serve"}, map[string]string{"HOSTER_SERVER_STATS_INTERVAL": "soon"}, "HOSTER_SERVER_STATS_INTERVAL"},
 		{[]string{"serve"}, map[string]string{"HOSTER_SERVER_VARIANT": "9"}, "--variant"},
 	} {
@@ -182,5 +187,70 @@ func TestStopDuringUploadLeavesNoTemporary(t *testing.T) {
 	}
 	if m := temporaries(); len(m) > 0 {
 		t.Fatalf("temporaries left after the stop: %v", m)
+	}
+}
+
+// rawRequest sends head (and then body) on a fresh connection and returns
+// it with its reader; reads end after a generous guard, so a hang fails the
+// test instead of stalling it.
+func rawRequest(t *testing.T, addr, head, body string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	conn.SetDeadline(time.Now().Add(20 * time.Second))
+	if _, err := io.WriteString(conn, head+body); err != nil {
+		t.Fatal(err)
+	}
+	return conn, bufio.NewReader(conn)
+}
+
+// TestStrangersTrickledBodyAnsweredAtOnce: a PUT with a wrong token whose
+// body trickles in gets the uniform 404 at once, and its connection is
+// closed, without waiting for the body.
+func TestStrangersTrickledBodyAnsweredAtOnce(t *testing.T) {
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, api.TokenFile), []byte(strings.Repeat("ab", 32)), 0o600)
+	listen, _, _ := startServe(t, serveOptions{HostingRoot: root, LogsRoot: t.TempDir()})
+	for _, te := range []string{"Content-Length: 100000", "Transfer-Encoding: chunked"} {
+		head := "PUT " + api.PathFile + "?path=a.com/g/x HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+			strings.Repeat("cd", 32) + "\r\n" + te + "\r\n\r\n"
+		first := "x"
+		if strings.HasPrefix(te, "Transfer") {
+			first = "1\r\nx\r\n"
+		}
+		_, br := rawRequest(t, listen, head, first) // and nothing more
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("%s: no answer: %v", te, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		if resp.StatusCode != 404 {
+			t.Fatalf("%s: status %d", te, resp.StatusCode)
+		}
+		if _, err := br.ReadByte(); err != io.EOF {
+			t.Fatalf("%s: the connection was not closed: %v", te, err)
+		}
+	}
+}
+
+// TestIdleConnectionsClosed: a kept-alive connection that goes quiet is
+// closed by the server.
+func TestIdleConnectionsClosed(t *testing.T) {
+	o := serveOptions{HostingRoot: t.TempDir(), LogsRoot: t.TempDir(), idleTimeout: 50 * time.Millisecond}
+	listen, _, _ := startServe(t, o)
+	_, br := rawRequest(t, listen, "GET /x/ HTTP/1.1\r\nHost: a.com\r\n\r\n", "")
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	if resp.Close {
+		t.Fatal("the server closed after the answer; the test needs a kept-alive connection")
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Fatalf("the idle connection was not closed: %v", err)
 	}
 }

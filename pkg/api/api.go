@@ -43,6 +43,10 @@ const (
 	PathVersion = "/api/version"
 	PathTree    = "/api/tree"
 	PathFile    = "/api/file"
+	// PathFiles is hoster's own extension, not the contract's: PUT a batch
+	// of files as one tar stream. A server offers it with
+	// VersionInfo.BatchUpload; a client uses it only when offered.
+	PathFiles = "/api/files"
 
 	// Tools routes, relative to ToolsPrefix(Version).
 	PathLogs         = "logs"
@@ -96,4 +100,5 @@ const (
 	GameConfigFile = "hoster-game.json"
 	ServerModule   = "hoster.server.js"
 	ClientLibrary  = "hoster.client.js"
+	ClientTypes    = "hoster.client.d.ts" // the typings of ClientLibrary, generated beside it
 )

@@ -1,10 +1,42 @@
 package api
 
+import "io"
+
 // VersionInfo is the body of GET /api/version, the only route that needs no
 // token.
 type VersionInfo struct {
 	// API is the server's API/protocol version.
 	API int `json:"api"`
+	// BatchUpload is hoster-server's extension beyond the contract (absent
+	// from other servers' answers): PUT PathFiles takes many files in one
+	// request, so a push across a long round trip does not pay one per file.
+	BatchUpload bool `json:"batchUpload,omitempty"`
+}
+
+// BatchResult is the body of a PUT /api/files answer (the batch upload
+// extension): one entry per file of the batch, in its order.
+type BatchResult struct {
+	Files []BatchFileResult `json:"files"`
+}
+
+// BatchFile is one file of a batch upload, as a client sends it: its path
+// relative to the games root, its size, and how to read it (again, for a
+// retry).
+type BatchFile struct {
+	Rel  string
+	Size int64
+	Open func() (io.ReadCloser, error)
+}
+
+// BatchFileResult is how one file of a batch went.
+type BatchFileResult struct {
+	// Path is the file's path, as in the batch.
+	Path string `json:"path"`
+	// Size is the number of bytes written on disk.
+	Size int64 `json:"size"`
+	// Error, when present, is why the file was not written (for a path
+	// outside the games root: "invalid path", in both variants).
+	Error string `json:"error,omitempty"`
 }
 
 // Tree is the body of GET /api/tree: file paths relative to the games root
@@ -91,7 +123,7 @@ type StatsFile struct {
 	Size int64 `json:"size"`
 }
 
-// The statistic types of the health day-files.
+// StatsTypes are the statistic types of the health day-files.
 var StatsTypes = []string{"cpu", "memory", "disk", "diskio", "netio"}
 
 // GameLogListing is the body of GET /api/v1/gamelogs (variant 1 only).
@@ -235,4 +267,18 @@ type GameSnapshotLine struct {
 	// State is what the game's serialise hook returned (the instance state
 	// when there is none); its shape is the game's own.
 	State any `json:"state"`
+}
+
+// Fetched is the answer to a request for one of the tools routes' files,
+// its body still to be read.
+type Fetched struct {
+	// Status is 200 or 206.
+	Status int
+	// Start is where the body begins in the file: the Content-Range start of
+	// a 206, 0 for a 200.
+	Start int64
+	// Length is the Content-Length, or -1 when unknown.
+	Length int64
+	// Body must be closed.
+	Body io.ReadCloser
 }

@@ -13,6 +13,8 @@ import (
 func TestRoundTrip(t *testing.T) {
 	for file, v := range map[string]any{
 		"version.json":        &VersionInfo{},
+		"version-batch.json":  &VersionInfo{},
+		"batch.json":          &BatchResult{},
 		"tree.json":           &Tree{},
 		"write-v1.json":       &WriteResult{},
 		"write-v2.json":       &WriteResult{},

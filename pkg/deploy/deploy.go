@@ -1,8 +1,9 @@
-// Package deploy prepares a host for hoster-server: the directory layout, the
-// API token, the ten-year self-signed certificate for the bare IP, and the
-// Caddyfile that puts Caddy in front (TLS for the IP with that certificate,
-// on-demand TLS for game domains gated by the ask endpoint, every request
-// proxied to the loopback server, the access log rolled as the contract says).
+// Package deploy prepares a host for hoster-server ([Provision], behind
+// hoster-server init): the directory layout, the API token, the ten-year
+// self-signed certificate for the bare IP, the Caddyfile that puts Caddy in
+// front (TLS for the IP with that certificate, on-demand TLS for game domains
+// gated by the ask endpoint, every request proxied to the loopback server,
+// the access log rolled as the contract says) and the systemd unit.
 package deploy
 
 import (
@@ -19,12 +20,11 @@ import (
 	"io/fs"
 	"math/big"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/atomicfile"
 )
 
 // CertLifetime is the life of the bare-IP certificate.
@@ -44,45 +44,23 @@ func NewToken() (string, error) {
 var ErrTokenExists = errors.New("a token file already exists")
 
 // WriteToken creates path holding token, mode 0600, failing with
-// ErrTokenExists when the file exists. The file is written under a temporary
-// name and linked into place, so a crash never leaves a half-written token.
+// ErrTokenExists when the file exists, even against another init racing it;
+// a crash never leaves a half-written token.
 func WriteToken(path, token string) error {
-	if _, err := os.Lstat(path); err == nil {
+	err := atomicfile.CreateFile(path, []byte(token+"\n"), 0o600)
+	if errors.Is(err, fs.ErrExist) {
 		return ErrTokenExists
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".hoster-token-*")
 	if err != nil {
-		return fmt.Errorf("writing the token: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing the token: %w", err)
-	}
-	if _, err := tmp.WriteString(token + "\n"); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing the token: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing the token: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing the token: %w", err)
-	}
-	// A hard link fails when path exists, so two inits racing cannot both win.
-	if err := os.Link(tmp.Name(), path); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return ErrTokenExists
-		}
 		return fmt.Errorf("writing the token: %w", err)
 	}
 	return nil
 }
 
-// Certificate is a PEM certificate and key pair.
+// Certificate is a PEM certificate and its key.
 type Certificate struct {
-	CertPEM, KeyPEM []byte
+	CertPEM []byte // one CERTIFICATE block
+	KeyPEM  []byte // one EC PRIVATE KEY block
 }
 
 // NewIPCertificate makes a self-signed ECDSA P-256 certificate for ip, valid
@@ -145,33 +123,6 @@ func CertIP(certPEM []byte) net.IP {
 		return nil
 	}
 	return c.IPAddresses[0]
-}
-
-// WriteFileAtomic writes data to path through a temporary file in the same
-// directory renamed into place, so readers see the old or the new file whole.
-func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Chmod(perm)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
 }
 
 // quote makes s a single Caddyfile token.

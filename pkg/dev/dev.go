@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/apiclient"
 	"github.com/hoster-dev/hoster/pkg/gen"
 	"github.com/hoster-dev/hoster/pkg/mirror"
 	"github.com/hoster-dev/hoster/pkg/pages"
@@ -58,9 +59,6 @@ type Options struct {
 	Log io.Writer
 	// Debounce is the quiet period after a save before the sync: 200 ms.
 	Debounce time.Duration
-	// Ready, if set, is called with the base URL (http://127.0.0.1:<port>)
-	// once the server listens.
-	Ready func(base string)
 }
 
 // Run serves until ctx ends, then stops everything and removes the
@@ -133,11 +131,8 @@ func Run(ctx context.Context, o Options) error {
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	if o.Ready != nil {
-		o.Ready(base)
-	}
 
-	client, err := api.NewClient(api.ClientConfig{Server: base, Token: token, Attempts: 1})
+	client, err := apiclient.NewClient(apiclient.ClientConfig{Server: base, Token: token, Attempts: 1})
 	if err != nil {
 		hs.Close()
 		return err
@@ -146,9 +141,12 @@ func Run(ctx context.Context, o Options) error {
 	defer stopWatch()
 	push := func() { syncOnce(wctx, o.Root, client, o.Log) }
 	push()
-	fmt.Fprintf(o.Log, "watching %s for changes; Ctrl-C stops\n", o.Root)
+	if games, err := gen.FindGames(o.Root); err == nil && len(games) == 0 {
+		fmt.Fprintf(o.Log, "no game under %s yet: a game is a folder <domain>/<game>/ holding hoster-game.json\n", o.Root)
+	}
 	watched := make(chan error, 1)
-	go func() { watched <- mirror.Watch(wctx, o.Root, o.Debounce, push) }()
+	ready := func() { fmt.Fprintf(o.Log, "watching %s for changes; Ctrl-C stops\n", o.Root) }
+	go func() { watched <- mirror.Watch(wctx, o.Root, o.Debounce, ready, push) }()
 
 	var failure error
 	select {
@@ -197,18 +195,17 @@ func listen(port int, log io.Writer) (net.Listener, error) {
 // syncOnce generates and syncs root as hoster sync does, reporting to log.
 func syncOnce(ctx context.Context, root string, client mirror.Remote, log io.Writer) {
 	start := time.Now()
-	generate := func() error {
+	// As hoster sync does: a game that fails to generate keeps running its
+	// last good version; the others are pushed.
+	generate := func() ([]string, error) {
 		res, err := gen.Generate(root)
 		if err != nil {
-			return fmt.Errorf("generating: %w", err)
+			return nil, fmt.Errorf("generating: %w", err)
 		}
 		for _, p := range res.Problems() {
 			fmt.Fprintf(log, "%s\n", p)
 		}
-		if res.Failed() {
-			return errors.New("generating failed, so nothing was pushed; fix the problems above and save again")
-		}
-		return nil
+		return res.Broken(), nil
 	}
 	sum, err := mirror.Sync(ctx, root, client, mirror.SyncOptions{Prepare: generate}, nil)
 	if err != nil {
@@ -219,6 +216,9 @@ func syncOnce(ctx context.Context, root string, client mirror.Remote, log io.Wri
 	}
 	for _, f := range sum.Failures {
 		fmt.Fprintf(log, "sync failed: %s %s: %s\n", f.Op, f.Path, f.Error)
+	}
+	for _, g := range sum.Left {
+		fmt.Fprintf(log, "%s: not generated, so it keeps running its last good version; fix the problems above and save again\n", g)
 	}
 	fmt.Fprintf(log, "synced %s: %d uploaded, %d deleted, %d unchanged in %.1fs\n",
 		root, sum.Uploaded, sum.Deleted, sum.Unchanged, time.Since(start).Seconds())

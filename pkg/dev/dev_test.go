@@ -66,7 +66,7 @@ func TestDevRunsTheExampleAndFollowsEdits(t *testing.T) {
 	done := make(chan error, 1)
 	tmpBefore, _ := filepath.Glob(filepath.Join(os.TempDir(), "hoster-dev-*"))
 	go func() {
-		done <- Run(ctx, Options{Root: root, Port: 0, Out: &out, Log: &log, Debounce: 50 * time.Millisecond})
+		done <- Run(ctx, Options{Root: root, Port: 0, Out: &out, Log: &log})
 	}()
 	defer func() {
 		cancel()
@@ -149,9 +149,19 @@ func TestDevRunsTheExampleAndFollowsEdits(t *testing.T) {
 	}
 	waitFor(t, "the join in the terminal", func() bool { return strings.Contains(log.String(), "player joined player="+welcome.Player) })
 
+	// A page elsewhere is refused, and the terminal says why.
+	if _, r, err := dialer.Dial(fmt.Sprintf("ws://example.com.localhost:%d/arena", port),
+		http.Header{"Origin": {"https://elsewhere.example"}}); err == nil || r == nil || r.StatusCode != http.StatusForbidden {
+		t.Fatalf("a socket from https://elsewhere.example: %v %v", err, r)
+	}
+	waitFor(t, "the refusal in the terminal", func() bool {
+		return strings.Contains(log.String(), "socket refused: its Origin is not in the game's origins origin=https://elsewhere.example allowed=https://example.com")
+	})
+
 	// The author edits a hook and saves: the next move runs the new code.
 	run := filepath.Join(root, "example.com", "arena", "hoster-commands", "move", "run.js")
 	os.WriteFile(run, []byte(`export default function run(instance, player, args) { player.name = "edited"; instance.log("edited move"); }`), 0o644)
+	saved := time.Now()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	deadline := time.After(20 * time.Second)
@@ -168,6 +178,7 @@ func TestDevRunsTheExampleAndFollowsEdits(t *testing.T) {
 			t.Fatal("the edited hook never ran")
 		}
 	}
+	t.Logf("the new code answered %v after the save, on the same socket", time.Since(saved).Round(10*time.Millisecond))
 	// The terminal told the author what happened, game and instance named.
 	waitFor(t, "the game log line", func() bool { return strings.Contains(log.String(), "log: edited move") })
 	for _, want := range []string{"example.com/arena: game loaded", "moved to the new code", "synced "} {

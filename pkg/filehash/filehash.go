@@ -8,8 +8,10 @@ import (
 	"encoding/hex"
 	"hash"
 	"io"
+	"io/fs"
 	"runtime"
 	"sync"
+	"syscall"
 )
 
 // bufSize is the read size. Reading a whole file of a few MiB in one call
@@ -63,4 +65,23 @@ func (x *Hasher) Sum(r io.Reader) (sum string, n int64, err error) {
 		return "", n, err
 	}
 	return hex.EncodeToString(x.h.Sum(nil)), n, nil
+}
+
+// Stamp is a file's identity as stat reports it. A hash computed from a
+// file holds for as long as its stamp is unchanged: a rewrite that restores
+// the size and the modification time still moves ctime, which cannot be set.
+type Stamp struct{ Ino, Size, Mtime, Ctime int64 }
+
+// StampOf returns fi's stamp; false where stat has no inode and ctime.
+func StampOf(fi fs.FileInfo) (Stamp, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return Stamp{}, false
+	}
+	return Stamp{
+		Ino:   int64(st.Ino),
+		Size:  st.Size,
+		Mtime: st.Mtim.Sec*1e9 + st.Mtim.Nsec,
+		Ctime: st.Ctim.Sec*1e9 + st.Ctim.Nsec,
+	}, true
 }

@@ -178,6 +178,9 @@ type Field struct {
 	Type FieldType `json:"type"`
 	// Private fields of a player are sent only to that player.
 	Private bool `json:"private,omitempty"`
+	// Interpolate asks the browser library to smooth a number between
+	// updates (game.view); it changes nothing on the wire.
+	Interpolate bool `json:"interpolate,omitempty"`
 	// Precision is a number's step on the wire (0.01: hundredths), 0 for
 	// none: the value sent is the nearest multiple, and a change smaller
 	// than half a step is not sent at all.
@@ -187,7 +190,7 @@ type Field struct {
 // MarshalJSON writes a field as its type name alone when that is all it
 // has, the form most fields.json files use.
 func (f Field) MarshalJSON() ([]byte, error) {
-	if !f.Private && f.Precision == 0 {
+	if !f.Private && !f.Interpolate && f.Precision == 0 {
 		return json.Marshal(f.Type)
 	}
 	type plain Field
@@ -196,7 +199,7 @@ func (f Field) MarshalJSON() ([]byte, error) {
 
 // Fields is a fields.json: the fields of a player or entity that viewers see,
 // by name. Each is a type name ("number") or an object {type, private,
-// precision}.
+// interpolate, precision}.
 type Fields map[string]Field
 
 // ParseFields decodes and validates a fields.json.
@@ -233,7 +236,7 @@ func parseField(raw json.RawMessage) (Field, error) {
 	if err := json.Unmarshal(raw, &short); err == nil {
 		field.Type = FieldType(short)
 	} else if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
-		return Field{}, errors.New(`want a type name ("number") or an object such as {"type": "number", "private": true}`)
+		return Field{}, errors.New(`want a type name ("number") or an object such as {"type": "number", "private": true, "interpolate": true}`)
 	} else if err := decodeStrict(raw, &field, ""); err != nil {
 		var pe *PosError
 		if errors.As(err, &pe) {
@@ -244,6 +247,9 @@ func parseField(raw json.RawMessage) (Field, error) {
 	}
 	if !field.Type.valid() {
 		return Field{}, fmt.Errorf("unknown type %q (want number, integer, string or boolean)", field.Type)
+	}
+	if field.Interpolate && field.Type != Number && field.Type != Integer {
+		return Field{}, fmt.Errorf("interpolate applies only to number and integer, not %s", field.Type)
 	}
 	if field.Precision != 0 && (field.Type != Number || !(field.Precision > 0) || math.IsInf(field.Precision, 0)) {
 		return Field{}, fmt.Errorf("precision %v: want a positive step of a number field", field.Precision)

@@ -113,13 +113,14 @@ func TestParseFields(t *testing.T) {
 		{`{"x": "float"}`, `field "x": unknown type "float"`},
 		{`{"id": "string"}`, `field "id"`},
 		{`{"__proto__": "string"}`, "reserved in JavaScript"},
-		{`{"x": 5}`, `line 1, column 2: field "x": want a type name ("number") or an object such as {"type": "number", "private": true}`},
+		{`{"x": 5}`, `line 1, column 2: field "x": want a type name ("number") or an object such as {"type": "number", "private": true, "interpolate": true}`},
 		{`{"x": {"type": "number", "secret": true}}`, `line 1, column 2: field "x": unknown key "secret"`},
 		{`{"x": {"private": true}}`, `field "x": unknown type ""`},
 		{`{"connected": "boolean"}`, `field "connected"`},
 		{`{"n": {"type": "integer", "precision": 0.5}}`, `field "n": precision 0.5: want a positive step of a number field`},
 		{`{"x": {"type": "number", "precision": -0.01}}`, `field "x": precision -0.01`},
 		{`{"x": {"type": "number", "precision": "0.01"}}`, `field "x"`},
+		{`{"name": {"type": "string", "interpolate": true}}`, `line 1, column 2: field "name": interpolate applies only to number and integer, not string`},
 		{`nope`, "line 1, column 2: JSON syntax: invalid character 'o'"},
 	} {
 		_, err := ParseFields([]byte(tc.in))
@@ -272,7 +273,7 @@ func TestErrorsPointAtTheirPlace(t *testing.T) {
 			`line 2, column 2: unknown setting "resumeGrase" (did you mean "resumeGrace"?)`},
 		{"no go types", func(b []byte) error { _, err := ParseFields(b); return err },
 			`{"a": "number", "b": ["number"]}`,
-			`line 1, column 17: field "b": want a type name ("number") or an object such as {"type": "number", "private": true}`},
+			`line 1, column 17: field "b": want a type name ("number") or an object such as {"type": "number", "private": true, "interpolate": true}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.parse([]byte(tc.in))

@@ -39,16 +39,7 @@ interface Player extends PlayerFields { readonly id: string; readonly connected:
 
 `)
 	b.WriteString("/** Each entity type's fields, as viewers see them (hoster-entities/<type>/fields.json). */\n")
-	b.WriteString("interface EntityFields {")
-	if len(d.Entities) == 0 {
-		b.WriteString("}\n\n")
-	} else {
-		b.WriteString("\n")
-		for _, t := range slices.Sorted(maps.Keys(d.Entities)) {
-			fmt.Fprintf(&b, "  %s: %s;\n", prop(t), fieldsType(d.Entities[t]))
-		}
-		b.WriteString("}\n\n")
-	}
+	members(&b, "EntityFields", d.Entities, fieldsType)
 	b.WriteString(`/** An entity of type T (of any type by default): its fields, id, type, and
  * any other data the game keeps on it (never sent). */
 type Entity<T extends keyof EntityFields = keyof EntityFields> =
@@ -57,16 +48,7 @@ type Entity<T extends keyof EntityFields = keyof EntityFields> =
 
 `)
 	b.WriteString("/** Each command's arguments (hoster-commands/<name>/args.json), checked before run is called. */\n")
-	b.WriteString("interface CommandArgs {")
-	if len(d.Commands) == 0 {
-		b.WriteString("}\n\n")
-	} else {
-		b.WriteString("\n")
-		for _, n := range slices.Sorted(maps.Keys(d.Commands)) {
-			fmt.Fprintf(&b, "  %s: %s;\n", prop(n), argsType(d.Commands[n]))
-		}
-		b.WriteString("}\n\n")
-	}
+	members(&b, "CommandArgs", d.Commands, argsType)
 	b.WriteString(`/** The arguments of command C. */
 type Args<C extends keyof CommandArgs> = CommandArgs[C];
 
@@ -84,6 +66,18 @@ type State = typeof import(%q) extends { default: (...args: any[]) => infer R } 
 	}
 	b.WriteString(instanceAPI)
 	return []byte(b.String())
+}
+
+// members writes interface name with one member per key of m, typed by typ.
+func members[V any](b *strings.Builder, name string, m map[string]V, typ func(V) string) {
+	b.WriteString("interface " + name + " {")
+	if len(m) > 0 {
+		b.WriteString("\n")
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		fmt.Fprintf(b, "  %s: %s;\n", prop(k), typ(m[k]))
+	}
+	b.WriteString("}\n\n")
 }
 
 // instanceAPI is the part of hoster-env.d.ts that is the same for every
@@ -140,6 +134,46 @@ type ReconnectHook = (instance: Instance, player: Player) => void;
 type VisibleHook = (instance: Instance, player: Player, thing: Player | Entity) => boolean;
 type EntityTickHook<T extends keyof EntityFields = keyof EntityFields> = (instance: Instance, entity: Entity<T>, dt: number) => void;
 type CommandHook<C extends keyof CommandArgs> = (instance: Instance, player: Player, args: Args<C>) => void;
+
+// The API of the game's tests in _tests/ (hoster test).
+
+/** A scripted player of a test. */
+interface TestPlayer {
+  readonly id: string;
+  /** Sends a command as a socket would: validated at once, applied at the next tick. */
+  send<C extends keyof CommandArgs>(command: C, args: Args<C>): void;
+  /** Every frame the player received (welcome, update, message, error), and {t: "close"} when closed. */
+  readonly messages: any[];
+  /** Whether the thing with this id is in the player's view. */
+  sees(id: string): boolean;
+  /** Closes the player's socket cleanly: a leave. */
+  leave(): void;
+}
+
+/** The instance a test plays, on a virtual clock. */
+interface TestGame {
+  /** Seats a player (params as the socket URL's query) and runs the tick that applies it. */
+  join(params?: Params): TestPlayer;
+  /** Runs every tick and send round due in the next seconds, without waiting. */
+  advance(seconds: number): void;
+  readonly state: State;
+  readonly players: Record<string, Player>;
+  readonly entities: Record<string, Entity>;
+  /** instance.log lines and hook errors so far. */
+  readonly logs: string[];
+}
+
+/** Registers a test; each gets a fresh instance as game. */
+declare function test(name: string, fn: () => void): void;
+declare const game: TestGame;
+declare function assert(value: unknown, message?: string): asserts value;
+declare namespace assert {
+  function ok(value: unknown, message?: string): asserts value;
+  function equal(actual: unknown, expected: unknown, message?: string): void;
+  function notEqual(actual: unknown, unexpected: unknown, message?: string): void;
+  function deepEqual(actual: unknown, expected: unknown, message?: string): void;
+  function throws(fn: () => unknown, message?: string): unknown;
+}
 `
 
 // tsconfig is written for editors when a game has no tsconfig.json.
@@ -159,6 +193,6 @@ const tsconfig = `// Written by hoster gen so that editors see hoster-env.d.ts; 
     "types": []
   },
   "include": ["hoster-env.d.ts", "**/*.ts"],
-  "exclude": ["node_modules", "_tests"]
+  "exclude": ["node_modules"]
 }
 `

@@ -22,15 +22,16 @@ import (
 	"strings"
 
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/atomicfile"
 	"github.com/hoster-dev/hoster/pkg/game"
 )
 
 // The generated files.
 const (
-	ServerFile = api.ServerModule     // hoster.server.js
-	ClientFile = api.ClientLibrary    // hoster.client.js
-	TypesFile  = "hoster.client.d.ts" // hoster.client.d.ts
-	MapFile    = ServerFile + ".map"  // hoster.server.js.map: never served
+	ServerFile = api.ServerModule    // hoster.server.js
+	ClientFile = api.ClientLibrary   // hoster.client.js
+	TypesFile  = api.ClientTypes     // hoster.client.d.ts
+	MapFile    = ServerFile + ".map" // hoster.server.js.map: never served
 )
 
 // Problem is one thing wrong with a game.
@@ -96,6 +97,18 @@ func (r Result) Failed() bool {
 		}
 	}
 	return false
+}
+
+// Broken lists the games with problems ("<domain>/<game>"): a sync leaves
+// them as they are on the server, running their last good version.
+func (r Result) Broken() []string {
+	var out []string
+	for _, g := range r.Games {
+		if len(g.Problems) > 0 {
+			out = append(out, g.Dir)
+		}
+	}
+	return out
 }
 
 // Problems returns every problem of every game.
@@ -203,24 +216,8 @@ func writeIfChanged(path string, data []byte) (bool, error) {
 	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
 		return false, nil
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return false, fmt.Errorf("writing: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return false, fmt.Errorf("writing: %w", err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return false, fmt.Errorf("writing: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return false, fmt.Errorf("writing: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return false, fmt.Errorf("writing: %w", err)
+	if err := atomicfile.WriteFileUnsynced(path, data, 0o644); err != nil {
+		return false, err
 	}
 	return true, nil
 }

@@ -202,7 +202,7 @@ JSON.stringify({
 	want := `{"coins":12,"name":"ada","moved":true,"visibleSelf":true,"restored":"ada","round":1,"logs":3,` +
 		`"sent":[["p1","hello",{"text":"Welcome, ada! Collect the coins."}],["*","chat",{"from":"ada","text":"hi"}],["*","round",{"round":1,"leader":"ada"}]],` +
 		`"refused":"wait a second between messages","timers":2,` +
-		`"fields":{"name":"string","score":"integer","x":"number","y":"number"},` +
+		`"fields":{"name":"string","score":"integer","x":{"type":"number","interpolate":true},"y":{"type":"number","interpolate":true}},` +
 		`"args":{"dx":{"type":"number","min":-1,"max":1},"dy":{"type":"number","min":-1,"max":1}}}`
 	if v.String() != want {
 		t.Fatalf("hooks gave\n%s\nwant\n%s", v, want)

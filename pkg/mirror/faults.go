@@ -13,8 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-
-	"github.com/hoster-dev/hoster/pkg/api"
 )
 
 // unreachableAfter is how many transfers in a row may fail for want of a
@@ -22,17 +20,20 @@ import (
 const unreachableAfter = 3
 
 // unreachable reports whether err says the server is not there to answer:
-// no answer at all, or a server error, after the transfer's own retries.
-// A full disk is an answer, not an absence.
+// no answer at all, or a server error, after the transfer's own retries
+// (the Remote's errors say so with an Unreachable method, as
+// *apiclient.Error does). A full disk is an answer, not an absence.
 func unreachable(err error) bool {
-	var e *api.Error
-	return errors.As(err, &e) && e.Transient && e.Status != 429 && !outOfSpace(err)
+	var e interface{ Unreachable() bool }
+	return errors.As(err, &e) && e.Unreachable() && !outOfSpace(err)
 }
 
 // outOfSpace reports whether err is the server saying its disk is full.
-func outOfSpace(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "no space left on device")
-}
+func outOfSpace(err error) bool { return err != nil && outOfSpaceMsg(err.Error()) }
+
+// outOfSpaceMsg reports whether an error's text is the server saying its
+// disk is full (ENOSPC, as the write's error carries it in both variants).
+func outOfSpaceMsg(msg string) bool { return strings.Contains(msg, "no space left on device") }
 
 // transfers runs do(0..n-1), jobs at a time, and returns the indices never
 // started because the server looked gone. After unreachableAfter failures
@@ -204,4 +205,57 @@ func under(set map[string]bool, p string) bool {
 		}
 	}
 	return false
+}
+
+// errNotSent marks a transfer not started because the server had stopped
+// answering: counted in the summary, not a failure of its own.
+var errNotSent = errors.New("not sent: the server stopped answering")
+
+// gate stops the transfers of one phase once the server looks gone: after
+// unreachableAfter failures in a row that say so, the server is asked once
+// more (one caller asks; the others wait for its answer); if it answers, the
+// transfers go on, else every later one is not sent.
+type gate struct {
+	check  func() error
+	mu     sync.Mutex
+	streak int
+	shut   bool
+}
+
+func newGate(check func() error) *gate { return &gate{check: check} }
+
+// closed reports whether the server was found gone.
+func (g *gate) closed() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.shut && g.streak >= unreachableAfter {
+		if g.check() != nil {
+			g.shut = true
+		} else {
+			g.streak = 0
+		}
+	}
+	return g.shut
+}
+
+// record counts a transfer's outcome towards the streak.
+func (g *gate) record(err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if unreachable(err) {
+		g.streak++
+	} else {
+		g.streak = 0
+	}
+}
+
+// cause is err without the operation the Remote put in front of it, when
+// the Remote's errors say it (as *apiclient.Error does with Cause): the
+// caller names the path itself, once.
+func cause(err error) string {
+	var c interface{ Cause() string }
+	if errors.As(err, &c) {
+		return c.Cause()
+	}
+	return err.Error()
 }

@@ -1,14 +1,11 @@
 package mirror
 
 import (
+	"github.com/hoster-dev/hoster/pkg/atomicfile"
 	"os"
 	"path/filepath"
 	"regexp"
 )
-
-// partName is the name of a pull's temporary file: "." + the name it
-// becomes + ".part-" + os.CreateTemp's random digits.
-var partName = regexp.MustCompile(`^\.(.+)\.part-\d+$`)
 
 // mirrorName matches the names a pull writes: the access logs, the health
 // day-files and the game-log hour files.
@@ -30,8 +27,10 @@ func removeStaleParts(list []fileJob) {
 			continue // not there yet: nothing stale in it
 		}
 		for _, e := range entries {
-			m := partName.FindStringSubmatch(e.Name())
-			if m == nil || !e.Type().IsRegular() || !mirrorName.MatchString(m[1]) {
+			// A pull's temporary files are pkg/atomicfile's, named after
+			// the file they were to become.
+			target, ok := atomicfile.TargetOf(e.Name())
+			if !ok || !e.Type().IsRegular() || !mirrorName.MatchString(target) {
 				continue
 			}
 			os.Remove(filepath.Join(dir, e.Name()))

@@ -60,6 +60,10 @@ type PlanOptions struct {
 	AllowEmpty bool
 	// MaxDelete, when > 0, refuses a plan deleting more files than this.
 	MaxDelete int
+	// Leave names games ("<domain>/<game>") whose server files are left
+	// exactly as they are: nothing of them is uploaded or deleted (a game
+	// that failed to generate keeps running its last good version).
+	Leave []string
 }
 
 // ErrEmptyRoot refuses a plan that would delete with no local game.
@@ -69,12 +73,19 @@ var ErrEmptyRoot = errors.New("the sites root holds no game, so every server gam
 // MakePlan compares a hashed local tree with the server's tree: new and
 // changed files are uploaded; server files absent locally are deleted when
 // Managed. A game absent locally whose server files are all managed is
-// deleted as one folder. Within a game, hoster-game.json and the generated
-// hoster.server.js go last, so a reload never finds a half-pushed game's
-// new config or module before its other files.
+// deleted as one folder. Uploads are listed by game, each game's
+// hoster-game.json and hoster.server.js last; the order they run in is
+// runUploads' (code files only once the rest of their game has landed).
 func MakePlan(local *Local, remote api.Tree, opts PlanOptions) (Plan, error) {
 	var p Plan
+	leave := map[string]bool{}
+	for _, g := range opts.Leave {
+		leave[g] = true
+	}
 	for _, f := range local.Files {
+		if leave[gameOf(f.Path)] {
+			continue
+		}
 		// Presence is checked, not just equality: a file the server lacks
 		// is not hashed, and "" must never pass for a match.
 		if h, ok := remote[f.Path]; ok && f.Hash != "" && h == f.Hash {
@@ -107,6 +118,9 @@ func MakePlan(local *Local, remote api.Tree, opts PlanOptions) (Plan, error) {
 			continue
 		}
 		g := gameOf(rp)
+		if leave[g] {
+			continue
+		}
 		if !Managed(rp) {
 			unmanaged[g] = true
 			continue

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hoster-dev/hoster/pkg/atomicfile"
 	"io"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -17,7 +19,7 @@ import (
 	"github.com/hoster-dev/hoster/pkg/api"
 )
 
-// LogsRemote is the server side of a pull; *api.Client is one.
+// LogsRemote is the server side of a pull; *apiclient.Client is one.
 type LogsRemote interface {
 	Logs(ctx context.Context) (api.LogListing, error)
 	Stats(ctx context.Context) (api.StatsListing, error)
@@ -46,18 +48,23 @@ type fileJob struct {
 	query   url.Values // which=, name=, path=
 	dst     string     // local path
 	size    int64      // listed size
-	growing bool       // may grow on the server
+	growing bool       // grows on the server: a larger listing is a new tail
 	label   string     // for reports
 }
 
 // The mirror is stateless: every decision is made from the listing and the
 // local files. A local file equal in size is exact (the server's files are
-// append-only or immutable); a smaller one is completed with a Range
-// request, a larger one is fetched again whole. Frozen files are fetched
-// whole into a temporary file renamed into place only when the byte count is
-// the listed size; a growing file is appended to, only from a 206 that starts
-// at the local size, and cut back to that size if the transfer fails. Local
-// files the server no longer lists are kept: the mirror is an archive.
+// append-only or immutable). A frozen file (a rotated log, a past stats day)
+// that is missing or differs in size is fetched again whole: such a file was
+// rewritten, not grown, so completing it would give a copy right in size and
+// wrong in content. A growing file (the active log, today's stats, and every
+// game-log hour file, whose changed size the contract says is a new tail) is
+// completed with a Range request when the local copy is smaller, and fetched
+// whole when it is larger. Whole files go into a temporary file renamed into
+// place only when the byte count is the listed size; a tail is appended only
+// from a 206 that starts at the local size, and cut back to that size if the
+// transfer fails. Local files the server no longer lists are kept: the
+// mirror is an archive.
 
 // PullLogs mirrors the access logs into dir: access.log is the active log,
 // access-<ts>.log each rotated one. A rotated log not seen locally before
@@ -117,17 +124,17 @@ func PullStats(ctx context.Context, remote LogsRemote, dir string, jobs int, rep
 		}
 	}
 	var jobsList []fileJob
-	var bad PullSummary
+	var bad []Failure
 	for _, f := range l.Files {
 		if !statsName.MatchString(f.Name) {
-			bad.Failures = append(bad.Failures, Failure{Op: "fetch", Path: f.Name, Error: "the server listed a name that is not <type>-YYYY-MM-DD.log; skipped"})
+			bad = append(bad, Failure{Op: "fetch", Path: f.Name, Error: "the server listed a name that is not <type>-YYYY-MM-DD.log; skipped"})
 			continue
 		}
 		jobsList = append(jobsList, fileJob{route: api.PathStatsFile, query: url.Values{api.QueryName: {f.Name}},
 			dst: filepath.Join(dir, f.Name), size: f.Size, growing: newest[f.Type] == f.Name, label: f.Name})
 	}
 	sum := runJobs(ctx, remote, jobsList, jobs, rep)
-	sum.add(bad)
+	sum.add(reportBad(rep, bad))
 	return sum, nil
 }
 
@@ -135,44 +142,39 @@ func PullStats(ctx context.Context, remote LogsRemote, dir string, jobs int, rep
 var gameLogPath = regexp.MustCompile(`^[^/_.][^/]*\.[^/]*/[^/_.][^/]*/hoster-processes/[0-9a-f]{12}/(stats|snapshot)-\d{4}-\d{2}-\d{2}-\d{2}\.jsonl$`)
 
 // PullGameLogs mirrors the game-log tree into dir, keeping each file's
-// tree-relative path. The newest hour of each family in each process
-// directory may still grow; the others are frozen. A path the server lists
-// that is not of the contract's shape is refused, so a server cannot make the
-// client write outside dir.
+// tree-relative path. Every hour file is treated as growing: the contract
+// says a changed size means the client fetches the tail. A path the server
+// lists that is not of the contract's shape is refused, so a server cannot
+// make the client write outside dir.
 func PullGameLogs(ctx context.Context, remote LogsRemote, dir string, jobs int, rep Reporter) (PullSummary, error) {
 	l, err := remote.GameLogs(ctx)
 	if err != nil {
 		return PullSummary{}, err
 	}
-	newest := map[string]string{}
-	for _, f := range l.Files {
-		key := familyKey(f.Path)
-		if f.Path > newest[key] {
-			newest[key] = f.Path
-		}
-	}
 	var jobsList []fileJob
-	var bad PullSummary
+	var bad []Failure
 	for _, f := range l.Files {
 		if !gameLogPath.MatchString(f.Path) || strings.Contains(f.Path, "..") {
-			bad.Failures = append(bad.Failures, Failure{Op: "fetch", Path: f.Path, Error: "the server listed a path outside the game-log layout; skipped"})
+			bad = append(bad, Failure{Op: "fetch", Path: f.Path, Error: "the server listed a path outside the game-log layout; skipped"})
 			continue
 		}
 		jobsList = append(jobsList, fileJob{route: api.PathGameLogsFile, query: url.Values{api.QueryPath: {f.Path}},
-			dst: filepath.Join(dir, filepath.FromSlash(f.Path)), size: f.Size, growing: newest[familyKey(f.Path)] == f.Path, label: f.Path})
+			dst: filepath.Join(dir, filepath.FromSlash(f.Path)), size: f.Size, growing: true, label: f.Path})
 	}
 	sum := runJobs(ctx, remote, jobsList, jobs, rep)
-	sum.add(bad)
+	sum.add(reportBad(rep, bad))
 	return sum, nil
 }
 
-// familyKey is a game-log path without its hour: process dir and family.
-func familyKey(p string) string {
-	dir, file := filepath.Split(p)
-	if i := strings.IndexByte(file, '-'); i > 0 {
-		return dir + file[:i]
+// reportBad reports listing entries that were refused, each once.
+func reportBad(rep Reporter, bad []Failure) PullSummary {
+	if rep == nil {
+		rep = NopReporter{}
 	}
-	return p
+	for _, f := range bad {
+		rep.Done(Op{Kind: f.Op, Path: f.Path}, errors.New(f.Error))
+	}
+	return PullSummary{Failures: bad}
 }
 
 // runJobs brings every file up to date, jobs at a time.
@@ -202,6 +204,9 @@ func runJobs(ctx context.Context, remote LogsRemote, list []fileJob, jobs int, r
 	parallel(ctx, max(jobs, 1), len(todo), func(i int) {
 		j := todo[i]
 		n, err := syncFile(ctx, remote, j)
+		if err != nil {
+			err = errors.New(pullCause(err))
+		}
 		mu.Lock()
 		if err != nil {
 			sum.Failures = append(sum.Failures, Failure{Op: "fetch", Path: j.label, Error: err.Error()})
@@ -215,6 +220,21 @@ func runJobs(ctx context.Context, remote LogsRemote, list []fileJob, jobs int, r
 	return sum
 }
 
+// pullCause is err as a failure line shows it beside the file's name: the
+// client's errors without their operation, local file errors without the
+// paths (the file's own, and its temporary one).
+func pullCause(err error) string {
+	var le *os.LinkError
+	var pe *fs.PathError
+	switch {
+	case errors.As(err, &le):
+		return "putting the file in place: " + le.Err.Error()
+	case errors.As(err, &pe):
+		return pe.Op + ": " + pe.Err.Error()
+	}
+	return cause(err)
+}
+
 // syncFile brings one local file up to date and returns the bytes received.
 func syncFile(ctx context.Context, remote LogsRemote, j fileJob) (int64, error) {
 	if err := os.MkdirAll(filepath.Dir(j.dst), 0o755); err != nil {
@@ -224,12 +244,10 @@ func syncFile(ctx context.Context, remote LogsRemote, j fileJob) (int64, error) 
 	if fi, err := os.Stat(j.dst); err == nil {
 		local = fi.Size()
 	}
-	switch {
-	case local > j.size || (local < 0 && !j.growing):
-		return fetchWhole(ctx, remote, j)
-	default:
+	if j.growing && local <= j.size {
 		return fetchTail(ctx, remote, j, max(local, 0))
 	}
+	return fetchWhole(ctx, remote, j)
 }
 
 // fetchWhole fetches the file into a temporary file beside dst and renames it
@@ -241,25 +259,32 @@ func fetchWhole(ctx context.Context, remote LogsRemote, j fileJob) (int64, error
 		return 0, err
 	}
 	defer f.Body.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(j.dst), "."+filepath.Base(j.dst)+".part-*")
-	if err != nil {
-		return 0, err
+	return receive(j, f.Body, func(n int64) bool { return n == j.size || j.growing && n > j.size })
+}
+
+// receive writes body whole into j's local file (pkg/atomicfile), if
+// complete says the byte count is right; else nothing is written.
+func receive(j fileJob, body io.Reader, complete func(n int64) bool) (int64, error) {
+	var short error
+	n, err := atomicfile.Copy(j.dst, body, 0o644, func(n int64) error {
+		if !complete(n) {
+			short = fmt.Errorf("received %d bytes, the listing said %d (nothing was written; the next run fetches it again)", n, j.size)
+			return short
+		}
+		return nil
+	})
+	switch {
+	case err == nil:
+		return n, nil
+	case short != nil && errors.Is(err, short):
+		return n, short
+	case errors.Is(err, atomicfile.ErrNotRegular):
+		return n, fmt.Errorf("putting the file in place: %w", atomicfile.ErrNotRegular)
 	}
-	defer os.Remove(tmp.Name())
-	n, err := io.Copy(tmp, f.Body)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
+	if cause := errors.Unwrap(err); cause != nil {
+		err = cause // atomicfile's error names the local path, which the caller names already
 	}
-	if err != nil {
-		return n, fmt.Errorf("receiving: %w (nothing was written; the next run fetches it again)", err)
-	}
-	if n != j.size && !(j.growing && n > j.size) {
-		return n, fmt.Errorf("received %d bytes, the listing said %d (nothing was written; the next run fetches it again)", n, j.size)
-	}
-	if err := os.Rename(tmp.Name(), j.dst); err != nil {
-		return n, err
-	}
-	return n, nil
+	return n, fmt.Errorf("receiving: %w (nothing was written; the next run fetches it again)", err)
 }
 
 // fetchTail appends the bytes past from. Only a 206 starting exactly at from
@@ -309,22 +334,8 @@ func fetchTail(ctx context.Context, remote LogsRemote, j fileJob, from int64) (i
 	return n, out.Close()
 }
 
-// replaceWith writes body to a temporary file and renames it onto dst.
+// replaceWith writes body whole in place of j's local file, if it has at
+// least the listed size.
 func replaceWith(j fileJob, body io.Reader) (int64, error) {
-	tmp, err := os.CreateTemp(filepath.Dir(j.dst), "."+filepath.Base(j.dst)+".part-*")
-	if err != nil {
-		return 0, err
-	}
-	defer os.Remove(tmp.Name())
-	n, err := io.Copy(tmp, body)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return 0, fmt.Errorf("receiving: %w (nothing was written; the next run fetches it again)", err)
-	}
-	if n < j.size {
-		return 0, fmt.Errorf("received %d bytes, the listing said %d; nothing was written", n, j.size)
-	}
-	return n, os.Rename(tmp.Name(), j.dst)
+	return receive(j, body, func(n int64) bool { return n >= j.size })
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/apiclient"
 	"github.com/hoster-dev/hoster/pkg/server"
 	"github.com/hoster-dev/hoster/pkg/tools"
 )
@@ -22,7 +23,7 @@ type pullEnv struct {
 	base   string // the server's URL
 	logs   string // server {logs_root}
 	mirror string
-	c      *api.Client
+	c      *apiclient.Client
 	mu     sync.Mutex
 	reqs   map[string]int // by path
 	bytes  int64          // body bytes of file answers
@@ -55,7 +56,7 @@ func newPullEnv(t testing.TB, variant api.Variant) *pullEnv {
 	}))
 	t.Cleanup(func() { ts.Close(); srv.Close() })
 	e.base = ts.URL
-	e.c, _ = api.NewClient(api.ClientConfig{Server: ts.URL, Token: token, Attempts: 1})
+	e.c, _ = apiclient.NewClient(apiclient.ClientConfig{Server: ts.URL, Token: token, Attempts: 1})
 	return e
 }
 
@@ -227,7 +228,7 @@ func TestPullCutConnectionThenRerun(t *testing.T) {
 	// Nothing half-written: every file is absent or a prefix of the server's.
 	filepath.WalkDir(e.mirror, func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
-			if strings.Contains(d.Name(), ".part-") {
+			if strings.Contains(d.Name(), ".tmp-") {
 				t.Errorf("temporary file left: %s", p)
 			}
 			b, _ := os.ReadFile(p)
@@ -282,12 +283,12 @@ func TestPullRemovesStaleParts(t *testing.T) {
 	e.appendTo(t, "server-logs/cpu-2026-11-21.log", "line\n")
 	e.appendTo(t, gl+"stats-2026-11-22-09.jsonl", "line\n")
 	stale := []string{
-		"web-logs/.access.log.part-123456",
-		"web-logs/.access-1763800000.log.part-99",
-		"server-logs/.cpu-2026-11-20.log.part-42",
-		gl + ".stats-2026-11-22-09.jsonl.part-7",
+		"web-logs/.access.log.tmp-123456",
+		"web-logs/.access-1763800000.log.tmp-99",
+		"server-logs/.cpu-2026-11-20.log.tmp-42",
+		gl + ".stats-2026-11-22-09.jsonl.tmp-7",
 	}
-	kept := []string{"web-logs/.notes.part-1", "server-logs/.cpu-2026-11-20.log.part-x"}
+	kept := []string{"web-logs/.notes.tmp-1", "server-logs/.cpu-2026-11-20.log.tmp-x"}
 	for _, p := range append(append([]string{}, stale...), kept...) {
 		p = filepath.Join(e.mirror, filepath.FromSlash(p))
 		os.MkdirAll(filepath.Dir(p), 0o755)
@@ -306,4 +307,52 @@ func TestPullRemovesStaleParts(t *testing.T) {
 			t.Errorf("%s is not a pull's part but was removed", p)
 		}
 	}
+}
+
+// A frozen file rewritten on the server (a rotated log, a past stats day)
+// whose listed size differs from the local copy is fetched again whole,
+// never completed with a Range append: the mirror ends byte-exact.
+func TestPullRewrittenFrozenFilesWhole(t *testing.T) {
+	e := newPullEnv(t, api.Variant1)
+	rotated := "web-logs/access-2026-11-20T10-00-00.000.log"
+	e.appendTo(t, rotated, "r1\n")
+	e.appendTo(t, "web-logs/access.log", "now\n")
+	e.appendTo(t, "server-logs/cpu-2026-11-20.log", "d1\n")
+	e.appendTo(t, "server-logs/cpu-2026-11-22.log", "today\n")
+	e.appendTo(t, gl+"stats-2026-11-22-09.jsonl", "{\"h\":9}\n")
+	e.appendTo(t, gl+"stats-2026-11-22-10.jsonl", "{\"h\":10}\n")
+	if s := e.pullAll(t); len(s.Failures) > 0 {
+		t.Fatal(s.Failures)
+	}
+	// Rewritten, longer, with different leading bytes; the rotated log
+	// keeps its modification time, so its timestamp (and local name) stays.
+	p := filepath.Join(e.logs, rotated)
+	fi, _ := os.Stat(p)
+	os.WriteFile(p, []byte("XX\nr2\n"), 0o644)
+	os.Chtimes(p, fi.ModTime(), fi.ModTime())
+	os.WriteFile(filepath.Join(e.logs, "server-logs/cpu-2026-11-20.log"), []byte("YY\nd2\n"), 0o644)
+	e.reset()
+	if s := e.pullAll(t); len(s.Failures) > 0 {
+		t.Fatal(s.Failures)
+	}
+	got, _ := os.ReadFile(filepath.Join(e.mirror, "web-logs", "access-"+itoa(fi.ModTime().UnixMilli())+".log"))
+	if string(got) != "XX\nr2\n" {
+		t.Errorf("rotated log mirrored as %q", got)
+	}
+	if got, _ := os.ReadFile(filepath.Join(e.mirror, "server-logs/cpu-2026-11-20.log")); string(got) != "YY\nd2\n" {
+		t.Errorf("past day-file mirrored as %q", got)
+	}
+
+	// A past game-log hour that grew is completed by its tail, as the
+	// contract has it: only the new bytes cross the wire.
+	e.appendTo(t, gl+"stats-2026-11-22-09.jsonl", "{\"late\":1}\n")
+	e.reset()
+	if s := e.pullAll(t); len(s.Failures) > 0 || s.Fetched != 1 {
+		t.Fatalf("%+v", s)
+	}
+	if _, wire := e.reset(); wire != int64(len("{\"late\":1}\n")) {
+		t.Errorf("a grown game-log hour moved %d bytes, want only its tail", wire)
+	}
+	e.sameTree(t, "server-logs")
+	e.sameTree(t, "hoster-logs")
 }

@@ -8,30 +8,53 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hoster-dev/hoster/pkg/api"
 )
 
-// Remote is the server side of a sync; *api.Client is one.
+// Remote is the server side of a sync; *apiclient.Client is one.
 type Remote interface {
 	Tree(ctx context.Context) (api.Tree, error)
 	PutFile(ctx context.Context, rel string, size int64, open func() (io.ReadCloser, error)) (api.WriteResult, error)
 	DeleteFile(ctx context.Context, rel string) error
 }
 
+// Link is a Remote that knows its link: the round trip it measured, and
+// connections it can open ahead of the transfers. *apiclient.Client is one.
+type Link interface {
+	RTT() time.Duration
+	Warm(ctx context.Context, n int)
+}
+
+// Batcher is a Remote that may take many files in one request, the batch
+// upload extension of hoster-server; *apiclient.Client is one, and uses it only
+// when the server offered it (CanBatch). Every other server gets a PUT per
+// file.
+type Batcher interface {
+	CanBatch() bool
+	PutFiles(ctx context.Context, files []api.BatchFile) ([]error, error)
+}
+
 // SyncOptions configure a sync.
 type SyncOptions struct {
-	// Jobs is how many transfers run at once; 0 means 8.
+	// Jobs is the most transfers run at once; 0 means 8. Against a Link,
+	// how many run follows its round trip (InFlight), up to Jobs.
 	Jobs int
 	// DryRun makes the plan and changes nothing.
 	DryRun bool
 	// Plan holds the safety rails.
 	Plan PlanOptions
+	// Hashes, when set, keeps local hashes from one sync to the next
+	// (sync --watch); nil for a stateless one-shot sync.
+	Hashes *HashCache
 	// Prepare, when set, runs once the server's tree has been asked for and
 	// before the local tree is walked, so that it overlaps the server's walk
-	// (hoster sync generates the game modules here). Its error ends the
-	// sync and is returned as it is.
-	Prepare func() error
+	// (hoster sync generates the game modules here). The games it returns
+	// ("<domain>/<game>") are left exactly as they are on the server, as
+	// with PlanOptions.Leave; its error ends the sync and is returned as it
+	// is.
+	Prepare func() (leave []string, err error)
 }
 
 // SyncSummary is what a sync did.
@@ -53,6 +76,8 @@ type SyncSummary struct {
 	Differ int `json:"differ,omitempty"`
 	// Notes say what the sync did beyond the plan, and why.
 	Notes []string `json:"notes,omitempty"`
+	// Left are the games Prepare asked to leave as they are on the server.
+	Left []string `json:"left,omitempty"`
 	// Plan is what was (or, in a dry run, would be) done.
 	Plan Plan `json:"-"`
 }
@@ -61,15 +86,10 @@ type SyncSummary struct {
 var ErrUploadsFailed = errors.New("some uploads failed, so their games' server files were not deleted (a half-pushed game keeps every file it may still need); fix the failures and sync again")
 
 // Sync mirrors the games under root to remote: walk and hash locally while the
-// server's tree is fetched, plan, delete what stands in the way of an upload,
-// upload what is new or changed, then delete what is gone, except in a game
-// with a failed upload (unless the server is out of space: then the deletes
-// run, and the uploads that failed for want of space run again). A failure of
-// one file does not stop the others; each is in the summary. When the server
-// stops answering, no further transfer starts (NotSent counts them). Last,
-// the server's tree is read again and compared with what the sync left
-// (Differ). The error is for what stops the whole sync: an unreadable root,
-// no tree, a refused plan.
+// server's tree is fetched, plan, upload what is new or changed, then delete
+// what is gone, but only when every upload succeeded. A failure of one file
+// does not stop the others; each is in the summary. The error is for what
+// stops the whole sync: an unreadable root, no tree, a refused plan.
 func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep Reporter) (SyncSummary, error) {
 	if rep == nil {
 		rep = NopReporter{}
@@ -88,17 +108,29 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 	var arrived atomic.Pointer[api.Tree]
 	treeCtx, cancelTree := context.WithCancel(ctx)
 	defer cancelTree()
+	treeDone := make(chan struct{})
 	go func() {
 		t, err := remote.Tree(treeCtx)
 		if err == nil {
 			arrived.Store(&t)
 		}
+		close(treeDone)
 		treeCh <- treeResult{t, err}
 	}()
+	link, _ := remote.(Link)
+	if link != nil {
+		opts.Jobs = InFlight(link.RTT(), opts.Jobs)
+	}
 	var local *Local
 	var err error
 	if opts.Prepare != nil {
-		err = opts.Prepare()
+		var leave []string
+		leave, err = opts.Prepare()
+		opts.Plan.Leave = append(slices.Clip(opts.Plan.Leave), leave...)
+	}
+	left := map[string]bool{}
+	for _, g := range opts.Plan.Leave {
+		left[g] = true
 	}
 	if err == nil {
 		local, err = Walk(root)
@@ -108,7 +140,31 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 		<-treeCh // do not leave the request behind
 		return SyncSummary{}, err
 	}
+	local.Cache = opts.Hashes
+	if link != nil && !opts.DryRun {
+		// Files the server lacks are uploads for sure: open their
+		// connections while the rest is hashed.
+		var warming sync.WaitGroup
+		defer warming.Wait() // quick: the tree has come by the time Sync returns
+		warming.Add(1)
+		go func() {
+			defer warming.Done()
+			<-treeDone
+			if t := arrived.Load(); t != nil {
+				n := 0
+				for p := range local.Files {
+					if _, has := (*t)[p]; !has && !left[gameOf(p)] {
+						n++
+					}
+				}
+				link.Warm(ctx, min(n, opts.Jobs))
+			}
+		}()
+	}
 	hashErr := local.HashNeeded(func(path string) bool {
+		if left[gameOf(path)] {
+			return false
+		}
 		t := arrived.Load()
 		if t == nil {
 			return true
@@ -127,7 +183,7 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 	if err != nil {
 		return SyncSummary{}, err
 	}
-	sum := SyncSummary{Unchanged: plan.Unchanged, Plan: plan, Failures: append([]Failure{}, local.Refused...)}
+	sum := SyncSummary{Unchanged: plan.Unchanged, Plan: plan, Failures: append([]Failure{}, local.Refused...), Left: opts.Plan.Leave}
 	if opts.DryRun {
 		return sum, nil
 	}
@@ -136,8 +192,12 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 	record := func(op Op, files int, err error) {
 		mu.Lock()
 		defer mu.Unlock()
+		if errors.Is(err, errNotSent) {
+			sum.NotSent++
+			return
+		}
 		if err != nil {
-			sum.Failures = append(sum.Failures, Failure{Op: op.Kind, Path: op.Path, Error: err.Error()})
+			sum.Failures = append(sum.Failures, Failure{Op: op.Kind, Path: op.Path, Error: cause(err)})
 		} else if op.Kind == "upload" {
 			sum.Uploaded++
 			sum.Bytes += op.Size
@@ -159,20 +219,65 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 		}))
 	}
 	sent := &sentHashes{}
+	var putBatch func(*gate, []Upload) []error
+	if b, ok := remote.(Batcher); ok && b.CanBatch() {
+		putBatch = func(g *gate, us []Upload) []error {
+			files := make([]api.BatchFile, len(us))
+			for i, u := range us {
+				files[i] = api.BatchFile{Rel: u.Path, Size: u.Size, Open: sent.opener(u)}
+			}
+			errs := make([]error, len(us))
+			if g.closed() {
+				for i := range errs {
+					errs[i] = errNotSent
+				}
+				return errs
+			}
+			errs, err := b.PutFiles(ctx, files)
+			if err != nil {
+				for i := range errs {
+					errs[i] = err
+				}
+			}
+			g.record(err)
+			return errs
+		}
+	}
+	// uploads runs the uploads of list, a game's code files last, and
+	// returns how many were not sent because the server stopped answering.
 	uploads := func(list []Upload) (notSent int) {
+		if len(list) == 0 {
+			return 0
+		}
+		before := sum.NotSent
 		var bytes int64
 		for _, u := range list {
 			bytes += u.Size
 		}
 		rep.Begin("upload", len(list), bytes)
-		return len(transfers(ctx, opts.Jobs, len(list), check, func(i int) error {
-			u := list[i]
+		g := newGate(check)
+		var batch func([]Upload) []error
+		if putBatch != nil {
+			batch = func(us []Upload) []error { return putBatch(g, us) }
+		}
+		runUploads(ctx, list, opts.Jobs, func(u Upload) error {
+			if g.closed() {
+				return errNotSent
+			}
 			_, err := remote.PutFile(ctx, u.Path, u.Size, sent.opener(u))
-			record(Op{Kind: "upload", Path: u.Path, Size: u.Size}, 1, err)
+			g.record(err)
 			return err
-		}))
+		}, batch, func(u Upload, err error) {
+			record(Op{Kind: "upload", Path: u.Path, Size: u.Size}, 1, err)
+		})
+		mu.Lock()
+		defer mu.Unlock()
+		return sum.NotSent - before
 	}
 
+	if link != nil {
+		link.Warm(ctx, min(len(plan.Uploads)+len(plan.Deletes), opts.Jobs))
+	}
 	// What stands in the way of an upload goes first; then the uploads;
 	// then the other deletes, but not in a game with a failed transfer.
 	var first, rest []Delete
@@ -183,19 +288,26 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 			rest = append(rest, d)
 		}
 	}
-	sum.NotSent = deletes(first)
-	if sum.NotSent == 0 {
-		sum.NotSent = uploads(plan.Uploads)
+	notSent := deletes(first)
+	if notSent == 0 {
+		notSent = uploads(plan.Uploads)
 	}
-	if sum.NotSent == 0 && len(rest) > 0 && ctx.Err() == nil {
+	if notSent == 0 && len(rest) > 0 && ctx.Err() == nil {
 		if retry := outOfSpaceUploads(plan.Uploads, sum.Failures); len(retry) > 0 {
 			// The server's disk is full: the deletes free space, so they
 			// run first (in every game: a full disk holds every game back),
 			// then the uploads that failed for want of it run again.
-			sum.Notes = append(sum.Notes, fmt.Sprintf("the server is out of space: ran the %d deletes first, then sent the %d uploads that failed for want of space again", len(rest), len(retry)))
-			sum.Failures = slices.DeleteFunc(sum.Failures, func(f Failure) bool { return f.Op == "upload" && outOfSpace(errors.New(f.Error)) })
-			if sum.NotSent = deletes(rest); sum.NotSent == 0 {
-				sum.NotSent = uploads(retry)
+			sum.Notes = append(sum.Notes, fmt.Sprintf("the server is out of space: ran the %d deletes, then sent again the %d uploads that failed for want of space", len(rest), len(retry)))
+			retried := map[string]bool{}
+			for _, u := range retry {
+				retried[u.Path] = true
+			}
+			// The retried uploads, and the code files held back behind them.
+			sum.Failures = slices.DeleteFunc(sum.Failures, func(f Failure) bool {
+				return f.Op == "upload" && (outOfSpaceMsg(f.Error) || f.Error == ErrHeldBack.Error() && retried[f.Path])
+			})
+			if notSent = deletes(rest); notSent == 0 {
+				notSent = uploads(retry)
 			}
 			rest = nil
 		}
@@ -206,15 +318,15 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 	}
 	var run, kept []Delete
 	for _, d := range rest {
-		if failedGames[gameOf(d.Path)] || sum.NotSent > 0 {
+		if failedGames[gameOf(d.Path)] || notSent > 0 {
 			kept = append(kept, d)
 		} else {
 			run = append(run, d)
 		}
 	}
 	sum.DeletesSkipped = len(kept) > 0
-	if sum.NotSent == 0 {
-		sum.NotSent = deletes(run)
+	if notSent == 0 {
+		deletes(run)
 	}
 	if sum.NotSent > 0 || ctx.Err() != nil || len(plan.Uploads)+len(plan.Deletes) == 0 {
 		return sum, ctx.Err() // a sync that changed nothing has just read the tree
@@ -228,9 +340,11 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 	for _, d := range kept {
 		excused[d.Path] = true
 	}
-	n, diffs, err := verify(ctx, remote, local, plan, sent, func(p string) bool { return under(excused, p) || failedGames[gameOf(p)] && !local.has(p) })
+	n, diffs, err := verify(ctx, remote, local, plan, sent, func(p string) bool {
+		return under(excused, p) || left[gameOf(p)] || failedGames[gameOf(p)] && !local.has(p)
+	})
 	if err != nil {
-		sum.Failures = append(sum.Failures, Failure{Op: "check", Path: "", Error: err.Error()})
+		sum.Failures = append(sum.Failures, Failure{Op: "check", Path: api.PathTree, Error: err.Error()})
 		return sum, ctx.Err()
 	}
 	sum.Differ = n
@@ -238,12 +352,12 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 	return sum, ctx.Err()
 }
 
-// outOfSpaceUploads returns the uploads that failed because the server's
-// disk is full.
+// outOfSpaceUploads are the uploads of list that failed because the
+// server's disk was full.
 func outOfSpaceUploads(list []Upload, failures []Failure) []Upload {
 	full := map[string]bool{}
 	for _, f := range failures {
-		if f.Op == "upload" && outOfSpace(errors.New(f.Error)) {
+		if f.Op == "upload" && outOfSpaceMsg(f.Error) {
 			full[f.Path] = true
 		}
 	}
@@ -275,3 +389,14 @@ func parallel(ctx context.Context, jobs, n int, do func(i int)) {
 	close(work)
 	wg.Wait()
 }
+
+// InFlight is how many transfers to keep in flight across a link with the
+// given round trip: enough that the round trips overlap (one more transfer
+// per perTransfer of round trip), at least 8, at most ceiling (--jobs).
+func InFlight(rtt time.Duration, ceiling int) int {
+	n := 8 + int(rtt/perTransfer)
+	return max(min(n, ceiling), 1)
+}
+
+// perTransfer is the round trip that warrants one more transfer in flight.
+const perTransfer = 500 * time.Microsecond

@@ -8,12 +8,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/apiclient"
 	"github.com/hoster-dev/hoster/pkg/game"
 	"github.com/hoster-dev/hoster/pkg/server"
 )
@@ -22,16 +24,23 @@ const token = "abababababababababababababababababababababababababababababababab"
 
 // counter counts requests by method, around the real server.
 type counter struct {
-	mu   sync.Mutex
-	n    map[string]int
-	next http.Handler
-	fail func(r *http.Request) bool // answer 500 to these
+	mu      sync.Mutex
+	n       map[string]int
+	next    http.Handler
+	fail    func(r *http.Request) bool // answer 500 to these
+	noBatch bool                       // answer /api/version as a server without the batch upload
 }
 
 func (c *counter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.mu.Lock()
 	c.n[r.Method]++
+	c.n[r.Method+" "+r.URL.Path]++
+	noBatch := c.noBatch
 	c.mu.Unlock()
+	if noBatch && r.URL.Path == api.PathVersion {
+		w.Write([]byte(`{"api": 1}`)) // a server without the batch upload
+		return
+	}
 	if c.fail != nil && c.fail(r) {
 		w.WriteHeader(500)
 		w.Write([]byte(`{"error":"disk on fire"}`))
@@ -52,7 +61,7 @@ type fixture struct {
 	root  string // local sites
 	games string // server games root
 	cnt   *counter
-	c     *api.Client
+	c     *apiclient.Client
 }
 
 func newFixture(t *testing.T, variant api.Variant) *fixture {
@@ -65,7 +74,7 @@ func newFixture(t *testing.T, variant api.Variant) *fixture {
 	f.cnt = &counter{n: map[string]int{}, next: srv.Handler()}
 	ts := httptest.NewServer(f.cnt)
 	t.Cleanup(func() { ts.Close(); srv.Close() })
-	f.c, err = api.NewClient(api.ClientConfig{Server: ts.URL, Token: token, Attempts: 2, RetryBase: 1})
+	f.c, err = apiclient.NewClient(apiclient.ClientConfig{Server: ts.URL, Token: token, Attempts: 2, RetryBase: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,10 +285,14 @@ func TestOneFailedUploadSkipsDeletes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(sum.Failures) != 1 || sum.Failures[0].Path != "a.com/g/bad.js" || !strings.Contains(sum.Failures[0].Error, "disk on fire") {
+	// The game's config is held back: a game with a failed upload keeps
+	// its previous code.
+	sort.Slice(sum.Failures, func(i, j int) bool { return sum.Failures[i].Path < sum.Failures[j].Path })
+	if len(sum.Failures) != 2 || sum.Failures[0].Path != "a.com/g/bad.js" || !strings.Contains(sum.Failures[0].Error, "disk on fire") ||
+		sum.Failures[1].Path != "a.com/g/hoster-game.json" || !strings.Contains(sum.Failures[1].Error, "held back") {
 		t.Fatalf("failures %+v", sum.Failures)
 	}
-	if sum.Uploaded != 2 || !sum.DeletesSkipped {
+	if sum.Uploaded != 1 || !sum.DeletesSkipped {
 		t.Fatalf("summary %+v", sum)
 	}
 	if _, err := os.Stat(filepath.Join(f.games, "a.com/g/old.js")); err != nil {
@@ -317,9 +330,9 @@ func TestPlanUnhashedIsUploaded(t *testing.T) {
 func TestPrepareRunsBeforeTheWalk(t *testing.T) {
 	f := newFixture(t, api.Variant1)
 	write(t, f.root, "example.com/arena/hoster-game.json", cfg)
-	sum, err := f.sync(t, SyncOptions{Prepare: func() error {
+	sum, err := f.sync(t, SyncOptions{Prepare: func() ([]string, error) {
 		write(t, f.root, "example.com/arena/hoster.server.js", "generated")
-		return nil
+		return nil, nil
 	}})
 	if err != nil || sum.Uploaded != 2 {
 		t.Fatalf("sync = %+v, %v; want both files uploaded", sum, err)
@@ -327,11 +340,86 @@ func TestPrepareRunsBeforeTheWalk(t *testing.T) {
 	f.cnt.reset()
 	boom := errors.New("generator broke")
 	write(t, f.root, "example.com/arena/new.js", "x")
-	if _, err := f.sync(t, SyncOptions{Prepare: func() error { return boom }}); err != boom {
+	if _, err := f.sync(t, SyncOptions{Prepare: func() ([]string, error) { return nil, boom }}); err != boom {
 		t.Fatalf("err = %v, want the Prepare error itself", err)
 	}
 	if n := f.cnt.reset(); n["PUT"] != 0 || n["DELETE"] != 0 {
 		t.Fatalf("a failed Prepare still changed the server: %v", n)
+	}
+}
+
+// Against hoster-server, which offers the batch upload, small files go in
+// batches and the mirror ends exact, in both variants; against a server
+// that does not offer it, every file is a PUT of its own.
+func TestSyncBatchesWhereOffered(t *testing.T) {
+	for _, variant := range []api.Variant{api.Variant1, api.Variant2} {
+		for _, offered := range []bool{true, false} {
+			t.Run(fmt.Sprint("variant", variant, " offered=", offered), func(t *testing.T) {
+				f := newFixture(t, variant)
+				f.cnt.noBatch = !offered
+				if _, err := f.c.Version(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				for i := 0; i < 40; i++ {
+					write(t, f.root, fmt.Sprintf("a.com/g%d/hoster-game.json", i%2), cfg)
+					write(t, f.root, fmt.Sprintf("a.com/g%d/f%d.txt", i%2, i), strings.Repeat("x", i*100))
+				}
+				write(t, f.root, "a.com/g0/big.bin", strings.Repeat("b", 2<<20))
+				sum, err := f.sync(t, SyncOptions{})
+				if err != nil || len(sum.Failures) > 0 || sum.Uploaded != 43 {
+					t.Fatalf("%+v, %v", sum, err)
+				}
+				n := f.cnt.reset()
+				if offered && (n["PUT "+api.PathFiles] == 0 || n["PUT"] >= 43) || !offered && (n["PUT "+api.PathFiles] != 0 || n["PUT"] != 43) {
+					t.Errorf("requests %v", n)
+				}
+				local, _ := Walk(f.root)
+				local.Hash()
+				tree, _ := f.c.Tree(context.Background())
+				if len(tree) != len(local.Files) {
+					t.Fatalf("server has %d files, local %d", len(tree), len(local.Files))
+				}
+				for p, lf := range local.Files {
+					if tree[p] != lf.Hash {
+						t.Errorf("%s differs on the server", p)
+					}
+				}
+			})
+		}
+	}
+}
+
+// A game Prepare leaves (it failed to generate) keeps its server files
+// exactly: nothing uploaded, nothing deleted, not even a folder delete; the
+// other games are pushed and pruned as usual.
+func TestPrepareLeavesABrokenGame(t *testing.T) {
+	f := newFixture(t, api.Variant1)
+	write(t, f.root, "a.com/good/hoster-game.json", cfg)
+	write(t, f.root, "a.com/good/new.js", "new")
+	write(t, f.games, "a.com/good/stale.js", "stale")
+	write(t, f.root, "a.com/broken/hoster-game.json", cfg)
+	write(t, f.root, "a.com/broken/changed.js", "local edit")
+	write(t, f.games, "a.com/broken/changed.js", "last good")
+	write(t, f.games, "a.com/broken/hoster.server.js", "last good module")
+	sum, err := f.sync(t, SyncOptions{Prepare: func() ([]string, error) { return []string{"a.com/broken"}, nil }})
+	if err != nil || len(sum.Failures) > 0 {
+		t.Fatalf("sync = %+v, %v", sum, err)
+	}
+	if !slices.Equal(sum.Left, []string{"a.com/broken"}) {
+		t.Fatalf("Left = %v", sum.Left)
+	}
+	want := []string{"a.com/broken/changed.js", "a.com/broken/hoster.server.js", "a.com/good/hoster-game.json", "a.com/good/new.js"}
+	if got := f.serverFiles(t); !slices.Equal(got, want) {
+		t.Fatalf("server files %v, want %v", got, want)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.games, "a.com/broken/changed.js")); string(b) != "last good" {
+		t.Fatalf("the broken game's file was overwritten: %q", b)
+	}
+	// Even a broken game absent from the server is not created.
+	write(t, f.root, "a.com/fresh/hoster-game.json", cfg)
+	f.sync(t, SyncOptions{Prepare: func() ([]string, error) { return []string{"a.com/broken", "a.com/fresh"}, nil }})
+	if got := f.serverFiles(t); !slices.Equal(got, want) {
+		t.Fatalf("server files %v, want %v", got, want)
 	}
 }
 

@@ -37,6 +37,9 @@ type Local struct {
 	// Refused are names that cannot be mirrored (not valid UTF-8): left
 	// out, each a failure of the sync.
 	Refused []Failure
+	// Cache, when set, gives the hashes of files unchanged since it last
+	// saw them, and keeps the new ones.
+	Cache *HashCache
 }
 
 // refusedName is the failure of a local name that is not valid UTF-8: the
@@ -45,6 +48,65 @@ func refusedName(path string) Failure {
 	q := strconv.Quote(path)
 	return Failure{Op: "skip", Path: q[1 : len(q)-1],
 		Error: "the name is not valid UTF-8, which the server refuses; rename it (it was not sent)"}
+}
+
+// HashCache keeps the hashes of local files between the rounds of
+// `sync --watch`, each with the file's stamp (inode, size, mtime, ctime) when
+// it was hashed; a hash is used again only while the stamp is unchanged. A
+// one-shot sync has none: it stays stateless.
+type HashCache struct {
+	mu   sync.Mutex
+	m    map[string]cachedHash // by absolute path
+	seen map[string]bool       // paths looked up since the last prune
+	hits int
+}
+
+type cachedHash struct {
+	stamp filehash.Stamp
+	hash  string
+}
+
+// NewHashCache makes an empty cache.
+func NewHashCache() *HashCache {
+	return &HashCache{m: map[string]cachedHash{}, seen: map[string]bool{}}
+}
+
+// Hits is how many hashes the cache gave since it was made.
+func (c *HashCache) Hits() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hits
+}
+
+func (c *HashCache) get(abs string, st filehash.Stamp) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seen[abs] = true
+	e, ok := c.m[abs]
+	if ok && e.stamp == st {
+		c.hits++
+		return e.hash, true
+	}
+	return "", false
+}
+
+func (c *HashCache) put(abs string, st filehash.Stamp, hash string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m[abs] = cachedHash{st, hash}
+}
+
+// prune forgets the files not looked up since the last prune (deleted, or
+// no longer hashed), so the cache holds no more than the tree.
+func (c *HashCache) prune() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for abs := range c.m {
+		if !c.seen[abs] {
+			delete(c.m, abs)
+		}
+	}
+	c.seen = map[string]bool{}
 }
 
 // Walk finds the games under root by the contract's structure rules and lists
@@ -176,12 +238,15 @@ func (l *Local) HashNeeded(need func(path string) bool) error {
 	sort.Slice(files, func(i, j int) bool { return files[i].Size > files[j].Size })
 	var mu sync.Mutex
 	var first error
+	if l.Cache != nil {
+		defer l.Cache.prune()
+	}
 	filehash.Each(len(files), func(i int, x *filehash.Hasher) {
 		f := files[i]
 		if need != nil && !need(f.Path) {
 			return
 		}
-		if err := hashFile(f, x); err != nil {
+		if err := hashFile(f, x, l.Cache); err != nil {
 			mu.Lock()
 			if first == nil {
 				first = err
@@ -192,17 +257,35 @@ func (l *Local) HashNeeded(need func(path string) bool) error {
 	return first
 }
 
-func hashFile(f *File, x *filehash.Hasher) error {
+func hashFile(f *File, x *filehash.Hasher, cache *HashCache) error {
 	fh, err := os.Open(f.Abs)
 	if err != nil {
 		return fmt.Errorf("hashing %s: %w", f.Path, err)
 	}
 	defer fh.Close()
+	var st filehash.Stamp
+	stamped := false
+	if cache != nil {
+		// The stamp is taken before reading: a file changed while it is
+		// read gets a new stamp, so its hash is not trusted next time.
+		if fi, err := fh.Stat(); err == nil {
+			st, stamped = filehash.StampOf(fi)
+		}
+		if stamped {
+			if h, ok := cache.get(f.Abs, st); ok {
+				f.Size, f.Hash = st.Size, h
+				return nil
+			}
+		}
+	}
 	sum, n, err := x.Sum(fh)
 	if err != nil {
 		return fmt.Errorf("hashing %s: %w", f.Path, err)
 	}
 	f.Size, f.Hash = n, sum
+	if stamped && n == st.Size {
+		cache.put(f.Abs, st, sum)
+	}
 	return nil
 }
 

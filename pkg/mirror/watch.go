@@ -6,21 +6,49 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/game"
 )
 
 // generated are the files hoster gen writes: changes to them are the
 // generator's own and never start another round.
-var generated = map[string]bool{api.ServerModule: true, api.ServerModule + ".map": true, api.ClientLibrary: true, "hoster.client.d.ts": true}
+var generated = map[string]bool{api.ServerModule: true, api.ServerModule + ".map": true, api.ClientLibrary: true, api.ClientTypes: true}
 
-// Watch calls changed whenever something under root changes and then stays
-// quiet for debounce, until ctx ends. Hidden entries, node_modules and the
-// generated files are ignored; folders created later are watched too.
-func Watch(ctx context.Context, root string, debounce time.Duration, changed func()) error {
+// Watch calls ready (which may be nil) once root is watched, then changed
+// whenever something under root changes and then stays quiet for debounce,
+// until ctx ends. Hidden entries, node_modules and the generated files are
+// ignored; folders created later are watched too.
+func Watch(ctx context.Context, root string, debounce time.Duration, ready, changed func()) error {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return watch(ctx, root, changed, realQuiet{t, debounce}, watchHooks{ready: ready})
+}
+
+// quietClock is the debounce: restart begins a quiet period, fired delivers
+// once one has passed with no restart.
+type quietClock interface {
+	restart()
+	fired() <-chan time.Time
+}
+
+type realQuiet struct {
+	t *time.Timer
+	d time.Duration
+}
+
+func (q realQuiet) restart()                { q.t.Reset(q.d) }
+func (q realQuiet) fired() <-chan time.Time { return q.t.C }
+
+// watchHooks let a test see the watcher's steps; nil ones are skipped.
+type watchHooks struct {
+	ready func()                         // root is watched
+	event func(name string, counts bool) // an event was handled (a new folder already watched)
+}
+
+func watch(ctx context.Context, root string, changed func(), quiet quietClock, hooks watchHooks) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("watching %s: %w", root, err)
@@ -40,8 +68,9 @@ func Watch(ctx context.Context, root string, debounce time.Duration, changed fun
 	if err := add(root); err != nil {
 		return fmt.Errorf("watching %s: %w", root, err)
 	}
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
+	if hooks.ready != nil {
+		hooks.ready()
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -50,21 +79,23 @@ func Watch(ctx context.Context, root string, debounce time.Duration, changed fun
 			return fmt.Errorf("watching %s: %w", root, err)
 		case ev := <-w.Events:
 			name := filepath.Base(ev.Name)
-			if ignored(name) || generated[name] {
-				continue
-			}
-			if ev.Has(fsnotify.Create) {
-				if fi, err := os.Stat(ev.Name); err == nil && fi.IsDir() {
-					add(ev.Name)
+			counts := !ignored(name) && !generated[name]
+			if counts {
+				if ev.Has(fsnotify.Create) {
+					if fi, err := os.Stat(ev.Name); err == nil && fi.IsDir() {
+						add(ev.Name)
+					}
 				}
+				quiet.restart()
 			}
-			timer.Reset(debounce)
-		case <-timer.C:
+			if hooks.event != nil {
+				hooks.event(name, counts)
+			}
+		case <-quiet.fired():
 			changed()
 		}
 	}
 }
 
-func ignored(name string) bool {
-	return strings.HasPrefix(name, ".") || name == "node_modules"
-}
+// ignored: the walk skips these too (hidden entries, node_modules, hoster-env.d.ts).
+func ignored(name string) bool { return game.IsSkipped(name) }

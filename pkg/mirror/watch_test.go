@@ -4,46 +4,95 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 	"time"
 )
 
+// manualQuiet is a debounce that ends only when the test says so.
+type manualQuiet struct {
+	restarts chan struct{}
+	c        chan time.Time
+}
+
+func (q *manualQuiet) restart() {
+	select {
+	case q.restarts <- struct{}{}:
+	default:
+	}
+}
+func (q *manualQuiet) fired() <-chan time.Time { return q.c }
+
+type watchEvent struct {
+	name   string
+	counts bool
+}
+
 func TestWatch(t *testing.T) {
 	root := t.TempDir()
-	os.MkdirAll(filepath.Join(root, "a.com", "g"), 0o755)
-	var rounds atomic.Int32
+	g := filepath.Join(root, "a.com", "g")
+	os.MkdirAll(g, 0o755)
+	quiet := &manualQuiet{restarts: make(chan struct{}, 1), c: make(chan time.Time)}
+	ready := make(chan struct{})
+	events := make(chan watchEvent, 1000)
+	rounds := make(chan struct{}, 10)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- Watch(ctx, root, 100*time.Millisecond, func() { rounds.Add(1) }) }()
-	time.Sleep(100 * time.Millisecond) // let the watcher start
+	go func() {
+		done <- watch(ctx, root, func() { rounds <- struct{}{} }, quiet, watchHooks{
+			ready: func() { close(ready) },
+			event: func(name string, counts bool) { events <- watchEvent{name, counts} },
+		})
+	}()
+	<-ready
 
-	wait := func(want int32) {
+	// seen waits for the watcher to handle an event on name, and checks
+	// whether it counted.
+	seen := func(name string, counts bool) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for rounds.Load() < want && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		time.Sleep(300 * time.Millisecond) // nothing more may follow
-		if got := rounds.Load(); got != want {
-			t.Fatalf("%d rounds, want %d", got, want)
+		for ev := range events {
+			if ev.name == name {
+				if ev.counts != counts {
+					t.Fatalf("an event on %s counts=%v, want %v", name, ev.counts, counts)
+				}
+				return
+			}
 		}
 	}
-	// A burst of saves is one round.
+	// round ends the quiet period and waits for the one call it gives.
+	round := func() {
+		t.Helper()
+		quiet.c <- time.Time{}
+		<-rounds
+		if len(rounds) != 0 {
+			t.Fatal("more than one round for one quiet period")
+		}
+	}
+	// A burst of saves restarts the quiet period; nothing runs before it ends.
 	for i := 0; i < 20; i++ {
-		os.WriteFile(filepath.Join(root, "a.com", "g", "tick.js"), []byte{byte(i)}, 0o644)
+		os.WriteFile(filepath.Join(g, "tick.js"), []byte{byte(i)}, 0o644)
 	}
-	wait(1)
+	seen("tick.js", true)
+	<-quiet.restarts
+	if len(rounds) != 0 {
+		t.Fatal("a round ran inside the quiet period")
+	}
+	round()
 	// The generator's own outputs and hidden temp files start nothing.
-	os.WriteFile(filepath.Join(root, "a.com", "g", "hoster.server.js"), []byte("x"), 0o644)
-	os.WriteFile(filepath.Join(root, "a.com", "g", ".tick.js.swp"), []byte("x"), 0o644)
-	wait(1)
+	for _, name := range []string{"hoster.server.js", "hoster.client.js", "hoster.client.d.ts", ".tick.js.swp"} {
+		os.WriteFile(filepath.Join(g, name), []byte("x"), 0o644)
+		seen(name, false)
+	}
+	os.MkdirAll(filepath.Join(g, "node_modules", "x"), 0o755)
+	seen("node_modules", false)
 	// A folder made later is watched too.
-	os.MkdirAll(filepath.Join(root, "a.com", "g", "hoster-commands", "jump"), 0o755)
-	wait(2)
-	os.WriteFile(filepath.Join(root, "a.com", "g", "hoster-commands", "jump", "run.js"), []byte("x"), 0o644)
-	wait(3)
+	os.Mkdir(filepath.Join(g, "hoster-commands"), 0o755)
+	seen("hoster-commands", true)
+	os.Mkdir(filepath.Join(g, "hoster-commands", "jump"), 0o755)
+	seen("jump", true)
+	os.WriteFile(filepath.Join(g, "hoster-commands", "jump", "run.js"), []byte("x"), 0o644)
+	seen("run.js", true)
+	round()
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

@@ -167,9 +167,10 @@ func (f *Files) Serve(w http.ResponseWriter, r *http.Request, domain, game, file
 }
 
 // open opens file in the game's folder. The folder's os.Root keeps every
-// path and symlink inside it; beyond that, the name itself must not be a
-// symlink (checked without following it, and that it names the file
-// opened), so no link can serve the game's machinery under a public name.
+// path and symlink inside it; beyond that, no name on the path may be a
+// symlink (each checked without following it, the last also that it names
+// the file opened), so no link can serve the game's machinery under a
+// public name.
 // A name replaced between the two looks is opened again. A handle on a
 // folder removed and made again (a game deleted and pushed anew) finds
 // nothing: the folder is then opened afresh.
@@ -180,7 +181,7 @@ func (f *Files) open(domain, game, file string) (*os.File, error) {
 		if err != nil {
 			return nil, err
 		}
-		fh, err := root.Open(file)
+		fh, err := openNoLinks(root, file)
 		if err != nil {
 			if fresh || !(errors.Is(err, fs.ErrNotExist) || errors.Is(err, os.ErrClosed)) {
 				return nil, err
@@ -222,6 +223,30 @@ func (f *Files) root(domain, game string) (*os.Root, error) {
 	}
 	f.roots[key] = r
 	return r, nil
+}
+
+// openNoLinks opens file in root after checking that no folder on its path
+// is a symlink.
+func openNoLinks(root *os.Root, file string) (*os.File, error) {
+	for i := strings.IndexByte(file, '/'); i >= 0; i = nextSlash(file, i) {
+		fi, err := root.Lstat(file[:i])
+		if err != nil {
+			return nil, err
+		}
+		if !fi.IsDir() {
+			return nil, fs.ErrNotExist
+		}
+	}
+	return root.Open(file)
+}
+
+// nextSlash is the index of the next "/" in p after i, or -1.
+func nextSlash(p string, i int) int {
+	j := strings.IndexByte(p[i+1:], '/')
+	if j < 0 {
+		return -1
+	}
+	return i + 1 + j
 }
 
 func escapePath(p string) string {

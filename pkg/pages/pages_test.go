@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/hoster-dev/hoster/pkg/server"
 	"github.com/hoster-dev/hoster/pkg/store"
@@ -30,7 +29,7 @@ type fixture struct {
 	mu     sync.Mutex
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := store.Open(filepath.Join(dir, "games"))
@@ -75,7 +74,7 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
-func (f *fixture) write(t *testing.T, rel, body string) {
+func (f *fixture) write(t testing.TB, rel, body string) {
 	t.Helper()
 	if _, err := f.st.Write(rel, strings.NewReader(body), 0); err != nil {
 		t.Fatal(err)
@@ -182,6 +181,8 @@ func TestNeverServed(t *testing.T) {
 		"relleak":          "../../../outside.txt",
 		"config-link.json": filepath.Join(gameDir, "hoster-game.json"),
 		"server-link.js":   "hoster.server.js",
+		"code":             "hoster-commands",
+		"libdir":           "lib",
 	} {
 		if err := os.Symlink(target, filepath.Join(gameDir, name)); err != nil {
 			t.Fatal(err)
@@ -216,6 +217,9 @@ func TestNeverServed(t *testing.T) {
 		{"GET", "example.com", "/arena/relleak"},
 		{"GET", "example.com", "/arena/config-link.json"},
 		{"GET", "example.com", "/arena/server-link.js"},
+		{"GET", "example.com", "/arena/code/move/run.js"},
+		{"GET", "example.com", "/arena/libdir/app.js"},
+		{"GET", "example.com", "/arena/libdir/"},
 		{"GET", "example.com", "/broken/"}, // a game that did not load
 		{"GET", "example.com", "/broken/index.html"},
 		{"GET", "unknown.org", "/arena/"}, // an unknown domain
@@ -411,5 +415,3 @@ func TestContentTypes(t *testing.T) {
 		}
 	}
 }
-
-var _ = time.Second

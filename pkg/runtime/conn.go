@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
 )
@@ -63,6 +64,7 @@ var upgrader = websocket.Upgrader{
 // resume token's seat when valid, else in an instance with room.
 func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) {
 	if origin := r.Header.Get("Origin"); origin != "" && !g.current().cfg.AllowsOrigin(origin) {
+		rt.refusedOrigin(g, origin)
 		http.Error(w, "origin not allowed", http.StatusForbidden)
 		return
 	}
@@ -268,31 +270,43 @@ func (c *conn) readLoop() {
 			c.sendError("frames must be text: JSON {\"c\": command, \"a\": {arguments}}", "")
 			continue
 		}
-		m, err := parseCommand(data)
-		if err != nil {
-			c.sendError(err.Error(), "")
-			continue
+		if !utf8.Valid(data) {
+			// RFC 6455 8.1: a text frame that is not UTF-8 fails the connection.
+			c.closeWith(websocket.CloseInvalidFramePayloadData, "text frames must be valid UTF-8")
+			return
 		}
-		in := c.seat.in
-		in.mu.Lock()
-		schema, ok := in.ver.commands[m.C]
-		in.mu.Unlock()
-		if !ok {
-			c.sendError(fmt.Sprintf("unknown command %q", m.C), m.C)
-			continue
-		}
-		if err := schema.Validate(m.A); err != nil {
-			c.sendError(err.Error(), m.C)
-			continue
-		}
-		args, _ := m.A.(map[string]any) // nil when there were none: an empty object
-		in.mu.Lock()
-		in.tel.commands[m.C]++
-		in.tel.cmdBytes.Sum += float64(len(data))
-		in.tel.cmdBytes.Count++
-		in.mu.Unlock()
-		in.enqueue(event{kind: "cmd", player: c.seat.player, name: m.C, args: args})
+		c.handle(data)
 	}
+}
+
+// handle takes one command frame: a malformed one, an unknown command or
+// bad arguments are answered with an error frame at once; a valid command is
+// queued for the next tick.
+func (c *conn) handle(data []byte) {
+	m, err := parseCommand(data)
+	if err != nil {
+		c.sendError(err.Error(), "")
+		return
+	}
+	in := c.seat.in
+	in.mu.Lock()
+	schema, ok := in.ver.commands[m.C]
+	in.mu.Unlock()
+	if !ok {
+		c.sendError(fmt.Sprintf("unknown command %q", m.C), m.C)
+		return
+	}
+	if err := schema.Validate(m.A); err != nil {
+		c.sendError(err.Error(), m.C)
+		return
+	}
+	args, _ := m.A.(map[string]any) // nil when there were none: an empty object
+	in.mu.Lock()
+	in.tel.commands[m.C]++
+	in.tel.cmdBytes.Sum += float64(len(data))
+	in.tel.cmdBytes.Count++
+	in.mu.Unlock()
+	in.enqueue(event{kind: "cmd", player: c.seat.player, name: m.C, args: args})
 }
 
 // command is a player's frame: {"c": name, "a": {arguments}}, decoded
@@ -375,6 +389,14 @@ func (c *conn) closeWith(code int, reason string) {
 	}
 }
 
+// drop marks the connection closed without a close frame, for a socket that
+// can no longer be written (writeLoop then ends and closes it).
+func (c *conn) drop() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+}
+
 // writeLoop writes queued messages with a deadline each, and pings.
 func (c *conn) writeLoop() {
 	defer close(c.gone)
@@ -387,7 +409,7 @@ func (c *conn) writeLoop() {
 		case <-c.wake:
 		case <-ping.C:
 			if c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(timeout)) != nil {
-				c.closeWith(1006, "")
+				c.drop() // no close frame could be written either
 				return
 			}
 			continue
@@ -410,10 +432,7 @@ func (c *conn) writeLoop() {
 			c.mu.Unlock()
 			c.ws.SetWriteDeadline(time.Now().Add(timeout))
 			if err := c.ws.WriteMessage(websocket.TextMessage, msg); err != nil {
-				// Stuck past the write deadline, or gone: drop the socket.
-				c.mu.Lock()
-				c.closed = true
-				c.mu.Unlock()
+				c.drop() // stuck past the write deadline, or gone
 				return
 			}
 		}

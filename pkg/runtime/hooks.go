@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"encoding/json"
+	"log/slog"
 	"regexp"
 	"strings"
 	"time"
@@ -199,6 +200,18 @@ func (g *Game) logAllowed(now time.Time) (ok bool, held int) {
 	g.logTokens--
 	held, g.logDropped = g.logDropped, 0
 	return true, held
+}
+
+// reportHeldBack logs the game's log lines held back and not yet reported,
+// as an instance of it ends: a game that fell silent still says what it lost.
+func (g *Game) reportHeldBack(log *slog.Logger) {
+	g.mu.Lock()
+	held := g.logDropped
+	g.logDropped = 0
+	g.mu.Unlock()
+	if held > 0 {
+		log.Warn("game log lines held back: more than the game's allowance", "heldBack", held)
+	}
 }
 
 // sendError sends an error frame; command names the command it answers,

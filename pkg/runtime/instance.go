@@ -123,7 +123,9 @@ func (rt *Runtime) place(g *Game, room string, params map[string]string) (*Insta
 		best.log = rt.log.With("game", g.Key(), "instance", best.id)
 		best.tel.reset()
 		g.instances[best.id] = best
-		go best.run()
+		if !rt.manual {
+			go best.run()
+		}
 	}
 	best.mu.Lock()
 	best.seats++
@@ -188,6 +190,7 @@ func (in *Instance) stop(code int, reason string) {
 	}
 	in.events = nil
 	in.mu.Unlock()
+	in.g.reportHeldBack(in.log)
 	close(in.quit)
 	for _, c := range conns {
 		c.closeWith(code, reason)
@@ -330,29 +333,53 @@ func (in *Instance) upgrade(old *vm, g *version) (*vm, error) {
 	return v, nil
 }
 
-// run is the instance's goroutine: the fixed-step tick loop.
+// loop is an instance's tick loop between two ticks: its JavaScript side
+// and what is due when.
+type loop struct {
+	v            *vm
+	tried        *version  // the last version an upgrade to failed
+	failingSince time.Time // since when every tick had a hook throw
+	last         time.Time // the previous tick, for dt
+	step         time.Duration
+	sendStep     time.Duration
+	nextSend     time.Time
+	nextStats    time.Time
+	hour         time.Time // of the last snapshot
+	restart      bool      // the rates changed: the schedule starts again from this tick
+}
+
+// begin creates the instance's JavaScript side (create runs) at now.
+func (in *Instance) begin(now time.Time) (*loop, error) {
+	v, err := in.start()
+	if err != nil {
+		return nil, err
+	}
+	cfg := in.version().cfg
+	return &loop{
+		v: v, last: now, nextSend: now,
+		step:      time.Second / time.Duration(cfg.TickRate),
+		sendStep:  time.Second / time.Duration(cfg.SendRate),
+		nextStats: in.rt.now().Add(in.rt.o.GamelogInterval),
+		hour:      in.rt.now().UTC().Truncate(time.Hour),
+	}, nil
+}
+
+// run is the instance's goroutine: it keeps the fixed-step schedule in real
+// time and runs one step per tick. (hoster test runs the steps itself, on
+// a virtual clock.)
 func (in *Instance) run() {
 	defer close(in.done)
-	v, err := in.start()
+	l, err := in.begin(time.Now())
 	if err != nil {
 		in.fail(err)
 		return
 	}
-	cfg := in.version().cfg
-	step := time.Second / time.Duration(cfg.TickRate)
-	sendStep := time.Second / time.Duration(cfg.SendRate)
-	var tried *version         // the last version an upgrade to failed
-	var failingSince time.Time // since when every tick had a hook throw
 	start := time.Now()
-	last, nextSend := start, start
-	clock := in.rt.now
-	nextStats := clock().Add(in.rt.o.GamelogInterval)
-	hour := clock().UTC().Truncate(time.Hour)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	<-timer.C
 	for n := int64(1); ; n++ {
-		target := start.Add(time.Duration(n) * step)
+		target := start.Add(time.Duration(n) * l.step)
 		if wait := time.Until(target); wait > 0 {
 			timer.Reset(wait)
 			select {
@@ -360,98 +387,131 @@ func (in *Instance) run() {
 			case <-in.quit:
 				return
 			}
-		} else if -wait > maxCatchUp*step {
+		} else if -wait > maxCatchUp*l.step {
 			start, n = time.Now(), 0 // stalled: restart the schedule, no burst
 			if observe := in.rt.o.Observe; observe != nil {
 				observe("stall", -wait)
 			}
 		}
-		select {
-		case <-in.quit:
-			return
-		default:
-		}
 		now := time.Now()
-		dt := now.Sub(last).Seconds()
-		last = now
-
-		in.mu.Lock()
-		events := in.events
-		in.events = nil
-		running := in.ver
-		in.mu.Unlock()
-		if next := in.g.current(); next != running && next != tried {
-			nv, err := in.upgrade(v, next)
-			if err != nil {
-				tried = next
-				in.log.Warn("hot reload failed; the old code keeps running", "err", err)
-			} else {
-				v = nv
-				in.log.Info("moved to the new code")
-				step = time.Second / time.Duration(next.cfg.TickRate)
-				sendStep = time.Second / time.Duration(next.cfg.SendRate)
-				start, n, nextSend = now, 0, now
-			}
-		}
-		payload, joins := eventsValue(v.rt, events)
-		res, err := v.call(v.tick, v.rt.ToValue(dt), v.rt.ToValue(now.UnixMilli()), payload)
-		if err != nil {
-			in.fail(err)
+		if !in.step(l, now) {
 			return
+		}
+		if l.restart {
+			start, n, l.restart = now, 0, false
+		}
+	}
+}
+
+// ended reports whether the instance has been stopped.
+func (in *Instance) ended() bool {
+	select {
+	case <-in.quit:
+		return true
+	default:
+		return false
+	}
+}
+
+// step runs one tick at now, in order: the queued events and a pending
+// move to new code, the tick hooks, the welcomes of players who joined, the
+// hooks' requests; then, when due, a send round, a stats line and the hour's
+// snapshot. It reports false when the instance ended.
+func (in *Instance) step(l *loop, now time.Time) bool {
+	if in.ended() {
+		return false
+	}
+	dt := now.Sub(l.last).Seconds()
+	l.last = now
+	in.mu.Lock()
+	events := in.events
+	in.events = nil
+	running := in.ver
+	in.mu.Unlock()
+	in.moveToCurrent(l, running, now)
+	payload, joins := eventsValue(l.v.rt, events)
+	res, err := l.v.call(l.v.tick, l.v.rt.ToValue(dt), l.v.rt.ToValue(now.UnixMilli()), payload)
+	if err != nil {
+		in.fail(err, joins...) // the players this tick was to welcome go too
+		return false
+	}
+	if observe := in.rt.o.Observe; observe != nil {
+		observe("tick", time.Since(now))
+	}
+	in.count(events)
+	for _, ev := range joins {
+		in.welcome(ev)
+	}
+	in.mu.Lock()
+	for _, ev := range events {
+		if ev.kind == "leave" {
+			delete(in.pending, ev.player)
+		}
+	}
+	in.mu.Unlock()
+	ticking := in.apply(res.String())
+	if in.ended() { // instance.close
+		return false
+	}
+	if t := in.rt.now(); !ticking {
+		l.failingSince = time.Time{}
+	} else if l.failingSince.IsZero() {
+		l.failingSince = t
+	} else if t.Sub(l.failingSince) >= failingFor {
+		in.fail(fmt.Errorf("its hooks threw in every tick for %s", failingFor))
+		return false
+	}
+	if !now.Before(l.nextSend) {
+		l.nextSend = l.nextSend.Add(l.sendStep)
+		if l.nextSend.Before(now) {
+			l.nextSend = now.Add(l.sendStep)
+		}
+		sent := time.Now()
+		if err := in.sendRound(l.v); err != nil {
+			in.fail(err)
+			return false
 		}
 		if observe := in.rt.o.Observe; observe != nil {
-			observe("tick", time.Since(now))
+			observe("send", time.Since(sent))
 		}
-		in.count(events, now)
-		for _, ev := range joins {
-			in.welcome(ev)
+	}
+	in.telemetry(l)
+	return true
+}
+
+// moveToCurrent moves the instance to its game's current code if that
+// changed since the last tick and has not failed to load here before.
+func (in *Instance) moveToCurrent(l *loop, running *version, now time.Time) {
+	next := in.g.current()
+	if next == running || next == l.tried {
+		return
+	}
+	nv, err := in.upgrade(l.v, next)
+	if err != nil {
+		l.tried = next
+		in.log.Warn("hot reload failed; the old code keeps running", "err", err)
+		return
+	}
+	l.v = nv
+	in.log.Info("moved to the new code")
+	l.step = time.Second / time.Duration(next.cfg.TickRate)
+	l.sendStep = time.Second / time.Duration(next.cfg.SendRate)
+	l.nextSend, l.restart = now, true
+}
+
+// telemetry writes the stats line and the hour's snapshot when they are due.
+func (in *Instance) telemetry(l *loop) {
+	t := in.rt.now()
+	if !t.Before(l.nextStats) {
+		in.statsLine(l.v, t)
+		l.nextStats = l.nextStats.Add(in.rt.o.GamelogInterval)
+		if l.nextStats.Before(t) {
+			l.nextStats = t.Add(in.rt.o.GamelogInterval)
 		}
-		in.mu.Lock()
-		for _, ev := range events {
-			if ev.kind == "leave" {
-				delete(in.pending, ev.player)
-			}
-		}
-		in.mu.Unlock()
-		ticking := in.apply(res.String())
-		select {
-		case <-in.quit: // instance.close
-			return
-		default:
-		}
-		if t := clock(); !ticking {
-			failingSince = time.Time{}
-		} else if failingSince.IsZero() {
-			failingSince = t
-		} else if t.Sub(failingSince) >= failingFor {
-			in.fail(fmt.Errorf("its hooks threw in every tick for %s", failingFor))
-			return
-		}
-		if !now.Before(nextSend) {
-			nextSend = nextSend.Add(sendStep)
-			if nextSend.Before(now) {
-				nextSend = now.Add(sendStep)
-			}
-			sent := time.Now()
-			if err := in.sendRound(v); err != nil {
-				in.fail(err)
-				return
-			}
-			if observe := in.rt.o.Observe; observe != nil {
-				observe("send", time.Since(sent))
-			}
-		}
-		if t := clock(); !t.Before(nextStats) {
-			in.statsLine(v, t)
-			nextStats = nextStats.Add(in.rt.o.GamelogInterval)
-			if nextStats.Before(t) {
-				nextStats = t.Add(in.rt.o.GamelogInterval)
-			}
-		}
-		if t := clock(); t.UTC().Truncate(time.Hour).After(hour) {
-			hour = t.UTC().Truncate(time.Hour)
-			in.snapshotLine(v, t)
-		}
+	}
+	if t.UTC().Truncate(time.Hour).After(l.hour) {
+		l.hour = t.UTC().Truncate(time.Hour)
+		in.snapshotLine(l.v, t)
 	}
 }
 
@@ -560,8 +620,9 @@ func (in *Instance) sendRound(v *vm) error {
 }
 
 // fail closes the instance after a hook threw or overran; other instances
-// and games carry on.
-func (in *Instance) fail(err error) {
+// and games carry on. waiting are joins taken for the failed tick: neither
+// welcomed nor queued any more, their connections are closed here.
+func (in *Instance) fail(err error, waiting ...event) {
 	in.log.Error("instance closed: a hook failed", "err", err)
 	reason := "the game instance failed"
 	var ex *goja.InterruptedError
@@ -569,11 +630,16 @@ func (in *Instance) fail(err error) {
 		reason = "the game instance was stopped: a hook ran too long"
 	}
 	in.stop(1011, reason)
+	for _, ev := range waiting {
+		if ev.conn != nil {
+			ev.conn.closeWith(1011, reason)
+		}
+	}
 }
 
 // count adds applied joins and leaves to the interval's telemetry; a leave
 // completes its session's playtime (a player still connected is not counted).
-func (in *Instance) count(events []event, now time.Time) {
+func (in *Instance) count(events []event) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	for _, ev := range events {

@@ -40,22 +40,8 @@ func TestSlowReaderDisconnected(t *testing.T) {
 	}
 	defer slow.Close()
 	fast := e.join(t, "a.example", "heavy", "fast")
-	fast.until("the slow player appear", func(m map[string]map[string]any) bool {
-		for _, th := range m {
-			if th["name"] == "slow" {
-				return true
-			}
-		}
-		return false
-	})
-	fast.until("the slow player gone, cut for not reading", func(m map[string]map[string]any) bool {
-		for _, th := range m {
-			if th["name"] == "slow" {
-				return false
-			}
-		}
-		return true
-	})
+	fast.until("the slow player appear", holdsPlayer("slow"))
+	fast.until("the slow player gone, cut for not reading", func(m map[string]map[string]any) bool { return !holdsPlayer("slow")(m) })
 	// The fast player is still being served.
 	fast.drain()
 	fast.next("update")
@@ -148,7 +134,9 @@ func FuzzParseCommand(f *testing.F) {
 // interrupt the next call; one that fires during its call interrupts it.
 func TestLateBudgetTimerNeverInterruptsTheNextCall(t *testing.T) {
 	r := goja.New()
-	if _, err := r.RunString(`function quick() { return 1; } function spin() { for (;;) {} }`); err != nil {
+	spinning := make(chan struct{})
+	r.Set("spinning", func() { close(spinning) })
+	if _, err := r.RunString(`function quick() { return 1; } function spin() { spinning(); for (;;) {} }`); err != nil {
 		t.Fatal(err)
 	}
 	quick, _ := goja.AssertFunction(r.Get("quick"))
@@ -168,7 +156,7 @@ func TestLateBudgetTimerNeverInterruptsTheNextCall(t *testing.T) {
 	_ = fire2
 
 	fire3, end3 := armInterrupt(r, "overrun")
-	go func() { time.Sleep(20 * time.Millisecond); fire3() }()
+	go func() { <-spinning; fire3() }()
 	_, err := spin(goja.Undefined())
 	end3()
 	var ie *goja.InterruptedError

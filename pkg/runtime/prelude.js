@@ -258,7 +258,9 @@ function __tick(dt, now, evs) {
         if (__R.player.disconnect) { try { __R.player.disconnect(__inst, p); } catch (e) { __hookErr("disconnect", e, false); } }
       }
     } else if (ev[0] === "resume") {
-      if (__viewers[ev[1]]) { __viewers[ev[1]].round = -1; __viewers[ev[1]].known = {}; __viewers[ev[1]].nk = 0; }
+      // It starts over: it knows nothing, and nothing it was remembered
+      // to know across a reload (stale) is told gone to it.
+      if (__viewers[ev[1]]) { __viewers[ev[1]].round = -1; __viewers[ev[1]].known = {}; __viewers[ev[1]].nk = 0; delete __viewers[ev[1]].stale; }
       p = __inst.players[ev[1]];
       if (p && p.connected === false) {
         p.connected = true;
@@ -532,7 +534,7 @@ function __sendShared(ready, prev, round, d) {
       __count(src, 1);
     }
     v.round = round;
-    if (b) out.push(vid, '{"t":"update","seq":' + (++v.seq) + b);
+    if (b) out.push(vid, '{"t":"update","seq":' + (++v.seq) + ',"time":' + __now + b);
   }
   if (inStep) __count(d, inStep);
   return out;
@@ -595,7 +597,7 @@ function __sendVisible(ready, round) {
     var body = __body(d);
     if (body) {
       __count(d, 1);
-      out.push(vid, '{"t":"update","seq":' + (++v.seq) + body);
+      out.push(vid, '{"t":"update","seq":' + (++v.seq) + ',"time":' + __now + body);
     }
   }
   return out;

@@ -91,23 +91,22 @@ func TestHotReloadKeepsStateWithoutHooks(t *testing.T) {
 // A changed hoster-game.json applies to running instances too: here a full
 // instance (capacity 1) takes a second player once the capacity is raised.
 func TestReloadAppliesNewConfigToRunningInstances(t *testing.T) {
-	e := start(t, map[string]map[string]string{"a.example/lab": lab(1)})
+	moved := make(chan struct{})
+	e := startWith(t, map[string]map[string]string{"a.example/lab": lab(1)}, func(o *Options) {
+		o.Logger = slog.New(logWatch{Handler: testLogger(t).Handler(), msg: "moved to the new code", seen: moved, once: &sync.Once{}})
+	})
 	first := e.join(t, "a.example", "lab", "one")
 	dir := filepath.Join(e.root, "a.example", "lab")
 	os.WriteFile(filepath.Join(dir, "hoster-game.json"), []byte(cfg(2)), 0o644)
 	e.rt.Reload("a.example", "lab")
 	// The upgrade happens at the instance's next tick.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		second := e.join(t, "a.example", "lab", "two")
-		if second.inst == first.inst {
-			return
-		}
-		second.ws.Close()
-		if time.Now().After(deadline) {
-			t.Fatal("the raised capacity never applied to the running instance")
-		}
-		time.Sleep(50 * time.Millisecond)
+	select {
+	case <-moved:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the running instance never moved to the new code")
+	}
+	if second := e.join(t, "a.example", "lab", "two"); second.inst != first.inst {
+		t.Fatal("the raised capacity did not apply to the running instance")
 	}
 }
 

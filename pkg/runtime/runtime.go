@@ -28,10 +28,11 @@
 //
 // Each connection has a reader (validating commands against args.json and
 // answering a bad one with an error frame at once) and a writer goroutine
-// with a write deadline. A viewer whose previous update is still being
-// written skips the round; its next update is computed against what it last
-// received, so it gets one merged delta. A viewer stuck past the write
-// deadline, or queueing more than the byte cap, is disconnected.
+// with a write deadline. A viewer with two updates still waiting for its
+// writer (maxUpdatesInFlight) skips the round; its next update is computed
+// against what it last received, so it gets one merged delta. A viewer stuck
+// past the write deadline, or not answering pings, is dropped; one queueing
+// more than the byte cap (maxQueued) is closed with 1008.
 package runtime
 
 import (
@@ -104,7 +105,9 @@ type Runtime struct {
 	seats  map[string]*seat            // resume token -> seat
 	closed bool
 
-	process    string // this process's id, minted at start
+	manual     bool     // instances are stepped by a TestGame, not by their own goroutine
+	refusals   refusals // origins refused, for a rate-limited log
+	process    string   // this process's id, minted at start
 	now        func() time.Time
 	logs       chan logLine
 	logsDone   chan struct{}

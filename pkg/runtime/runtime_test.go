@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -74,7 +75,7 @@ func startWith(t *testing.T, games map[string]map[string]string, opt func(*Optio
 	if res, err := gen.Generate(root); err != nil || res.Failed() {
 		t.Fatalf("generating the test games: %v %v", err, res.Problems())
 	}
-	o := Options{Logger: testLogger(t), GamesRoot: root, EmptyGrace: 200 * time.Millisecond, ResumeGrace: 2 * time.Second, HookBudget: 200 * time.Millisecond}
+	o := Options{Logger: testLogger(t), GamesRoot: root, EmptyGrace: 200 * time.Millisecond, ResumeGrace: 2 * time.Second, HookBudget: 2 * time.Second}
 	if opt != nil {
 		opt(&o)
 	}
@@ -98,6 +99,7 @@ type client struct {
 	mu        sync.Mutex
 	things    map[string]map[string]any
 	closeCode int
+	applied   chan struct{} // a token after each message applied; closed with the socket
 }
 
 func (e *env) dial(t *testing.T, host, path string, h http.Header) (*client, *http.Response, error) {
@@ -110,9 +112,10 @@ func (e *env) dial(t *testing.T, host, path string, h http.Header) (*client, *ht
 	if err != nil {
 		return nil, resp, err
 	}
-	c := &client{t: t, ws: ws, msgs: make(chan map[string]any, 1000), things: map[string]map[string]any{}}
+	c := &client{t: t, ws: ws, msgs: make(chan map[string]any, 1000), things: map[string]map[string]any{}, applied: make(chan struct{}, 1)}
 	go func() {
 		defer close(c.msgs)
+		defer close(c.applied)
 		for {
 			var m map[string]any
 			_, raw, err := ws.ReadMessage()
@@ -129,6 +132,10 @@ func (e *env) dial(t *testing.T, host, path string, h http.Header) (*client, *ht
 				return
 			}
 			c.apply(m)
+			select {
+			case c.applied <- struct{}{}:
+			default:
+			}
 			c.msgs <- m
 		}
 	}()
@@ -202,17 +209,23 @@ func (c *client) next(typ string) map[string]any {
 // until waits until the mirrored state satisfies ok.
 func (c *client) until(what string, ok func(map[string]map[string]any) bool) {
 	c.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	timeout := time.After(10 * time.Second)
+	for {
 		c.mu.Lock()
 		done := ok(c.things)
 		c.mu.Unlock()
 		if done {
 			return
 		}
-		time.Sleep(5 * time.Millisecond)
+		select {
+		case _, open := <-c.applied:
+			if !open {
+				c.t.Fatalf("socket closed (code %d) before: %s", c.code(), what)
+			}
+		case <-timeout:
+			c.t.Fatalf("never saw: %s", what)
+		}
 	}
-	c.t.Fatalf("never saw: %s", what)
 }
 
 // drain discards the messages received so far.
@@ -450,23 +463,65 @@ func TestResume(t *testing.T) {
 }
 
 // A viewer that stops reading never slows its instance: the others keep
-// playing. (Its disconnection once writes block past the deadline is not
-// shown here: the kernel's socket buffers absorb minutes of updates.)
+// playing. The slow socket's buffers are made tiny (the server's send
+// buffer, the client's receive buffer) and every player carries 50 KB, so
+// the first update to the slow viewer cannot be written until it reads,
+// which it never does; the write deadline is longer than the test.
 func TestSlowReaderDoesNotSlowOthers(t *testing.T) {
-	e := start(t, map[string]map[string]string{"a.example/lab": lab(4)})
-	e.rt.o.WriteTimeout = 200 * time.Millisecond
-	slow, _, err := e.dial(t, "a.example", "/lab?name=slow", nil)
+	files := lab(4)
+	files["hoster-player/fields.json"] = `{"name": "string", "x": "number", "blob": "string"}`
+	files["hoster-player/join.js"] = `export default function (i, p, params) { p.name = params.name; p.x = 0; p.blob = "b".repeat(50000); }`
+	e := startWith(t, map[string]map[string]string{"a.example/lab": files}, func(o *Options) {
+		o.WriteTimeout = time.Hour
+	})
+	// A server whose sockets have a small send buffer.
+	ts := httptest.NewUnstartedServer(e.rt)
+	ts.Listener = smallSendBuffers{ts.Listener}
+	ts.Start()
+	t.Cleanup(ts.Close)
+	e.url = ts.URL
+
+	d := websocket.Dialer{NetDial: func(network, addr string) (net.Conn, error) {
+		c, err := net.Dial(network, addr)
+		if err == nil {
+			c.(*net.TCPConn).SetReadBuffer(4096)
+		}
+		return c, err
+	}}
+	slow, _, err := d.Dial("ws"+strings.TrimPrefix(e.url, "http")+"/lab?name=slow", http.Header{"Host": {"a.example"}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer slow.Close() // never read
 	fast := e.join(t, "a.example", "lab", "fast")
-	// The slow client stops reading; the other keeps playing and seeing moves.
-	slow.ws.UnderlyingConn().(interface{ CloseRead() error }).CloseRead()
+	fast.until("the slow player", holdsPlayer("slow"))
 	for i := 0; i < 50; i++ {
 		fast.send("move", map[string]any{"dx": 1})
-		time.Sleep(2 * time.Millisecond)
 	}
 	fast.until("its own moves", func(m map[string]map[string]any) bool { return m[fast.me]["x"] == 50.0 })
+}
+
+// holdsPlayer is true of a mirrored state holding a player named name.
+func holdsPlayer(name string) func(map[string]map[string]any) bool {
+	return func(m map[string]map[string]any) bool {
+		for _, th := range m {
+			if th["name"] == name {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// smallSendBuffers gives each accepted TCP connection a 4 KB send buffer.
+type smallSendBuffers struct{ net.Listener }
+
+func (l smallSendBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetWriteBuffer(4096)
+	}
+	return c, err
 }
 
 // testLogger sends the runtime's log to the test's, shown when it fails.
@@ -514,10 +569,7 @@ func TestBrokenGamesAreSkipped(t *testing.T) {
 		writeGame(t, root, "c.example", "nomod", map[string]string{"hoster-game.json": cfg(4)})
 		o.Logger = slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))
 	})
-	var got []string
-	for _, g := range e.rt.Games() {
-		got = append(got, g)
-	}
+	got := append([]string(nil), e.rt.Games()...)
 	sort.Strings(got)
 	if strings.Join(got, " ") != "a.example/lab b.example/ok" {
 		t.Fatalf("games served: %v", got)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	"github.com/gorilla/websocket"
 	"github.com/hoster-dev/hoster/pkg/api"
 )
@@ -67,19 +68,33 @@ func readLines(t *testing.T, path string) []string {
 	return lines
 }
 
+// waitFile waits until path has at least lines lines, woken by the file
+// system: it watches the deepest folder of path that exists, deeper as
+// folders appear.
 func waitFile(t *testing.T, path string, lines int) []string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	timeout := time.After(10 * time.Second)
+	for {
+		for d := filepath.Dir(path); d != filepath.Dir(d) && w.Add(d) != nil; d = filepath.Dir(d) {
+		}
 		if _, err := os.Stat(path); err == nil {
 			if l := readLines(t, path); len(l) >= lines {
 				return l
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		select {
+		case <-w.Events:
+		case err := <-w.Errors:
+			t.Fatal(err)
+		case <-timeout:
+			t.Fatalf("%s never had %d lines", path, lines)
+		}
 	}
-	t.Fatalf("%s never had %d lines", path, lines)
-	return nil
 }
 
 // A scripted session gives exactly known counters.
@@ -104,13 +119,15 @@ func TestStatsLineCountsExactly(t *testing.T) {
 		a.ws.WriteMessage(websocket.TextMessage, []byte(frame))
 	}
 	a.ws.WriteMessage(websocket.TextMessage, []byte(`{"c":"move","a":{"dx":9}}`)) // refused: not counted
-	time.Sleep(300 * time.Millisecond)
+	moved := func(m map[string]map[string]any) bool { return m[a.me]["x"] == 0.75 && m[b.me] != nil }
+	a.until("its three moves, and b", moved)
+	b.until("a's three moves, and itself", moved)
 	clock.Add(30 * time.Second) // b has played 30 s
 	// b leaves cleanly; its seat is released after the resume grace.
 	b.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(1000, ""))
 	<-doneB
-	time.Sleep(800 * time.Millisecond) // grace passes, leave applied, gone sent to a
-	clock.Add(31 * time.Second)        // the interval ends
+	a.until("b gone once the grace passed", func(m map[string]map[string]any) bool { _, ok := m[b.me]; return !ok })
+	clock.Add(31 * time.Second) // the interval ends
 	path := filepath.Join(logs, "hoster-logs", "a.example", "lab", "hoster-processes", e.rt.Process(), "stats-2026-11-22-10.jsonl")
 	lines := waitFile(t, path, 1)
 	var got api.GameStatsLine
@@ -149,8 +166,7 @@ func TestHourRolloverAndSnapshot(t *testing.T) {
 	e := startWith(t, map[string]map[string]string{"a.example/lab": files}, func(o *Options) {
 		o.LogsRoot, o.GamelogInterval, o.Now = logs, time.Minute, clock.Now
 	})
-	a := e.join(t, "a.example", "lab", "a")
-	time.Sleep(100 * time.Millisecond)
+	a := e.join(t, "a.example", "lab", "a") // the instance read the hour before it welcomed a
 	clock.Set(time.Date(2026, 11, 22, 11, 0, 5, 0, time.UTC))
 	dir := filepath.Join(logs, "hoster-logs", "a.example", "lab", "hoster-processes", e.rt.Process())
 	snap := waitFile(t, filepath.Join(dir, "snapshot-2026-11-22-11.jsonl"), 1)

@@ -54,6 +54,11 @@ type Options struct {
 	Games http.Handler
 	// Logger receives request failures; nil discards them.
 	Logger *slog.Logger
+	// BodyStall is how long an authenticated upload's body may send
+	// nothing before the upload is cut off; 0 means 60 s. It replaces the
+	// listener's ReadTimeout for that request, so a large upload over a
+	// slow link goes through as long as it moves.
+	BodyStall time.Duration
 }
 
 // Server is the --listen handler of hoster-server.
@@ -83,6 +88,9 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.BodyStall <= 0 {
+		opts.BodyStall = 60 * time.Second
+	}
 	st := opts.Store
 	if st == nil {
 		var err error
@@ -99,9 +107,10 @@ func New(opts Options) (*Server, error) {
 	s.debouncer = store.NewDebouncer(opts.ReloadDebounce, s.reload)
 	s.routes = map[string]http.Handler{
 		"GET " + api.PathVersion: http.HandlerFunc(s.version),
-		"GET " + api.PathTree:    http.HandlerFunc(s.tree),
-		"PUT " + api.PathFile:    http.HandlerFunc(s.putFile),
-		"DELETE " + api.PathFile: http.HandlerFunc(s.deleteFile),
+		"GET " + api.PathTree:    s.handle(s.tree),
+		"PUT " + api.PathFile:    s.handle(s.putFile),
+		"DELETE " + api.PathFile: s.handle(s.deleteFile),
+		"PUT " + api.PathFiles:   s.handle(s.putFiles),
 	}
 	for k, h := range opts.Routes {
 		_, path, ok := strings.Cut(k, " ")
@@ -143,7 +152,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Token == "" {
-		NotFound(w)
+		refuse(w, r)
 		return
 	}
 	key := r.Method + " " + r.URL.Path
@@ -151,7 +160,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	// or not, is checked first, so an unknown route and a bad token are
 	// indistinguishable.
 	if key != "GET "+api.PathVersion && !s.authorized(r) {
-		NotFound(w)
+		refuse(w, r)
 		return
 	}
 	h, ok := s.routes[key]
@@ -174,13 +183,32 @@ func (s *Server) authorized(r *http.Request) bool {
 	return subtle.ConstantTimeCompare(got[:], s.tokenSum[:]) == 1
 }
 
+// refuse answers a request the API will not serve (no token file, a
+// missing or wrong token) with the uniform 404, at once and without reading
+// its body: a stranger's body, however slowly it comes, holds nothing open.
+// A request with a body gets "Connection: close", and its reads end now, so
+// the server does not wait for the rest of the body once it has answered.
+func refuse(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength == 0 {
+		NotFound(w)
+		return
+	}
+	http.NewResponseController(w).SetReadDeadline(time.Now())
+	notFound(w, true)
+}
+
 // NotFound writes the uniform 404: the same status, headers and body for a
 // missing or wrong token, an unknown route, a wrong version prefix and, in
 // variant 2, an unsafe path.
-func NotFound(w http.ResponseWriter) {
+func NotFound(w http.ResponseWriter) { notFound(w, false) }
+
+func notFound(w http.ResponseWriter, closeConn bool) {
 	h := w.Header()
 	for k := range h {
 		delete(h, k)
+	}
+	if closeConn {
+		h.Set("Connection", "close")
 	}
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -192,17 +220,16 @@ func NotFound(w http.ResponseWriter) {
 const notFoundBody = "404 page not found\n"
 
 func (s *Server) version(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, api.VersionInfo{API: api.Version})
+	writeJSON(w, http.StatusOK, api.VersionInfo{API: api.Version, BatchUpload: true})
 }
 
-func (s *Server) tree(w http.ResponseWriter, r *http.Request) {
+func (s *Server) tree(w http.ResponseWriter, r *http.Request) error {
 	tree, err := s.store.Tree()
 	if err != nil {
-		s.log.Error("hashing the games tree", "err", err)
-		writeJSON(w, http.StatusInternalServerError, api.ErrorBody{Error: "hashing the games tree failed"})
-		return
+		return fmt.Errorf("hashing the games tree: %w", err)
 	}
 	writeJSON(w, http.StatusOK, api.Tree(tree))
+	return nil
 }
 
 // pathParam returns the single path query parameter, or "" when there is
@@ -215,31 +242,23 @@ func pathParam(r *http.Request) string {
 	return v[0]
 }
 
-func (s *Server) putFile(w http.ResponseWriter, r *http.Request) {
+func (s *Server) putFile(w http.ResponseWriter, r *http.Request) error {
 	rel := pathParam(r)
 	if _, err := store.CleanPath(rel); err != nil || strings.Count(rel, "/")+1 < store.MinWriteDepth {
-		s.invalidPath(w)
-		return
+		return errInvalidPath
 	}
-	var n int64
-	var err error
 	if r.ContentLength > s.opts.MaxUpload {
-		err = store.ErrTooLarge
-	} else {
-		n, err = s.store.Write(rel, r.Body, s.opts.MaxUpload)
+		return s.tooLarge()
 	}
+	body := &movingBody{r: r.Body, rc: http.NewResponseController(w), stall: s.opts.BodyStall}
+	n, err := s.store.Write(rel, body, s.opts.MaxUpload)
 	switch {
 	case errors.Is(err, store.ErrInvalidPath):
-		s.invalidPath(w)
-		return
+		return errInvalidPath
 	case errors.Is(err, store.ErrTooLarge):
-		s.writeFailed(w, http.StatusRequestEntityTooLarge,
-			fmt.Sprintf("upload exceeds the server's limit of %d bytes", s.opts.MaxUpload))
-		return
+		return s.tooLarge()
 	case err != nil:
-		s.log.Warn("writing a file", "path", rel, "err", err)
-		s.writeFailed(w, http.StatusInternalServerError, err.Error())
-		return
+		return writeFailed(http.StatusInternalServerError, err)
 	}
 	s.markChanged(rel)
 	res := api.WriteResult{Size: n}
@@ -247,30 +266,45 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request) {
 		res.OK = api.Bool(true)
 	}
 	writeJSON(w, http.StatusOK, res)
+	return nil
 }
 
-func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) {
+// tooLarge is an upload over the server's limit.
+func (s *Server) tooLarge() error {
+	return &opError{op: "write", status: http.StatusRequestEntityTooLarge,
+		msg: fmt.Sprintf("upload exceeds the server's limit of %d bytes", s.opts.MaxUpload)}
+}
+
+// movingBody reads an upload's body with a read deadline pushed forward
+// before every read: the body may take as long as it needs, but may not
+// stall for longer than stall.
+type movingBody struct {
+	r     io.Reader
+	rc    *http.ResponseController
+	stall time.Duration
+}
+
+func (b *movingBody) Read(p []byte) (int, error) {
+	b.rc.SetReadDeadline(time.Now().Add(b.stall)) // unsupported (a test recorder): no deadline
+	return b.r.Read(p)
+}
+
+func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) error {
 	rel := pathParam(r)
 	err := s.store.Delete(rel)
 	switch {
 	case errors.Is(err, store.ErrInvalidPath):
-		s.invalidPath(w)
-		return
+		return errInvalidPath
 	case err != nil:
-		s.log.Warn("deleting a path", "path", rel, "err", err)
-		if s.opts.Variant == api.Variant2 {
-			writeJSON(w, http.StatusOK, api.DeleteResult{OK: api.Bool(false), Error: err.Error()})
-		} else {
-			writeJSON(w, http.StatusInternalServerError, api.ErrorBody{Error: err.Error()})
-		}
-		return
+		return deleteFailed(err)
 	}
 	s.markChanged(rel)
 	if s.opts.Variant == api.Variant2 {
 		writeJSON(w, http.StatusOK, api.DeleteResult{OK: api.Bool(true)})
-		return
+		return nil
 	}
 	writeJSON(w, http.StatusOK, api.DeleteResult{Deleted: api.Bool(true)})
+	return nil
 }
 
 // reload runs after a push went quiet: the game is reloaded. (The tree's
@@ -285,26 +319,6 @@ func (s *Server) markChanged(rel string) {
 	if domain, game, ok := store.GameOf(rel); ok {
 		s.debouncer.Mark(domain, game)
 	}
-}
-
-// invalidPath answers an unsafe path: variant 1 400 {error:"invalid path"},
-// variant 2 the uniform 404.
-func (s *Server) invalidPath(w http.ResponseWriter) {
-	if s.opts.Variant == api.Variant2 {
-		NotFound(w)
-		return
-	}
-	writeJSON(w, http.StatusBadRequest, api.ErrorBody{Error: api.ErrInvalidPath})
-}
-
-// writeFailed answers a failed write: variant 1 with status and {error},
-// variant 2 with 200 {ok:false, error}.
-func (s *Server) writeFailed(w http.ResponseWriter, status int, msg string) {
-	if s.opts.Variant == api.Variant2 {
-		writeJSON(w, http.StatusOK, api.WriteResult{OK: api.Bool(false), Error: msg})
-		return
-	}
-	writeJSON(w, status, api.ErrorBody{Error: msg})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -12,17 +12,25 @@ import (
 type Debouncer struct {
 	quiet time.Duration
 	fire  func(domain, game string)
+	after func(time.Duration, func()) quietTimer // time.AfterFunc but in tests
 
 	mu      sync.Mutex
 	pending map[[2]string]bool
-	timer   *time.Timer
+	timer   quietTimer
 	closed  bool
 	running sync.WaitGroup
 }
 
 // NewDebouncer returns a Debouncer calling fire (which may be nil) after quiet.
 func NewDebouncer(quiet time.Duration, fire func(domain, game string)) *Debouncer {
-	return &Debouncer{quiet: quiet, fire: fire, pending: map[[2]string]bool{}}
+	return &Debouncer{quiet: quiet, fire: fire, pending: map[[2]string]bool{},
+		after: func(d time.Duration, f func()) quietTimer { return time.AfterFunc(d, f) }}
+}
+
+// quietTimer is the part of *time.Timer a Debouncer uses.
+type quietTimer interface {
+	Stop() bool
+	Reset(time.Duration) bool
 }
 
 // Mark records a change to domain/game and restarts the quiet period.
@@ -35,7 +43,7 @@ func (d *Debouncer) Mark(domain, game string) {
 	d.pending[[2]string{domain, game}] = true
 	if d.timer == nil {
 		d.running.Add(1)
-		d.timer = time.AfterFunc(d.quiet, d.flush)
+		d.timer = d.after(d.quiet, d.flush)
 	} else if d.timer.Stop() {
 		d.timer.Reset(d.quiet)
 	}

@@ -39,9 +39,9 @@ func (s *Store) HashOf(rel string, f *os.File, fi os.FileInfo) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("hashing %s: %w", rel, err)
 	}
-	if st, ok := stampOf(fi); ok {
+	if st, ok := filehash.StampOf(fi); ok {
 		s.mu.Lock()
-		s.cache[rel] = cached{ino: st.ino, size: st.size, mtime: st.mtime, ctime: st.ctime, hash: sum}
+		s.cache[rel] = cached{stamp: st, hash: sum}
 		s.mu.Unlock()
 	}
 	return sum, nil

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/hoster-dev/hoster/pkg/filehash"
 	"io"
 	"io/fs"
 	"os"
@@ -146,9 +147,9 @@ func (s *Store) Write(rel string, body io.Reader, limit int64) (int64, error) {
 	if statErr != nil {
 		return n, nil // the next tree request hashes it
 	}
-	if st, ok := stampOf(fi); ok {
+	if st, ok := filehash.StampOf(fi); ok {
 		s.mu.Lock()
-		s.cache[rel] = cached{ino: st.ino, size: st.size, mtime: st.mtime, ctime: st.ctime, hash: hex.EncodeToString(h.Sum(nil))}
+		s.cache[rel] = cached{stamp: st, hash: hex.EncodeToString(h.Sum(nil))}
 		s.mu.Unlock()
 	}
 	return n, nil

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/hoster-dev/hoster/pkg/filehash"
 	"io"
 	"io/fs"
 	"os"
@@ -249,14 +250,19 @@ func TestTreeCacheValidatedByCtime(t *testing.T) {
 	if tree, _ := s.Tree(); tree[p] != sha([]byte("aaaa")) {
 		t.Fatal("first hash wrong")
 	}
-	time.Sleep(10 * time.Millisecond) // let the clock move so ctime differs
-	if err := os.WriteFile(full, []byte("bbbb"), 0o644); err != nil {
-		t.Fatal(err)
+	// Rewrite until the file's ctime has moved (the kernel's clock ticks
+	// coarsely): only ctime then tells the versions apart.
+	first, _ := filehash.StampOf(fi)
+	var fi2 os.FileInfo
+	for now := first; now.Ctime == first.Ctime; now, _ = filehash.StampOf(fi2) {
+		if err := os.WriteFile(full, []byte("bbbb"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(full, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+		fi2, _ = os.Stat(full)
 	}
-	if err := os.Chtimes(full, mtime, mtime); err != nil {
-		t.Fatal(err)
-	}
-	fi2, _ := os.Stat(full)
 	if fi2.Size() != fi.Size() || !fi2.ModTime().Equal(mtime) {
 		t.Fatal("test set-up: size and mtime must match the first version")
 	}
@@ -330,8 +336,8 @@ func TestWriteCachesItsHash(t *testing.T) {
 	c, ok := s.cache[p]
 	s.mu.Unlock()
 	fi, _ := os.Lstat(filepath.Join(dir, p))
-	st, _ := stampOf(fi)
-	if !ok || c.hash != sha([]byte("hello")) || c.ino != st.ino || c.size != st.size || c.mtime != st.mtime || c.ctime != st.ctime {
+	st, _ := filehash.StampOf(fi)
+	if !ok || c.hash != sha([]byte("hello")) || c.stamp != st {
 		t.Fatalf("cache after a write = %+v (present %v), want the stamp %+v of the renamed file", c, ok, st)
 	}
 
@@ -355,16 +361,55 @@ func TestWriteCachesItsHash(t *testing.T) {
 	}
 }
 
+// manualTimers stands for time.AfterFunc: a timer runs its function only
+// when the test fires it.
+type manualTimers struct {
+	mu     sync.Mutex
+	armed  []*manualTimer
+	resets int
+}
+
+type manualTimer struct {
+	m     *manualTimers
+	f     func()
+	fired bool
+}
+
+func (m *manualTimers) after(_ time.Duration, f func()) quietTimer {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t := &manualTimer{m: m, f: f}
+	m.armed = append(m.armed, t)
+	return t
+}
+
+// fire runs the i-th timer's function, as its end would.
+func (m *manualTimers) fire(i int) {
+	m.mu.Lock()
+	t := m.armed[i]
+	t.fired = true
+	m.mu.Unlock()
+	t.f()
+}
+
+func (t *manualTimer) Stop() bool { t.m.mu.Lock(); defer t.m.mu.Unlock(); return !t.fired }
+func (t *manualTimer) Reset(time.Duration) bool {
+	t.m.mu.Lock()
+	defer t.m.mu.Unlock()
+	t.m.resets++
+	return true
+}
+
 func TestDebouncerBurst(t *testing.T) {
 	var mu sync.Mutex
 	got := map[string]int{}
-	done := make(chan struct{}, 10)
-	d := NewDebouncer(50*time.Millisecond, func(domain, game string) {
+	d := NewDebouncer(time.Hour, func(domain, game string) {
 		mu.Lock()
 		got[domain+"/"+game]++
 		mu.Unlock()
-		done <- struct{}{}
 	})
+	clock := &manualTimers{}
+	d.after = clock.after
 	defer d.Close()
 	games := [][2]string{{"a.com", "x"}, {"a.com", "y"}, {"b.com", "x"}}
 	var wg sync.WaitGroup
@@ -373,23 +418,25 @@ func TestDebouncerBurst(t *testing.T) {
 		go func() { defer wg.Done(); g := games[i%3]; d.Mark(g[0], g[1]) }()
 	}
 	wg.Wait()
-	for i := 0; i < 3; i++ {
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("only %d reloads after the burst", i)
-		}
-	}
-	// Nothing more arrives after the quiet period.
-	select {
-	case <-done:
-		t.Fatal("more than one reload per game")
-	case <-time.After(200 * time.Millisecond):
+	// One quiet period, restarted by every mark after the first.
+	if len(clock.armed) != 1 || clock.resets != 499 {
+		t.Fatalf("%d timers, %d restarts; want 1 timer restarted 499 times", len(clock.armed), clock.resets)
 	}
 	mu.Lock()
-	defer mu.Unlock()
+	if len(got) != 0 {
+		t.Fatalf("reloads %v inside the quiet period", got)
+	}
+	mu.Unlock()
+	clock.fire(0)
+	mu.Lock()
 	if len(got) != 3 || got["a.com/x"] != 1 || got["a.com/y"] != 1 || got["b.com/x"] != 1 {
 		t.Fatalf("reloads %v, want exactly one for each of 3 games", got)
+	}
+	mu.Unlock()
+	// The next change starts a new quiet period.
+	d.Mark("a.com", "x")
+	if len(clock.armed) != 2 {
+		t.Fatalf("%d timers after a change past the quiet period, want 2", len(clock.armed))
 	}
 }
 
@@ -570,6 +617,7 @@ func TestFolderHandlesUnderChurn(t *testing.T) {
 	s, dir := newStore(t)
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
+	wrote := make(chan struct{}, 1) // paces the deleter: one delete per few uploads
 	var mu sync.Mutex
 	var unexpected []error
 	for w := 0; w < 16; w++ {
@@ -583,6 +631,10 @@ func TestFolderHandlesUnderChurn(t *testing.T) {
 					unexpected = append(unexpected, err)
 					mu.Unlock()
 				}
+				select {
+				case wrote <- struct{}{}:
+				default:
+				}
 			}
 		}()
 	}
@@ -594,10 +646,9 @@ func TestFolderHandlesUnderChurn(t *testing.T) {
 			select {
 			case <-stop:
 				return
-			default:
+			case <-wrote:
 			}
 			s.Delete(fmt.Sprintf("d%d.com/g%d", i%3, i%4))
-			time.Sleep(time.Millisecond)
 		}
 	}()
 	wg.Wait()
@@ -710,5 +761,25 @@ func TestDeleteRemovesEmptiedFolders(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(dir, "example.com/arena")); err != nil {
 		t.Errorf("the game folder was removed: %v", err)
+	}
+}
+
+// TestTreeLeavesOutNamesNotUTF8: a name that is not UTF-8, put there by
+// hand, is not in the tree: JSON would name another file, which a client
+// would then try to delete on every sync.
+func TestTreeLeavesOutNamesNotUTF8(t *testing.T) {
+	s, dir := newStore(t)
+	if _, err := s.Write("example.com/arena/ok.txt", strings.NewReader("ok"), 0); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "example.com/arena/bad\xff.txt"), []byte("x"), 0o644)
+	os.MkdirAll(filepath.Join(dir, "example.com/arena/dir\xfe"), 0o755)
+	os.WriteFile(filepath.Join(dir, "example.com/arena/dir\xfe/x"), []byte("x"), 0o644)
+	tree, err := s.Tree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tree) != 1 || tree["example.com/arena/ok.txt"] == "" {
+		t.Fatalf("tree %v", tree)
 	}
 }

@@ -5,41 +5,28 @@ import (
 	"io/fs"
 	"os"
 	"strings"
-	"syscall"
+	"unicode/utf8"
 
 	"github.com/hoster-dev/hoster/pkg/filehash"
 )
 
-// cached is a hash together with the identity of the file it was computed
-// from. The hash is reused only when all of these are unchanged: a rewrite
-// that restores size and mtime still moves ctime, which cannot be set.
+// cached is a hash together with the stamp (inode, size, mtime, ctime) of
+// the file it was computed from: it is reused only while the stamp is
+// unchanged (filehash.Stamp says why that is enough).
 type cached struct {
-	ino, size, mtime, ctime int64
-	hash                    string
-}
-
-// stamp is the identity of a file as stat reports it.
-type stamp struct{ ino, size, mtime, ctime int64 }
-
-func stampOf(fi fs.FileInfo) (stamp, bool) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return stamp{}, false
-	}
-	return stamp{
-		ino:   int64(st.Ino),
-		size:  st.Size,
-		mtime: st.Mtim.Sec*1e9 + st.Mtim.Nsec,
-		ctime: st.Ctim.Sec*1e9 + st.Ctim.Nsec,
-	}, true
+	stamp filehash.Stamp
+	hash  string
 }
 
 // Tree returns every regular file under the games root, slash-separated and
 // relative to it, mapped to the lowercase hex sha256 of its bytes, computed
 // from disk now: each file is stat'ed, and hashed unless the cache holds its
 // hash for exactly that inode, size, mtime and ctime. Hashing runs on all
-// cores. Symlinks, in-flight uploads and anything that is not a regular file
-// are left out; a file that vanishes during the walk is left out too.
+// cores. Symlinks, in-flight uploads, anything that is not a regular file and
+// names that are not UTF-8 (put there by hand: the API refuses them, and
+// JSON could only carry another name in their place, which a client would
+// then try to delete forever) are left out; a file that vanishes during the
+// walk is left out too.
 //
 // Each directory is opened once, as its own os.Root, and its files are
 // stat'ed relative to it: one fstatat per file, where a stat of the full path
@@ -67,6 +54,9 @@ func (s *Store) Tree() (map[string]string, error) {
 			return nil // unreadable or vanished below the root: not part of the tree
 		}
 		for _, e := range entries {
+			if !utf8.ValidString(e.Name()) {
+				continue // JSON cannot name it, nor a client address it
+			}
 			rel := prefix + e.Name()
 			switch {
 			case e.IsDir():
@@ -109,14 +99,14 @@ func (s *Store) Tree() (map[string]string, error) {
 
 // cachedHash returns the cached hash of rel when fi shows the same file.
 func (s *Store) cachedHash(rel string, fi fs.FileInfo) (string, bool) {
-	st, ok := stampOf(fi)
+	st, ok := filehash.StampOf(fi)
 	if !ok {
 		return "", false
 	}
 	s.mu.Lock()
 	c, hit := s.cache[rel]
 	s.mu.Unlock()
-	if hit && c.ino == st.ino && c.size == st.size && c.mtime == st.mtime && c.ctime == st.ctime {
+	if hit && c.stamp == st {
 		return c.hash, true
 	}
 	return "", false
@@ -135,14 +125,14 @@ func (s *Store) hashFile(rel string, x *filehash.Hasher) string {
 	if err != nil || !fi.Mode().IsRegular() {
 		return ""
 	}
-	st, ok := stampOf(fi)
+	st, ok := filehash.StampOf(fi)
 	sum, _, err := x.Sum(f)
 	if err != nil {
 		return ""
 	}
 	if ok {
 		s.mu.Lock()
-		s.cache[rel] = cached{ino: st.ino, size: st.size, mtime: st.mtime, ctime: st.ctime, hash: sum}
+		s.cache[rel] = cached{stamp: st, hash: sum}
 		s.mu.Unlock()
 	}
 	return sum

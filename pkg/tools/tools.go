@@ -81,17 +81,18 @@ type handlers struct{ o Options }
 
 func (h *handlers) webLogs() string { return filepath.Join(h.o.LogsRoot, api.WebLogsDir) }
 
+// rotatedFile is a rotated access log and its key.
+type rotatedFile struct {
+	name string
+	ts   int64 // the key: modification time in ms, made unique
+	size int64
+}
+
 // rotated lists the rotated access logs: access-*.log files beside
 // access.log, keyed by modification time in ms, oldest first. Names are
 // never parsed (Caddy's roller and naming have changed across versions).
 // Two files with the same ms are ordered by name and the later one is keyed
 // one ms later, so every key is unique and stable while the files are.
-type rotatedFile struct {
-	name string
-	ts   int64
-	size int64
-}
-
 func (h *handlers) rotated() []rotatedFile {
 	entries, err := os.ReadDir(h.webLogs())
 	if err != nil {

@@ -1,8 +1,7 @@
 package integration
 
 import (
-	"encoding/json"
-	"fmt"
+	"bufio"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -20,34 +19,38 @@ import (
 )
 
 // page drives the example game from a browser page through its generated
-// library, loaded by a plain script tag; it reports in document.title. Both
-// pages are opened by a link with ?room=: the library joins that private
-// room by itself. The mover also chats twice at once, and shows the second
-// message's refusal (a cooldown) and the greeting its join hook sent.
+// library, loaded by a plain script tag; it reports to /arena/report (and in
+// document.title, for a person watching). Both pages are opened by a link
+// with ?room=: the library joins that private room by itself. The mover also
+// chats twice at once, and reports the second message's refusal (a
+// cooldown) and the greeting its join hook sent.
 const page = `<!doctype html><title>loading</title>
 <script src="hoster.client.js"></script>
 <script>
   const role = new URLSearchParams(location.search).get("role");
   const g = Hoster.connect({ name: role });
   let seen = 0, hello = 0, refused = "";
-  function show() {
-    document.title = role === "watcher" ? "saw the mover move " + seen + " times in room " + g.room
+  function report() {
+    const s = role === "watcher" ? "saw the mover move " + seen + " times in room " + g.room
       : "mover in room " + g.room + " hello=" + hello + " refused=" + refused;
+    document.title = s;
+    fetch("report?" + new URLSearchParams({ role, s }));
   }
   g.on("welcome", () => {
-    show();
+    report();
     if (role === "mover") {
       setInterval(() => g.commands.move({ dx: 1, dy: 0 }), 100);
       g.commands.say({ text: "hi" });
       g.commands.say({ text: "hi again" });
     }
   });
-  g.on("message", (type) => { if (type === "hello") { hello++; show(); } });
+  g.on("message", (type) => { if (type === "hello") { hello++; report(); } });
   g.on("change", (thing, changed) => {
-    if (role === "watcher" && thing.name === "mover" && "x" in changed) { seen++; show(); }
+    if (role === "watcher" && thing.name === "mover" && "x" in changed) { seen++; report(); }
   });
   g.on("error", (e, command) => {
-    if (command === "say") { refused = e; show(); } else document.title = "error " + e;
+    if (command === "say") { refused = e; report(); }
+    else { document.title = "error " + e; fetch("report?" + new URLSearchParams({ role, s: "error " + e })); }
   });
 </script>`
 
@@ -83,6 +86,13 @@ func TestExampleGameInChromium(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.Handle("/arena", proxy)
 	mux.Handle("/arena/hoster.client.js", proxy)
+	reports := make(chan [2]string, 100)
+	mux.HandleFunc("/arena/report", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case reports <- [2]string{r.FormValue("role"), r.FormValue("s")}:
+		default:
+		}
+	})
 	mux.HandleFunc("/arena/play.html", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		w.Write([]byte(page))
@@ -102,6 +112,11 @@ func TestExampleGameInChromium(t *testing.T) {
 		"--user-data-dir="+profile, "--remote-debugging-port=0",
 		site.URL+"/arena/play.html?room=duel1&role=watcher")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // to stop its helpers too
+	// Chromium says where DevTools listens on stderr.
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -109,17 +124,24 @@ func TestExampleGameInChromium(t *testing.T) {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
 	}()
-	// Chromium writes its DevTools port into the profile once it listens.
-	var devtools string
-	for start := time.Now(); devtools == ""; time.Sleep(100 * time.Millisecond) {
-		if b, err := os.ReadFile(filepath.Join(profile, "DevToolsActivePort")); err == nil {
-			if port, _, ok := strings.Cut(string(b), "\n"); ok && port != "" {
-				devtools = "127.0.0.1:" + port
+	listening := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if rest, ok := strings.CutPrefix(sc.Text(), "DevTools listening on ws://"); ok {
+				host, _, _ := strings.Cut(rest, "/")
+				listening <- host
 			}
 		}
-		if time.Since(start) > 30*time.Second {
-			t.Fatal("chromium did not start")
-		}
+		close(listening)
+	}()
+	var devtools string
+	select {
+	case devtools = <-listening:
+	case <-time.After(30 * time.Second):
+	}
+	if devtools == "" {
+		t.Fatal("chromium did not start")
 	}
 
 	// Headless Chromium starts with one page; the second opens over DevTools.
@@ -130,38 +152,26 @@ func TestExampleGameInChromium(t *testing.T) {
 		resp.Body.Close()
 	}
 
-	// Poll the pages' titles until the watcher has seen the mover move in
-	// their room, and the mover shows its greeting and the refusal.
-	deadline := time.Now().Add(30 * time.Second)
-	var titles []string
-	moves, moverOK := 0, false
-	for time.Now().Before(deadline) {
-		if moves >= 3 && moverOK {
-			return
-		}
-		resp, err := http.Get("http://" + devtools + "/json/list")
-		if err == nil {
-			var targets []struct{ Type, Title, URL string }
-			json.NewDecoder(resp.Body).Decode(&targets)
-			resp.Body.Close()
-			titles = titles[:0]
-			for _, tg := range targets {
-				if tg.Type == "page" {
-					titles = append(titles, fmt.Sprintf("%s: %s", tg.URL[strings.LastIndex(tg.URL, "=")+1:], tg.Title))
-					if strings.HasPrefix(tg.Title, "error") {
-						t.Fatalf("a page reported %q", tg.Title)
-					}
-					if strings.Contains(tg.URL, "watcher") && strings.HasPrefix(tg.Title, "saw the mover move") &&
-						strings.HasSuffix(tg.Title, "in room duel1") {
-						fmt.Sscanf(strings.TrimPrefix(tg.Title, "saw the mover move "), "%d", &moves)
-					}
-					if strings.Contains(tg.URL, "mover") && tg.Title == "mover in room duel1 hello=1 refused=wait a second between messages" {
-						moverOK = true
-					}
-				}
+	// Wait for the watcher to have seen the mover move three times in their
+	// room, and for the mover to show its greeting and the refusal.
+	deadline := time.After(30 * time.Second)
+	var got []string
+	watched, moverOK := false, false
+	for !watched || !moverOK {
+		select {
+		case r := <-reports:
+			got = append(got, r[0]+": "+r[1])
+			if strings.HasPrefix(r[1], "error") {
+				t.Fatalf("the %s page reported %q", r[0], r[1])
 			}
+			if r[0] == "watcher" && strings.HasPrefix(r[1], "saw the mover move 3 times in room duel1") {
+				watched = true
+			}
+			if r[0] == "mover" && r[1] == "mover in room duel1 hello=1 refused=wait a second between messages" {
+				moverOK = true
+			}
+		case <-deadline:
+			t.Fatalf("the pages never showed the room, the moves, the greeting and the refusal; reports: %v", got)
 		}
-		time.Sleep(200 * time.Millisecond)
 	}
-	t.Fatalf("the pages never showed the room, the moves, the greeting and the refusal; pages: %v", titles)
 }

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/hoster-dev/hoster/internal/waitbuf"
 )
 
 // repoRoot is the module's root, two levels up from this package.
@@ -55,11 +56,11 @@ func freePort(t *testing.T) int {
 }
 
 // startProcess starts a long-running command and stops it at the end of the
-// test, logging its output if the test failed.
-func startProcess(t *testing.T, name string, cmd *exec.Cmd) {
+// test, logging its output if the test failed. Its output can be waited on.
+func startProcess(t *testing.T, name string, cmd *exec.Cmd) output {
 	t.Helper()
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	out := output{waitbuf.New()}
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", name, err)
 	}
@@ -77,24 +78,17 @@ func startProcess(t *testing.T, name string, cmd *exec.Cmd) {
 			t.Logf("%s output:\n%s", name, out.String())
 		}
 	})
+	return out
 }
 
-func waitOK(t *testing.T, client *http.Client, url string) {
+// output is a process's output, which a test can wait on.
+type output struct{ *waitbuf.Buffer }
+
+// waitFor waits until the output holds sub.
+func (o output) waitFor(t *testing.T, sub string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := client.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-			err = fmt.Errorf("status %s", resp.Status)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: %v", url, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !o.WaitFor(sub, 1, 30*time.Second) {
+		t.Fatalf("the output never said %q:\n%s", sub, o)
 	}
 }
 
@@ -153,16 +147,16 @@ func TestThroughCaddy(t *testing.T) {
 	}
 	os.WriteFile(caddyfile, []byte(offline), 0o644)
 
-	startProcess(t, "hoster-server", exec.Command(filepath.Join(bin, "hoster-server"), "serve",
+	server := startProcess(t, "hoster-server", exec.Command(filepath.Join(bin, "hoster-server"), "serve",
 		"--hosting-root", hostingRoot, "--logs-root", logsRoot,
 		"--listen", listen, "--ask-listen", ask, "--reload-debounce", "100ms"))
 	caddyCmd := exec.Command(caddy, "run", "--adapter", "caddyfile", "--config", filepath.Join(hostingRoot, "Caddyfile"))
 	caddyCmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
-	startProcess(t, "caddy", caddyCmd)
+	proxy := startProcess(t, "caddy", caddyCmd)
+	server.waitFor(t, "msg=serving")
+	proxy.waitFor(t, "serving initial configuration")
 
-	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	base := cfg["hoster-config-server"]
-	waitOK(t, insecure, base+"/api/version")
 
 	hoster := func(args ...string) (string, int) {
 		cmd := exec.Command(filepath.Join(bin, "hoster"), append([]string{"--config", configFile}, args...)...)
@@ -212,7 +206,7 @@ func TestThroughCaddy(t *testing.T) {
 	}
 
 	// A game socket through Caddy: TLS by IP, Host selects the domain.
-	waitOK(t, insecure, "http://"+ask+"/ask?domain=example.com")
+	server.waitFor(t, `msg="game loaded" game=example.com/arena`)
 	dialer := websocket.Dialer{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, HandshakeTimeout: 10 * time.Second}
 	wsURL := strings.Replace(base, "https://", "wss://", 1) + "/arena?name=caddy"
 	conn, resp, err := dialer.Dial(wsURL, http.Header{"Host": {"example.com"}, "Origin": {"https://example.com"}})

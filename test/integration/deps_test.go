@@ -2,37 +2,97 @@ package integration
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// Each program links only what it needs: the server never the bundler or
-// the client's terminal output; the client never the server's tools API,
-// health sampling or log rolling. (The client does link the runtime, the
-// Sync API server, the store, the pages and websocket: hoster dev runs a
-// private server in process, so that it needs no second program.)
+// fence is a package a program must not link, or may link only through the
+// packages named in through, and why.
+type fence struct {
+	pkg     string // a package, or a module's path; its subpackages are fenced too
+	why     string
+	through []string // the only packages that may import it; none: it is never linked
+}
+
+const mod = "github.com/hoster-dev/hoster/"
+
+// fences are each program's forbidden imports.
+var fences = map[string][]fence{
+	"./cmd/hoster-server": {
+		{pkg: "github.com/go-resty/resty/v2", why: "the server answers HTTP with net/http; resty is the client's, in pkg/apiclient"},
+		{pkg: mod + "pkg/apiclient", why: "the client side of the contract; the server shares only pkg/api with it"},
+		{pkg: "github.com/evanw/esbuild/pkg/api", why: "games are bundled where they are written (hoster gen); the server loads the bundle with pkg/module"},
+		{pkg: mod + "pkg/gen", why: "the generator, with esbuild, runs on the developer's machine"},
+		{pkg: mod + "pkg/mirror", why: "the client's walk, plan, sync, pull and watch"},
+		{pkg: "github.com/vbauerster/mpb/v8", why: "progress bars are the client's terminal output"},
+		{pkg: "github.com/fsnotify/fsnotify", why: "the server reloads on the Sync API's writes, not by watching files"},
+		{pkg: mod + "internal/cli", why: "the hoster command line"},
+	},
+	"./cmd/hoster": {
+		{pkg: mod + "pkg/server", why: "the Sync API's server side: in hoster only for hoster dev's private server",
+			through: []string{mod + "pkg/dev", mod + "pkg/pages"}},
+		{pkg: mod + "pkg/store", why: "the server's games mirror on disk: in hoster only for hoster dev's private server",
+			through: []string{mod + "pkg/dev", mod + "pkg/server", mod + "pkg/pages"}},
+		{pkg: mod + "pkg/pages", why: "the server's page serving: in hoster only for hoster dev's private server",
+			through: []string{mod + "pkg/dev"}},
+		{pkg: mod + "pkg/tools", why: "the server's tools API"},
+		{pkg: mod + "pkg/health", why: "the server's health sampler"},
+		{pkg: "github.com/shirou/gopsutil/v4", why: "host metrics are the server's"},
+		{pkg: "gopkg.in/natefinch/lumberjack.v2", why: "the server's log rotation"},
+		{pkg: mod + "internal/servercmd", why: "the hoster-server command line"},
+		{pkg: "github.com/dop251/goja", why: "JavaScript runs in hoster only to prove a generated module loads (gen) and to play games locally (hoster dev, hoster test)",
+			through: []string{mod + "pkg/gen", mod + "pkg/module", mod + "pkg/runtime", mod + "pkg/gametest"}},
+		{pkg: mod + "pkg/runtime", why: "the game runtime serves games in hoster only for hoster dev and hoster test",
+			through: []string{mod + "internal/cli", mod + "pkg/dev"}},
+		{pkg: "github.com/gorilla/websocket", why: "game sockets are the runtime's (hoster dev)",
+			through: []string{mod + "pkg/runtime"}},
+	},
+}
+
+// TestDependencyFences keeps each program from linking what it must not
+// (tailscale's deptest is the model). A fence naming a package that no longer
+// exists fails too, so a rename cannot quietly open it.
 func TestDependencyFences(t *testing.T) {
-	for _, tc := range []struct {
-		cmd       string
-		forbidden []string
-	}{
-		{"./cmd/hoster-server", []string{"github.com/evanw/esbuild", "github.com/vbauerster/mpb", "github.com/hoster-dev/hoster/pkg/gen", "github.com/hoster-dev/hoster/pkg/mirror"}},
-		{"./cmd/hoster", []string{"github.com/hoster-dev/hoster/pkg/tools", "github.com/hoster-dev/hoster/pkg/health",
-			"github.com/hoster-dev/hoster/pkg/accesslog", "github.com/hoster-dev/hoster/pkg/deploy", "github.com/hoster-dev/hoster/internal/servercmd",
-			"github.com/shirou/gopsutil", "gopkg.in/natefinch/lumberjack.v2"}},
-	} {
-		cmd := exec.Command("go", "list", "-deps", tc.cmd)
-		cmd.Dir = repoRoot(t)
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("go list %s: %v", tc.cmd, err)
+	root := repoRoot(t)
+	var named []string
+	for _, fs := range fences {
+		for _, f := range fs {
+			named = append(named, f.pkg)
 		}
-		for _, dep := range strings.Fields(string(out)) {
-			for _, f := range tc.forbidden {
-				if dep == f || strings.HasPrefix(dep, f+"/") {
-					t.Errorf("%s links %s", tc.cmd, dep)
+	}
+	for _, p := range named {
+		pkg := exec.Command("go", "list", p)
+		pkg.Dir = root
+		module := exec.Command("go", "list", "-m", p)
+		module.Dir = root
+		if pkg.Run() != nil && module.Run() != nil {
+			t.Errorf("the dependency fence names %s, which is neither a package nor a module of the build: rename or drop it", p)
+		}
+	}
+	for cmd, fs := range fences {
+		// Each linked package with the packages it imports.
+		list := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", cmd)
+		list.Dir = root
+		out, err := list.Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", cmd, err)
+		}
+		for line := range strings.Lines(string(out)) {
+			fields := strings.Fields(line)
+			importer, imports := fields[0], fields[1:]
+			for _, f := range fs {
+				if within(importer, f.pkg) {
+					continue // the fenced package's own imports
+				}
+				for _, dep := range imports {
+					if within(dep, f.pkg) && !slices.Contains(f.through, importer) {
+						t.Errorf("%s links %s through %s: %s", cmd, dep, importer, f.why)
+					}
 				}
 			}
 		}
 	}
 }
+
+func within(pkg, prefix string) bool { return pkg == prefix || strings.HasPrefix(pkg, prefix+"/") }

@@ -28,18 +28,19 @@ func TestWatchReloadsLive(t *testing.T) {
 	token, _ := deploy.NewToken()
 	deploy.WriteToken(filepath.Join(srv, "hoster-token"), token)
 	listen, ask := fmt.Sprintf("127.0.0.1:%d", freePort(t)), fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	startProcess(t, "hoster-server", exec.Command(filepath.Join(bin, "hoster-server"), "serve",
+	server := startProcess(t, "hoster-server", exec.Command(filepath.Join(bin, "hoster-server"), "serve",
 		"--hosting-root", srv, "--logs-root", filepath.Join(dir, "logs"), "--listen", listen, "--ask-listen", ask,
 		"--reload-debounce", "100ms"))
-	waitOK(t, http.DefaultClient, "http://"+listen+"/api/version")
+	server.waitFor(t, "msg=serving")
 
 	sites := filepath.Join(dir, "sites")
 	os.CopyFS(sites, os.DirFS(filepath.Join(repoRoot(t), "examples", "sites")))
 	cfg, _ := json.Marshal(map[string]string{"hoster-config-server": "http://" + listen, "hoster-config-apiToken": token})
 	os.WriteFile(filepath.Join(dir, "hoster.json"), cfg, 0o600)
 	watch := exec.Command(filepath.Join(bin, "hoster"), "--config", filepath.Join(dir, "hoster.json"), "sync", "--watch", sites)
-	startProcess(t, "hoster sync --watch", watch)
-	waitOK(t, http.DefaultClient, "http://"+ask+"/ask?domain=example.com")
+	watching := startProcess(t, "hoster sync --watch", watch)
+	watching.waitFor(t, "for changes")
+	server.waitFor(t, `msg="game loaded" game=example.com/arena`)
 
 	conn, _, err := websocket.DefaultDialer.Dial("ws://"+listen+"/arena?name=dev", http.Header{"Host": {"example.com"}})
 	if err != nil {

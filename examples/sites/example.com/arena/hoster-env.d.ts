@@ -90,3 +90,43 @@ type ReconnectHook = (instance: Instance, player: Player) => void;
 type VisibleHook = (instance: Instance, player: Player, thing: Player | Entity) => boolean;
 type EntityTickHook<T extends keyof EntityFields = keyof EntityFields> = (instance: Instance, entity: Entity<T>, dt: number) => void;
 type CommandHook<C extends keyof CommandArgs> = (instance: Instance, player: Player, args: Args<C>) => void;
+
+// The API of the game's tests in _tests/ (hoster test).
+
+/** A scripted player of a test. */
+interface TestPlayer {
+  readonly id: string;
+  /** Sends a command as a socket would: validated at once, applied at the next tick. */
+  send<C extends keyof CommandArgs>(command: C, args: Args<C>): void;
+  /** Every frame the player received (welcome, update, message, error), and {t: "close"} when closed. */
+  readonly messages: any[];
+  /** Whether the thing with this id is in the player's view. */
+  sees(id: string): boolean;
+  /** Closes the player's socket cleanly: a leave. */
+  leave(): void;
+}
+
+/** The instance a test plays, on a virtual clock. */
+interface TestGame {
+  /** Seats a player (params as the socket URL's query) and runs the tick that applies it. */
+  join(params?: Params): TestPlayer;
+  /** Runs every tick and send round due in the next seconds, without waiting. */
+  advance(seconds: number): void;
+  readonly state: State;
+  readonly players: Record<string, Player>;
+  readonly entities: Record<string, Entity>;
+  /** instance.log lines and hook errors so far. */
+  readonly logs: string[];
+}
+
+/** Registers a test; each gets a fresh instance as game. */
+declare function test(name: string, fn: () => void): void;
+declare const game: TestGame;
+declare function assert(value: unknown, message?: string): asserts value;
+declare namespace assert {
+  function ok(value: unknown, message?: string): asserts value;
+  function equal(actual: unknown, expected: unknown, message?: string): void;
+  function notEqual(actual: unknown, unexpected: unknown, message?: string): void;
+  function deepEqual(actual: unknown, expected: unknown, message?: string): void;
+  function throws(fn: () => unknown, message?: string): unknown;
+}

@@ -47,6 +47,10 @@ export interface Connection {
   /** The argument rule of the server: null when valid, else the message. */
   validate<C extends keyof CommandArgs>(name: C, args: unknown): string | null;
   close(): void;
+  /** The thing with this id for drawing: its fields, with those fields.json marks
+   * "interpolate" smoothed between the last two updates, one send interval behind the
+   * server (players and entities stay the raw mirror). null when unknown. */
+  view(id: string): Player | Entity | null;
 }
 
 export interface ConnectOptions {

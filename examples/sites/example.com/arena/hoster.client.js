@@ -14,7 +14,16 @@
   }
 })(typeof globalThis !== "undefined" ? globalThis : typeof self !== "undefined" ? self : this, function (root) {
   "use strict";
-  var SCHEMA = {"commands":{"move":{"dx":{"type":"number","min":-1,"max":1},"dy":{"type":"number","min":-1,"max":1}},"say":{"text":{"type":"string","maxLength":80}}},"entities":{"coin":{"value":"integer","x":"number","y":"number"}},"game":"example.com/arena","player":{"name":"string","score":"integer","x":"number","y":"number"}};
+  var SCHEMA = {"commands":{"move":{"dx":{"type":"number","min":-1,"max":1},"dy":{"type":"number","min":-1,"max":1}},"say":{"text":{"type":"string","maxLength":80}}},"entities":{"coin":{"value":"integer","x":"number","y":"number"}},"game":"example.com/arena","player":{"name":"string","score":"integer","x":{"type":"number","interpolate":true},"y":{"type":"number","interpolate":true}}};
+  // INTERPOLATE names, per type, the number fields game.view smooths.
+  var INTERPOLATE = {};
+  (function () {
+    function pick(fields) {
+      return Object.keys(fields || {}).filter(function (k) { var f = fields[k]; return f && typeof f === "object" && f.interpolate; });
+    }
+    INTERPOLATE.player = pick(SCHEMA.player);
+    Object.keys(SCHEMA.entities || {}).forEach(function (t) { INTERPOLATE[t] = pick(SCHEMA.entities[t]); });
+  })();
   var script = root.document && root.document.currentScript && root.document.currentScript.src;
 
   // validate applies the argument rule of the server, with its messages.
@@ -103,13 +112,44 @@
         var schema = SCHEMA.commands[name];
         return schema ? validate(schema, args) : "unknown command " + JSON.stringify(name);
       },
-      close: function () { closing = true; clearTimeout(timer); if (ws) ws.close(1000); }
+      close: function () { closing = true; clearTimeout(timer); if (ws) ws.close(1000); },
+      // view gives the thing with this id for drawing: its fields, with the
+      // ones fields.json marks "interpolate" smoothed between the last two
+      // updates, shown one send interval behind the server. null if unknown.
+      view: function (id) {
+        var o = conn.players[id] || conn.entities[id];
+        if (!o) return null;
+        var v = {}, k;
+        for (k in o) v[k] = o[k];
+        var mo = motion[id];
+        if (!mo || offset === null) return v;
+        var at = Date.now() - offset - sendMs;
+        for (k in mo) {
+          var s = mo[k];
+          v[k] = at <= s[0] ? s[1] : at >= s[2] || s[2] <= s[0] ? s[3] : s[1] + (s[3] - s[1]) * (at - s[0]) / (s[2] - s[0]);
+        }
+        return v;
+      }
     };
     Object.keys(SCHEMA.commands).forEach(function (name) {
       conn.commands[name] = function (args) { conn.send(name, args); };
     });
 
-    var ws = null, resume = null, attempt = 0, timer = null, closing = false;
+    var ws = null, resume = null, attempt = 0, unwelcomed = 0, timer = null, closing = false;
+    // Interpolation: per thing, per smoothed field, [t0, v0, t1, v1] in
+    // server time; the clock offset is the smallest local-minus-server
+    // difference of the recent updates (the least delayed one).
+    var motion = {}, offsets = [], offset = null, lastTime = null, sendMs = 100;
+    function track(time, x, old) {
+      var names = INTERPOLATE[x.type === "player" || !x.type ? "player" : x.type] || [];
+      for (var i = 0; i < names.length; i++) {
+        var f = names[i];
+        if (!(f in x.f) || typeof x.f[f] !== "number") continue;
+        var mo = motion[x.id] || (motion[x.id] = {});
+        var from = old && typeof old[f] === "number" && lastTime !== null ? [lastTime, old[f]] : [time, x.f[f]];
+        mo[f] = [from[0], from[1], time, x.f[f]];
+      }
+    }
     function emit(event, a, b) {
       (listeners[event] || []).slice().forEach(function (fn) {
         try { fn(a, b); } catch (e) { setTimeout(function () { throw e; }); }
@@ -125,29 +165,41 @@
         var m;
         try { m = JSON.parse(ev.data); } catch (e) { return; }
         if (m.t === "welcome") {
-          attempt = 0;
+          attempt = 0; unwelcomed = 0;
           resume = m.resume || null;
           conn.me = m.player; conn.instance = m.instance;
           conn.players = {}; conn.entities = {};
+          motion = {}; lastTime = null;
+          if (m.sendRate > 0) sendMs = 1000 / m.sendRate;
           emit("welcome", m);
         } else if (m.t === "update") {
+          var time = typeof m.time === "number" ? m.time : null;
+          if (time !== null) {
+            offsets.push(Date.now() - time);
+            if (offsets.length > 20) offsets.shift();
+            offset = Math.min.apply(null, offsets);
+          }
           (m.appear || []).forEach(function (x) {
             var o = { id: x.id, type: x.type };
             for (var k in x.f) o[k] = x.f[k];
             (x.type === "player" ? conn.players : conn.entities)[x.id] = o;
+            delete motion[x.id];
+            if (time !== null) track(time, x, null);
             emit("appear", o);
           });
           (m.change || []).forEach(function (x) {
             var o = conn.players[x.id] || conn.entities[x.id];
             if (!o) return;
+            if (time !== null) track(time, { id: x.id, type: o.type, f: x.f }, o);
             for (var k in x.f) o[k] = x.f[k];
             emit("change", o, x.f);
           });
           (m.gone || []).forEach(function (id) {
             var o = conn.players[id] || conn.entities[id];
-            delete conn.players[id]; delete conn.entities[id];
+            delete conn.players[id]; delete conn.entities[id]; delete motion[id];
             if (o) emit("gone", o);
           });
+          if (time !== null) lastTime = time;
         } else if (m.t === "error") {
           emit("error", m.error, m.c); // m.c: the command it answers, if any
         } else if (m.t === "message") {
@@ -162,6 +214,12 @@
         var again = !closing && !final;
         emit("close", { code: ev.code, reason: ev.reason, reconnecting: again });
         if (again) {
+          if (++unwelcomed === 3 && root.console) {
+            // Refused before it opened, most likely: say why it may be.
+            root.console.warn("hoster: the socket to " + url + " closed before its welcome 3 times in a row: the server refuses it before it opens. " +
+              "Check that this page's origin" + (root.location ? " (" + root.location.origin + ")" : "") +
+              " is in the game's \"origins\" in hoster-game.json, and that the URL names a game the server has loaded.");
+          }
           var delay = Math.min(30000, 500 * Math.pow(2, attempt++));
           timer = setTimeout(open, delay / 2 + Math.random() * delay / 2);
         }

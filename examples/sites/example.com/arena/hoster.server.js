@@ -186,8 +186,14 @@
       "fields": {
         "name": "string",
         "score": "integer",
-        "x": "number",
-        "y": "number"
+        "x": {
+          "type": "number",
+          "interpolate": true
+        },
+        "y": {
+          "type": "number",
+          "interpolate": true
+        }
       }
     }
   };

@@ -1,14 +1,19 @@
-package api
+package apiclient
 
 import (
 	"context"
 	"errors"
+	"github.com/hoster-dev/hoster/pkg/api"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 const secret = "s3cr3t-token-value-0123456789abcdef0123456789abcdef0123456789ab"
@@ -164,4 +169,122 @@ func FuzzNormalisePin(f *testing.F) {
 			t.Fatalf("normalising %q again gave %q, %v", p, again, err)
 		}
 	})
+}
+
+// The client speaks HTTP/1.1 even to a TLS server offering HTTP/2: parallel
+// uploads each get their own TCP connection and window, where HTTP/2 would
+// squeeze them into one connection's flow-control window (measured: Caddy's
+// 1 MiB per connection, 20 MB/s at 50 ms; docs/PERFORMANCE.md).
+func TestHTTP1EvenWhereHTTP2IsOffered(t *testing.T) {
+	var protos sync.Map
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		protos.Store(r.Proto, true)
+		io.Copy(io.Discard, r.Body)
+		if r.Method == http.MethodPut {
+			io.WriteString(w, `{"size": 3}`)
+			return
+		}
+		io.WriteString(w, `{"api": 1}`)
+	})
+	tls := httptest.NewUnstartedServer(h)
+	tls.EnableHTTP2 = true
+	tls.StartTLS()
+	defer tls.Close()
+	plain := httptest.NewServer(h)
+	defer plain.Close()
+	for _, srv := range []*httptest.Server{tls, plain} {
+		c, err := NewClient(ClientConfig{Server: srv.URL, Token: secret, CertSHA256: pinOf(srv)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Version(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.PutFile(context.Background(), "a.com/g/x", 3, func() (io.ReadCloser, error) {
+			return io.NopCloser(strings.NewReader("abc")), nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	protos.Range(func(k, _ any) bool {
+		if k != "HTTP/1.1" {
+			t.Errorf("a request came over %v", k)
+		}
+		return true
+	})
+}
+
+func pinOf(srv *httptest.Server) string {
+	if srv.Certificate() == nil {
+		return ""
+	}
+	return Fingerprint(srv.Certificate().Raw)
+}
+
+// Warm opens that many connections ahead, each through its TLS handshake,
+// and the transport takes them: requests made then open no more.
+func TestWarmOpensConnections(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"api": 1}`)
+	}))
+	opened := make(chan struct{}, 100)
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			opened <- struct{}{}
+		}
+	}
+	srv.StartTLS()
+	defer srv.Close()
+	c, _ := NewClient(ClientConfig{Server: srv.URL, CertSHA256: pinOf(srv), Conns: 8})
+	c.Warm(context.Background(), 5)
+	c.Warm(context.Background(), 3) // no more than asked, however often
+	for range 5 {
+		<-opened
+	}
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := c.Version(context.Background()); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case <-opened:
+		t.Fatal("requests opened a connection of their own although five were opened ahead")
+	default:
+	}
+	if c.RTT() == 0 {
+		t.Fatal("no round trip was timed")
+	}
+}
+
+// TestFetchRetriesAsEveryRequestDoes: a tools file answered 503 once is
+// fetched on the next attempt, as the other requests are retried.
+func TestFetchRetriesAsEveryRequestDoes(t *testing.T) {
+	var calls atomic.Int32
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			http.Error(w, `{"error": "busy"}`, http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "line\n")
+	}))
+	defer ts.Close()
+	c, err := NewClient(ClientConfig{Server: ts.URL, Token: "t", Attempts: 3, RetryBase: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := c.Fetch(t.Context(), api.PathLogsFile, url.Values{"which": {"active"}}, 0)
+	if err != nil {
+		t.Fatalf("fetch after one 503: %v", err)
+	}
+	defer f.Body.Close()
+	body, _ := io.ReadAll(f.Body)
+	if string(body) != "line\n" || calls.Load() != 2 {
+		t.Fatalf("got %q after %d requests", body, calls.Load())
+	}
 }

@@ -1,0 +1,709 @@
+// Package apiclient is hoster's HTTP client of the contract in [api]: the
+// Sync API (version, tree, upload, delete) and the tools API's listings and
+// files, with the certificate pin, retries and error classification. It is
+// the one place hoster links an HTTP client library (resty); hoster-server
+// never imports it.
+package apiclient
+
+import (
+	"archive/tar"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-resty/resty/v2"
+	"github.com/hoster-dev/hoster/pkg/api"
+)
+
+// ClientConfig configures a Client.
+type ClientConfig struct {
+	// Server is the base URL, e.g. https://203.0.113.7 or http://127.0.0.1:8787.
+	Server string
+	// Token is the bearer token. It is sent in the Authorization header and
+	// appears nowhere else: not in errors, not in logs.
+	Token string
+	// CertSHA256 pins the server certificate's SHA-256 fingerprint (hex, with
+	// or without colons). With a pin, the certificate must match it and is
+	// otherwise not verified: the pin is the stronger check.
+	CertSHA256 string
+	// Warn receives warnings (a server reached by IP with no pin); may be nil.
+	Warn func(string)
+	// Conns is how many connections to keep alive (the transfer parallelism).
+	Conns int
+	// Attempts is how many times a transient failure is tried; 0 means 5.
+	Attempts int
+	// RetryBase is the first backoff; 0 means 250 ms. Backoff doubles, with
+	// jitter, up to 10 s, and honours a 429's Retry-After.
+	RetryBase time.Duration
+}
+
+// Client speaks the contract over HTTP.
+type Client struct {
+	r        *resty.Client
+	server   string
+	token    string
+	attempts int
+	base     time.Duration
+
+	mu     sync.Mutex
+	rtt    time.Duration // shortest request-to-answer time seen; 0: none yet
+	warmed int           // connections opened ahead by Warm
+	batch  bool          // the server offered the batch upload
+	pre    *predialer    // nil through a proxy
+}
+
+// Error is a failed request: what was being done, the HTTP status when
+// there was an answer, and the server's message or the transport's error.
+type Error struct {
+	Op     string // e.g. "uploading example.com/arena/x.js"
+	Status int    // 0 when no answer came
+	Msg    string
+	// Err, when set, is the cause (ErrNotFound, a *PinError, the context's
+	// error); Msg is then empty.
+	Err error
+	// Transient is true for failures worth retrying: no answer, 5xx, 429.
+	Transient bool
+	// Attempts is how many times it was tried, when more than once.
+	Attempts int
+	retryAt  time.Duration
+}
+
+// Unreachable reports whether the failure says the server is not there to
+// answer: no answer at all, or a server error (a 429 is an answer: slow
+// down).
+func (e *Error) Unreachable() bool { return e.Transient && e.Status != 429 }
+
+func (e *Error) Error() string { return e.Op + ": " + e.Cause() }
+
+// Cause is the error without the operation, for a caller that names the
+// operation and its path itself.
+func (e *Error) Cause() string {
+	msg := e.Msg
+	if e.Err != nil {
+		msg = e.Err.Error()
+	}
+	if e.Status != 0 && e.Err == nil {
+		msg = fmt.Sprintf("server answered %d: %s", e.Status, msg)
+	}
+	if e.Attempts > 1 {
+		msg += fmt.Sprintf(" (after %d attempts)", e.Attempts)
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Cause is err without the operation a client method put in front of it
+// (see Error.Cause); any other error is returned whole.
+func Cause(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Cause()
+	}
+	return err.Error()
+}
+
+// ErrNotFound is wrapped by errors for the contract's uniform 404, which a
+// wrong token, an API that is off and an unknown API version all get.
+var ErrNotFound = errors.New("the server answered 404 (the uniform 404 that hides the API): " +
+	"the token may be wrong, the server may have no token file (API off), " +
+	"or it may not serve this API version")
+
+// PinError is the server certificate not matching the pinned fingerprint.
+type PinError struct{ Got, Want string }
+
+func (e *PinError) Error() string {
+	return fmt.Sprintf("the server certificate's SHA-256 fingerprint is %s, but the pin (hoster-config-certSha256) is %s", e.Got, e.Want)
+}
+
+// NewClient makes a Client. The URL must be http or https.
+func NewClient(cfg ClientConfig) (*Client, error) {
+	u, err := url.Parse(cfg.Server)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("reading the server URL %q: want http(s)://host[:port]", cfg.Server)
+	}
+	pin, err := normalisePin(cfg.CertSHA256)
+	if err != nil {
+		return nil, err
+	}
+	conns := max(cfg.Conns, 8)
+	tr := &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        conns * 2,
+		MaxIdleConnsPerHost: conns,
+		IdleConnTimeout:     90 * time.Second,
+		TLSHandshakeTimeout: 10 * time.Second,
+		ForceAttemptHTTP2:   false, // one TCP connection per transfer: parallel uploads don't share a window
+	}
+	var tlsCfg *tls.Config
+	if u.Scheme == "https" {
+		tlsCfg = tlsConfig(u.Hostname(), pin, cfg.Warn)
+		tr.TLSClientConfig = tlsCfg
+	}
+	// Connections opened ahead (Warm) are handed to the transport as it
+	// asks for them; through a proxy from the environment there are none.
+	var pre *predialer
+	if proxy, err := http.ProxyFromEnvironment(&http.Request{URL: u}); err == nil && proxy == nil {
+		pre = newPredialer(u, tlsCfg)
+		if tlsCfg != nil {
+			tr.DialTLSContext = pre.get
+		} else {
+			tr.DialContext = pre.get
+		}
+	}
+	r := resty.New().
+		SetBaseURL(strings.TrimRight(cfg.Server, "/")).
+		SetTransport(tr).
+		SetLogger(quietLogger{}).
+		SetRetryCount(0)
+	if cfg.Token != "" {
+		r.SetAuthToken(cfg.Token)
+	}
+	c := &Client{r: r, server: strings.TrimRight(cfg.Server, "/"), token: cfg.Token, attempts: cfg.Attempts, base: cfg.RetryBase, pre: pre}
+	if c.attempts <= 0 {
+		c.attempts = 5
+	}
+	if c.base <= 0 {
+		c.base = 250 * time.Millisecond
+	}
+	return c, nil
+}
+
+// Fingerprint is the lowercase hex SHA-256 of a DER certificate.
+func Fingerprint(der []byte) string {
+	s := sha256.Sum256(der)
+	return hex.EncodeToString(s[:])
+}
+
+func normalisePin(pin string) (string, error) {
+	if pin == "" {
+		return "", nil
+	}
+	p := strings.ToLower(strings.NewReplacer(":", "", " ", "").Replace(pin))
+	if b, err := hex.DecodeString(p); err != nil || len(b) != sha256.Size {
+		return "", fmt.Errorf("reading the certificate pin: %q is not a SHA-256 fingerprint (64 hex digits)", pin)
+	}
+	return p, nil
+}
+
+// tlsConfig applies the contract's TLS rules: a pin is checked exactly; with
+// no pin a bare IP is accepted unverified (its certificate is self-signed)
+// with a warning; a name is verified normally.
+func tlsConfig(host, pin string, warn func(string)) *tls.Config {
+	ip := net.ParseIP(host) != nil
+	if pin == "" && !ip {
+		return &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	var once sync.Once
+	return &tls.Config{
+		MinVersion:         tls.VersionTLS12,
+		InsecureSkipVerify: true, // replaced by VerifyConnection below
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 {
+				return errors.New("the server sent no certificate")
+			}
+			got := Fingerprint(cs.PeerCertificates[0].Raw)
+			if pin != "" {
+				if got != pin {
+					return &PinError{Got: got, Want: pin}
+				}
+				return nil
+			}
+			once.Do(func() {
+				if warn != nil {
+					warn(fmt.Sprintf("the server %s is reached by IP and its certificate is not verified; "+
+						"pin it with hoster-config-certSha256 = %s", host, got))
+				}
+			})
+			return nil
+		},
+	}
+}
+
+// Version asks the server's API version (the one route without a token),
+// and notes whether the server offers the batch upload.
+func (c *Client) Version(ctx context.Context) (api.VersionInfo, error) {
+	var v api.VersionInfo
+	err := c.getJSON(ctx, "asking the server's API version", api.PathVersion, &v)
+	if err == nil {
+		c.mu.Lock()
+		c.batch = v.BatchUpload
+		c.mu.Unlock()
+	}
+	return v, err
+}
+
+// CanBatch reports whether the server offered the batch upload (PutFiles)
+// when Version was last asked.
+func (c *Client) CanBatch() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.batch
+}
+
+// PutFiles uploads files in one request, the batch upload extension
+// (PathFiles; only where CanBatch). The body is a tar stream made as it is
+// sent, each file read from Open; a retried batch is sent again whole. It
+// returns one error per file (nil: written, exactly Size bytes), or an error
+// for the whole batch when the request itself failed.
+func (c *Client) PutFiles(ctx context.Context, files []api.BatchFile) ([]error, error) {
+	op := fmt.Sprintf("uploading %d files at once", len(files))
+	errs := make([]error, len(files))
+	err := c.retry(ctx, op, func() error {
+		pr, pw := io.Pipe()
+		wrote := make(chan error, 1)
+		go func() {
+			err := writeTar(pw, files)
+			pw.CloseWithError(err)
+			wrote <- err
+		}()
+		req, err := http.NewRequestWithContext(ctx, http.MethodPut, c.server+api.PathFiles, pr)
+		if err != nil {
+			pr.Close()
+			<-wrote
+			return &Error{Op: op, Msg: err.Error()}
+		}
+		req.Header.Set("Content-Type", "application/x-tar")
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		resp, err := c.r.GetClient().Do(req)
+		pr.CloseWithError(io.ErrClosedPipe) // stops the writer if the answer came early
+		werr := <-wrote
+		var le *localError
+		if errors.As(werr, &le) {
+			if resp != nil {
+				resp.Body.Close()
+			}
+			return &Error{Op: op, Msg: le.Error()} // not the link's fault: not retried
+		}
+		if err != nil {
+			return transportError(op, err)
+		}
+		defer resp.Body.Close()
+		answer, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+		if err != nil {
+			return transportError(op, err)
+		}
+		if err := statusError(op, resp.StatusCode, resp.Header, answer); err != nil {
+			return err
+		}
+		var res api.BatchResult
+		var fail api.WriteResult // variant 2's answer to a request that failed as a whole
+		if json.Unmarshal(answer, &fail) == nil && fail.OK != nil && !*fail.OK {
+			return &Error{Op: op, Msg: "the server could not write them: " + fail.Error}
+		}
+		if err := json.Unmarshal(answer, &res); err != nil || len(res.Files) != len(files) {
+			return &Error{Op: op, Msg: fmt.Sprintf("the answer is not a result for each of the %d files", len(files))}
+		}
+		for i, r := range res.Files {
+			errs[i] = nil
+			switch {
+			case r.Path != files[i].Rel:
+				errs[i] = &Error{Op: "uploading " + files[i].Rel, Msg: "the server answered for " + r.Path}
+			case r.Error != "":
+				errs[i] = &Error{Op: "uploading " + files[i].Rel, Msg: "the server could not write it: " + r.Error}
+			case r.Size != files[i].Size:
+				errs[i] = &Error{Op: "uploading " + files[i].Rel, Msg: fmt.Sprintf("the server wrote %d bytes of %d", r.Size, files[i].Size)}
+			}
+		}
+		return nil
+	})
+	return errs, err
+}
+
+// localError is a failure to read a local file into a batch: not the
+// link's fault, so not retried.
+type localError struct {
+	rel string
+	err error
+}
+
+func (e *localError) Error() string {
+	return fmt.Sprintf("reading the local file %s: %v", e.rel, e.err)
+}
+
+// writeTar writes files to w as a tar stream.
+func writeTar(w io.Writer, files []api.BatchFile) error {
+	tw := tar.NewWriter(w)
+	for _, f := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: f.Rel, Size: f.Size, Mode: 0o644, Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {
+			return err
+		}
+		body, err := f.Open()
+		if err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return &localError{f.Rel, err}
+		}
+		n, err := io.Copy(tw, io.LimitReader(body, f.Size))
+		body.Close()
+		if err == nil && n != f.Size {
+			err = fmt.Errorf("it has %d bytes, not the %d it had when the sync began", n, f.Size)
+		}
+		if err != nil {
+			if errors.Is(err, io.ErrClosedPipe) {
+				return err
+			}
+			return &localError{f.Rel, err}
+		}
+	}
+	return tw.Close()
+}
+
+// Tree fetches the server's tree of hashes.
+func (c *Client) Tree(ctx context.Context) (api.Tree, error) {
+	t := api.Tree{}
+	err := c.getJSON(ctx, "fetching the server's tree", api.PathTree, &t)
+	return t, err
+}
+
+// RTT is the shortest time seen between a request of a small answer
+// (/api/version) written and the first byte of its answer: the link's round
+// trip, plus the little the server takes. 0 until one was timed.
+func (c *Client) RTT() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rtt
+}
+
+// timed adds a trace to ctx that keeps the shortest request-to-answer time.
+func (c *Client) timed(ctx context.Context) context.Context {
+	var wrote atomic.Int64 // the callbacks run on the transport's goroutines
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(time.Now().UnixNano()) },
+		GotFirstResponseByte: func() {
+			w := wrote.Load()
+			if w == 0 {
+				return
+			}
+			d := time.Duration(time.Now().UnixNano() - w)
+			c.mu.Lock()
+			if c.rtt == 0 || d < c.rtt {
+				c.rtt = d
+			}
+			c.mu.Unlock()
+		},
+	})
+}
+
+// Warm opens connections to the server (TLS handshakes included) in the
+// background until n have been opened, for the transport to take when
+// transfers ask for connections: those find them ready, or wait for one
+// already under way, instead of paying their own round trips or opening
+// more. It returns at once; it is cheap to call again with the same or a
+// larger n. Through a proxy it does nothing.
+func (c *Client) Warm(ctx context.Context, n int) {
+	c.mu.Lock()
+	more := min(n, maxWarm) - c.warmed
+	c.warmed = max(c.warmed, min(n, maxWarm))
+	c.mu.Unlock()
+	if c.pre != nil && more > 0 {
+		c.pre.start(more)
+	}
+}
+
+// maxWarm bounds the connections Warm opens over a client's life.
+const maxWarm = 1024
+
+// predialer opens connections ahead of the transport. Each connection it
+// starts is claimed by exactly one later dial of the transport, which waits
+// for it if it is still under way, and dials afresh if it failed; a dial
+// with nothing to claim dials afresh. So Warm never makes the transport open
+// more connections than it would have, only earlier.
+type predialer struct {
+	addr      string      // host:port
+	tls       *tls.Config // nil for http
+	mu        sync.Mutex
+	unclaimed int
+	results   chan dialResult
+}
+
+type dialResult struct {
+	conn net.Conn
+	err  error
+}
+
+func newPredialer(u *url.URL, tlsCfg *tls.Config) *predialer {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	if tlsCfg != nil {
+		tlsCfg = tlsCfg.Clone()
+		if tlsCfg.ServerName == "" && net.ParseIP(u.Hostname()) == nil {
+			tlsCfg.ServerName = u.Hostname()
+		}
+	}
+	return &predialer{addr: net.JoinHostPort(u.Hostname(), port), tls: tlsCfg, results: make(chan dialResult, maxWarm)}
+}
+
+// dial opens one connection to the server, through its TLS handshake.
+func (p *predialer) dial(ctx context.Context) (net.Conn, error) {
+	conn, err := (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext(ctx, "tcp", p.addr)
+	if err != nil || p.tls == nil {
+		return conn, err
+	}
+	tc := tls.Client(conn, p.tls)
+	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := tc.HandshakeContext(hctx); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return tc, nil
+}
+
+func (p *predialer) start(n int) {
+	p.mu.Lock()
+	p.unclaimed += n
+	p.mu.Unlock()
+	for range n {
+		go func() {
+			conn, err := p.dial(context.Background())
+			p.results <- dialResult{conn, err}
+		}()
+	}
+}
+
+// get is the transport's dial: a connection opened ahead if there is one
+// to claim, else a new one. The address is always the server's.
+func (p *predialer) get(ctx context.Context, _, _ string) (net.Conn, error) {
+	p.mu.Lock()
+	claim := p.unclaimed > 0
+	if claim {
+		p.unclaimed--
+	}
+	p.mu.Unlock()
+	if claim {
+		select {
+		case r := <-p.results:
+			if r.err == nil {
+				return r.conn, nil
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err() // the result stays for a later claim
+		}
+	}
+	return p.dial(ctx)
+}
+
+func (c *Client) getJSON(ctx context.Context, op, path string, v any) error {
+	return c.retry(ctx, op, func() error {
+		rctx := ctx
+		if path == api.PathVersion {
+			rctx = c.timed(ctx)
+		}
+		resp, err := c.r.R().SetContext(rctx).Get(path)
+		if err := answerError(op, resp, err); err != nil {
+			return err
+		}
+		if err := json.Unmarshal(resp.Body(), v); err != nil {
+			return &Error{Op: op, Msg: "the answer is not the expected JSON: " + err.Error()}
+		}
+		return nil
+	})
+}
+
+// PutFile uploads a file to rel. open is called for every attempt, so a
+// retried upload sends the whole file again. A variant 2 answer of
+// {ok:false} is an error.
+//
+// The body is streamed from the file with its Content-Length, through the
+// resty client's own http.Client (same transport, same kept-alive
+// connections): resty itself reads any io.Reader body whole into memory to
+// be able to replay it, which for large files costs as much as the upload.
+func (c *Client) PutFile(ctx context.Context, rel string, size int64, open func() (io.ReadCloser, error)) (api.WriteResult, error) {
+	op := "uploading " + rel
+	var res api.WriteResult
+	err := c.retry(ctx, op, func() error {
+		body, err := open()
+		if err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err // the path is the caller's; the cause is what matters
+			}
+			return &Error{Op: op, Msg: "reading the local file: " + err.Error()}
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPut,
+			c.server+api.PathFile+"?"+url.Values{api.QueryPath: {rel}}.Encode(), body)
+		if err != nil {
+			body.Close()
+			return &Error{Op: op, Msg: err.Error()}
+		}
+		req.ContentLength = size
+		if size == 0 {
+			body.Close()
+			req.Body = http.NoBody
+		}
+		req.GetBody = open
+		req.Header.Set("Content-Type", "application/octet-stream")
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		resp, err := c.r.GetClient().Do(req)
+		if err != nil {
+			return transportError(op, err)
+		}
+		defer resp.Body.Close()
+		answer, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if err != nil {
+			return transportError(op, err)
+		}
+		if err := statusError(op, resp.StatusCode, resp.Header, answer); err != nil {
+			return err
+		}
+		res = api.WriteResult{}
+		if err := json.Unmarshal(answer, &res); err != nil {
+			return &Error{Op: op, Msg: "the answer is not a write result: " + err.Error()}
+		}
+		if res.OK != nil && !*res.OK {
+			return &Error{Op: op, Msg: "the server could not write it: " + res.Error}
+		}
+		if res.Size != size {
+			return &Error{Op: op, Msg: fmt.Sprintf("the server wrote %d bytes of %d", res.Size, size)}
+		}
+		return nil
+	})
+	return res, err
+}
+
+// DeleteFile deletes the file or subtree at rel; an absent path is success.
+func (c *Client) DeleteFile(ctx context.Context, rel string) error {
+	op := "deleting " + rel
+	return c.retry(ctx, op, func() error {
+		resp, err := c.r.R().SetContext(ctx).SetQueryParam(api.QueryPath, rel).Delete(api.PathFile)
+		if err := answerError(op, resp, err); err != nil {
+			return err
+		}
+		var res api.DeleteResult
+		if err := json.Unmarshal(resp.Body(), &res); err != nil {
+			return &Error{Op: op, Msg: "the answer is not a delete result: " + err.Error()}
+		}
+		if (res.Deleted == nil || !*res.Deleted) && (res.OK == nil || !*res.OK) {
+			msg := "the server did not delete it"
+			if res.Error != "" {
+				msg += ": " + res.Error
+			}
+			return &Error{Op: op, Msg: msg}
+		}
+		return nil
+	})
+}
+
+// answerError turns a transport error or a non-200 answer into an *Error.
+func answerError(op string, resp *resty.Response, err error) error {
+	if err != nil {
+		return transportError(op, err)
+	}
+	return statusError(op, resp.StatusCode(), resp.Header(), resp.Body())
+}
+
+// transportError classifies a request that got no answer.
+func transportError(op string, err error) error {
+	var pe *PinError
+	if errors.As(err, &pe) {
+		return &Error{Op: op, Err: pe}
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return &Error{Op: op, Err: err}
+	}
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		err = uerr.Err // the URL is ours; the cause is what matters
+	}
+	var certErr *tls.CertificateVerificationError
+	var unknown x509.UnknownAuthorityError
+	if errors.As(err, &certErr) || errors.As(err, &unknown) {
+		return &Error{Op: op, Msg: "the server certificate is not trusted: " + err.Error() +
+			" (a server reached by IP with a self-signed certificate needs hoster-config-certSha256)"}
+	}
+	return &Error{Op: op, Msg: err.Error(), Transient: true}
+}
+
+// statusError turns a non-200 answer into an error; 200 is nil.
+func statusError(op string, status int, header http.Header, body []byte) error {
+	if status == http.StatusOK {
+		return nil
+	}
+	if status == http.StatusNotFound {
+		return &Error{Op: op, Err: ErrNotFound}
+	}
+	e := &Error{Op: op, Status: status, Msg: serverMessage(body),
+		Transient: status >= 500 || status == http.StatusTooManyRequests}
+	if status == http.StatusTooManyRequests {
+		if secs, err := strconv.Atoi(header.Get("Retry-After")); err == nil && secs >= 0 {
+			e.retryAt = time.Duration(secs) * time.Second
+		}
+	}
+	return e
+}
+
+// serverMessage reads {error} from a body, or a short excerpt of it.
+func serverMessage(body []byte) string {
+	var e api.ErrorBody
+	if json.Unmarshal(body, &e) == nil && e.Error != "" {
+		return e.Error
+	}
+	s := strings.TrimSpace(string(body))
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	if s == "" {
+		return "(no message)"
+	}
+	return s
+}
+
+// retry runs try until it succeeds, fails for good, or the attempts are
+// spent, sleeping a jittered, doubling backoff between transient failures.
+func (c *Client) retry(ctx context.Context, op string, try func() error) error {
+	wait := c.base
+	for attempt := 1; ; attempt++ {
+		err := try()
+		var e *Error
+		if err == nil || !errors.As(err, &e) || !e.Transient || attempt >= c.attempts {
+			if err != nil && attempt > 1 && e != nil && e.Transient {
+				e.Attempts = attempt
+			}
+			return err
+		}
+		sleep := wait/2 + rand.N(wait/2+1)
+		if e.retryAt > sleep {
+			sleep = e.retryAt
+		}
+		select {
+		case <-ctx.Done():
+			return &Error{Op: op, Err: ctx.Err()}
+		case <-time.After(sleep):
+		}
+		wait = min(wait*2, 10*time.Second)
+	}
+}
+
+// quietLogger keeps resty from printing anything of its own.
+type quietLogger struct{}
+
+func (quietLogger) Errorf(string, ...any) {}
+func (quietLogger) Warnf(string, ...any)  {}
+func (quietLogger) Debugf(string, ...any) {}

@@ -1,0 +1,181 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sort"
+	"sync"
+)
+
+// ErrHeldBack is the failure of a game's code file that was not uploaded
+// because another upload of the same game failed.
+var ErrHeldBack = errors.New("not uploaded: another file of this game failed, so its config and module were held back " +
+	"and the server keeps running its previous code")
+
+// uploadQueue hands out a plan's uploads to the transfer workers.
+//
+// Order: the files ready to go are kept by size. Half of the workers take
+// the biggest, so the long transfers start first and none begins last; the
+// other half take the smallest, so a small file never waits behind a big
+// one and the many small ones keep their round trips overlapped.
+//
+// A game's code files (hoster-game.json, hoster.server.js) are held until
+// every other upload of that game has landed, and are not uploaded at all
+// when one of them failed: the server reloads a game when its files change,
+// and must never find new code beside half of the files it expects.
+type uploadQueue struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	ready   []Upload            // by size, biggest first
+	held    map[string][]Upload // game -> its code files, waiting
+	pending map[string]int      // game -> its other uploads not yet landed
+	failed  map[string]bool     // game -> one of its uploads failed
+	left    int                 // uploads not yet handed out
+	stopped bool
+}
+
+func newUploadQueue(uploads []Upload) *uploadQueue {
+	q := &uploadQueue{held: map[string][]Upload{}, pending: map[string]int{}, failed: map[string]bool{}, left: len(uploads)}
+	q.cond = sync.NewCond(&q.mu)
+	for _, u := range uploads {
+		g := gameOf(u.Path)
+		if lastInGame(u.Path) {
+			q.held[g] = append(q.held[g], u)
+			continue
+		}
+		q.pending[g]++
+		q.ready = append(q.ready, u)
+	}
+	for g := range q.held {
+		if q.pending[g] == 0 {
+			q.ready = append(q.ready, q.held[g]...)
+			delete(q.held, g)
+		}
+	}
+	q.sort()
+	return q
+}
+
+func (q *uploadQueue) sort() {
+	sort.SliceStable(q.ready, func(i, j int) bool {
+		a, b := q.ready[i], q.ready[j]
+		if a.Size != b.Size {
+			return a.Size > b.Size
+		}
+		return a.Path < b.Path
+	})
+}
+
+// Batch limits, when the remote takes many files in one request: files up
+// to batchFileMax are sent together, up to batchFiles and batchBytes a
+// request; bigger files go alone.
+const (
+	batchFileMax = 1 << 20
+	batchFiles   = 128
+	batchBytes   = 4 << 20
+)
+
+// next blocks until uploads are ready for a worker (big: from the biggest
+// end) and returns one, or with batch set, as many small ones as a batch
+// takes; it returns none when nothing is left.
+func (q *uploadQueue) next(big, batch bool) []Upload {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.ready) == 0 && q.left > 0 && !q.stopped {
+		q.cond.Wait()
+	}
+	var out []Upload
+	var bytes int64
+	for len(q.ready) > 0 && !q.stopped {
+		i := len(q.ready) - 1
+		if big {
+			i = 0
+		}
+		u := q.ready[i]
+		if len(out) > 0 && (!batch || u.Size > batchFileMax || len(out) == batchFiles || bytes+u.Size > batchBytes) {
+			break
+		}
+		q.ready = slices.Delete(q.ready, i, i+1)
+		q.left--
+		out = append(out, u)
+		bytes += u.Size
+		if !batch || u.Size > batchFileMax {
+			break
+		}
+	}
+	return out
+}
+
+// done records how an upload ended. When it was a game's last other upload,
+// the game's code files become ready, or, if any upload of the game failed,
+// are returned to be reported as held back.
+func (q *uploadQueue) done(u Upload, err error) (heldBack []Upload) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	defer q.cond.Broadcast()
+	if lastInGame(u.Path) {
+		return nil
+	}
+	g := gameOf(u.Path)
+	if err != nil {
+		q.failed[g] = true
+	}
+	if q.pending[g]--; q.pending[g] > 0 {
+		return nil
+	}
+	code := q.held[g]
+	delete(q.held, g)
+	if q.failed[g] {
+		q.left -= len(code)
+		return code
+	}
+	q.ready = append(q.ready, code...)
+	q.sort()
+	return nil
+}
+
+// stop makes every worker return once its current upload ends.
+func (q *uploadQueue) stop() {
+	q.mu.Lock()
+	q.stopped = true
+	q.mu.Unlock()
+	q.cond.Broadcast()
+}
+
+// runUploads uploads on jobs workers in the queue's order, calling put for
+// each file, or putBatch (when not nil) for several small ones at once, and
+// report for each result (held-back code files included), until all are
+// done or ctx ends.
+func runUploads(ctx context.Context, uploads []Upload, jobs int, put func(Upload) error,
+	putBatch func([]Upload) []error, report func(Upload, error)) {
+	q := newUploadQueue(uploads)
+	stop := context.AfterFunc(ctx, q.stop)
+	defer stop()
+	var wg sync.WaitGroup
+	for w := 0; w < min(jobs, len(uploads)); w++ {
+		wg.Add(1)
+		go func(big bool) {
+			defer wg.Done()
+			for {
+				us := q.next(big, putBatch != nil)
+				if len(us) == 0 {
+					return
+				}
+				var errs []error
+				if len(us) == 1 {
+					errs = []error{put(us[0])}
+				} else {
+					errs = putBatch(us)
+				}
+				for i, u := range us {
+					report(u, errs[i])
+					for _, h := range q.done(u, errs[i]) {
+						report(h, ErrHeldBack)
+					}
+				}
+			}
+		}(w%2 == 0)
+	}
+	wg.Wait()
+}

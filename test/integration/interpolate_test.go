@@ -1,0 +1,120 @@
+package integration
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hoster-dev/hoster/pkg/gen"
+	"github.com/hoster-dev/hoster/pkg/runtime"
+)
+
+// glidePage samples game.view(dot).x at every animation frame for two
+// seconds and reports the samples and how many updates moved the dot.
+const glidePage = `<!doctype html><title>loading</title>
+<script src="hoster.client.js"></script>
+<script>
+  const g = Hoster.connect({});
+  let dot = null, updates = 0;
+  const samples = [];
+  g.on("appear", (t) => { if (t.type === "dot") dot = t.id; });
+  g.on("change", (t, f) => { if (t.id === dot && "x" in f) updates++; });
+  function frame() {
+    if (dot && updates > 2) {
+      const v = g.view(dot);
+      samples.push({ x: v.x, raw: g.entities[dot].x });
+    }
+    if (samples.length && performance.now() - start > 2000) {
+      fetch("report", { method: "POST", body: JSON.stringify({ samples, updates }) });
+      return;
+    }
+    requestAnimationFrame(frame);
+  }
+  const start = performance.now() + 1000;
+  requestAnimationFrame(frame);
+</script>`
+
+// TestInterpolationInChromium: an entity moving steadily, sent 5 times a
+// second, drawn from game.view at every animation frame, moves smoothly:
+// never backwards, and through many more positions than updates arrived.
+func TestInterpolationInChromium(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "games")
+	dir := filepath.Join(root, "glide.example", "glide")
+	for rel, body := range map[string]string{
+		"hoster-game.json":                `{"tickRate": 20, "sendRate": 5, "capacity": 4, "origins": ["*"]}`,
+		"hoster-entities/dot/fields.json": `{"x": {"type": "number", "interpolate": true}}`,
+		"hoster-entities/dot/tick.js":     `export default function (i, e, dt) { e.x += 10 * dt; }`,
+		"hoster-instance/create.js":       `export default function (i) { i.spawn("dot", { x: 0 }); }`,
+	} {
+		p := filepath.Join(dir, rel)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(body), 0o644)
+	}
+	if res, err := gen.Generate(root); err != nil || res.Failed() {
+		t.Fatalf("%v %v", err, res.Problems())
+	}
+	rt, err := runtime.New(runtime.Options{GamesRoot: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	games := httptest.NewServer(rt)
+	defer games.Close()
+	defer rt.Shutdown(t.Context())
+
+	target, _ := url.Parse(games.URL)
+	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(target)
+		r.Out.Host = "glide.example"
+	}}
+	type report struct {
+		Samples []struct{ X, Raw float64 }
+		Updates int
+	}
+	reports := make(chan report, 1)
+	mux := http.NewServeMux()
+	mux.Handle("/glide", proxy)
+	mux.Handle("/glide/hoster.client.js", proxy)
+	mux.HandleFunc("/glide/report", func(w http.ResponseWriter, r *http.Request) {
+		var rep report
+		json.NewDecoder(r.Body).Decode(&rep)
+		select {
+		case reports <- rep:
+		default:
+		}
+	})
+	mux.HandleFunc("/glide/play.html", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte(glidePage))
+	})
+	site := httptest.NewServer(mux)
+	defer site.Close()
+
+	startChromium(t, site.URL+"/glide/play.html")
+	var rep report
+	select {
+	case rep = <-reports:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the page never reported its samples")
+	}
+	if len(rep.Samples) < 20 {
+		t.Fatalf("only %d animation frames sampled", len(rep.Samples))
+	}
+	distinct, raws := map[float64]bool{}, map[float64]bool{}
+	for i, s := range rep.Samples {
+		distinct[s.X] = true
+		raws[s.Raw] = true
+		if i > 0 && s.X < rep.Samples[i-1].X {
+			t.Fatalf("the dot moved backwards at frame %d: %v then %v", i, rep.Samples[i-1].X, s.X)
+		}
+	}
+	// Raw positions change only with each update; drawn ones at every frame.
+	if len(distinct) <= 2*len(raws) {
+		t.Fatalf("%d drawn positions for %d raw ones over %d frames: not smoothed", len(distinct), len(raws), len(rep.Samples))
+	}
+}
