@@ -1,24 +1,36 @@
-// Command load is hoster's load test: it runs the game runtime in-process on
-// a generated game, connects N bots over loopback, lets them play for a
-// while, and reports sustained players, tick and send-round times, how
-// regularly updates arrived, CPU per 1,000 players and bytes per update.
-// Bots and server share the machine, as the goals ask.
+// Command load is hoster's load test: bots join a generated game over
+// loopback, play for a while, and it reports sustained players, how
+// regularly updates arrived, CPU and bytes per update.
+//
+// By default the runtime runs in this process beside the bots, and the
+// runtime's own tick and send-round times are reported, with the CPU of
+// server and bots together:
 //
 //	go run ./bench/load -players 2000 -capacity 20 -entities 50 -seconds 20
+//
+// With -peer the server runs in its own process, measured from outside
+// (CPU from /proc/PID/stat over the window, resident memory): hoster-server
+// itself, or the same game as a Colyseus room (bench/colyseus), driven by
+// the same bots. bench/vs-colyseus.sh runs both side by side:
+//
+//	go run ./bench/load -peer hoster -server-bin bin/hoster-server -players 1000
+//	go run ./bench/load -peer colyseus -colyseus-dir bench/colyseus -players 1000
 package main
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"log"
 	"log/slog"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -26,7 +38,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gorilla/websocket"
 	"github.com/hoster-dev/hoster/pkg/gen"
 	"github.com/hoster-dev/hoster/pkg/runtime"
 )
@@ -37,21 +48,38 @@ func main() {
 	entities := flag.Int("entities", 50, "entities per instance")
 	tickRate := flag.Int("tick", 20, "tick rate")
 	sendRate := flag.Int("send", 10, "send rate")
+	moveRate := flag.Int("moves", 10, "moves each bot sends a second")
+	precision := flag.Float64("precision", 0.0001, "the precision the game declares for x and y (0: none); Colyseus's number type sends a float as float32 when that loses less than 1e-4")
+	visible := flag.Bool("visible", false, "give the game a visibility hook: each player sees what is within 25 units of it")
 	seconds := flag.Int("seconds", 20, "how long to measure, after all bots joined")
-	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured period to this file")
+	peer := flag.String("peer", "", `run the server in its own process and measure it from outside: "hoster" (-server-bin) or "colyseus" (-colyseus-dir); "" runs the runtime in this process`)
+	serverBin := flag.String("server-bin", "bin/hoster-server", "the hoster-server binary, for -peer hoster")
+	colyseusDir := flag.String("colyseus-dir", "bench/colyseus", "the Colyseus room with its installed node_modules, for -peer colyseus")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured period to this file (in-process only)")
 	gogc := flag.Int("gogc", 400, "GC percent, as hoster-server sets it by default (Go's own default is 100)")
 	flag.Parse()
 	debug.SetGCPercent(*gogc)
 
+	g := loadGame{tick: *tickRate, send: *sendRate, capacity: *capacity, entities: *entities, visible: *visible, precision: *precision}
+	switch *peer {
+	case "":
+		inProcess(g, *players, *moveRate, *seconds, *cpuprofile)
+	case "hoster", "colyseus":
+		outOfProcess(*peer, g, *players, *moveRate, *seconds, *serverBin, *colyseusDir)
+	default:
+		log.Fatalf("reading -peer: %q is not hoster, colyseus or empty", *peer)
+	}
+}
+
+// inProcess runs the runtime in this process, beside the bots: it reports
+// the runtime's own tick and send-round times, and the CPU of both.
+func inProcess(g loadGame, players, moveRate, seconds int, cpuprofile string) {
 	root, err := os.MkdirTemp("", "hoster-load-")
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(root)
-	writeGame(root, *tickRate, *sendRate, *capacity, *entities)
-	if res, err := gen.Generate(root); err != nil || res.Failed() {
-		log.Fatalf("generating the load game: %v %v", err, res.Problems())
-	}
+	g.write(root)
 
 	var mu sync.Mutex
 	var ticks, sends []time.Duration
@@ -84,78 +112,15 @@ func main() {
 	}
 	srv := httptest.NewServer(rt)
 	defer srv.Close()
-	url := "ws" + strings.TrimPrefix(srv.URL, "http") + "/load"
 
-	var updates, received, gaps, lateGaps atomic.Int64
-	var connected atomic.Int64
 	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	sendEvery := time.Second / time.Duration(*sendRate)
-	dialer := websocket.Dialer{HandshakeTimeout: 30 * time.Second}
-	for i := 0; i < *players; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ws, _, err := dialer.Dial(url+"?name=bot", map[string][]string{"Host": {"load.example"}})
-			if err != nil {
-				log.Printf("bot %d: %v", i, err)
-				return
-			}
-			defer ws.Close()
-			connected.Add(1)
-			go func() { // each bot moves a few times a second
-				t := time.NewTicker(300 * time.Millisecond)
-				defer t.Stop()
-				for {
-					select {
-					case <-ctx.Done():
-						return
-					case <-t.C:
-						if ws.WriteMessage(websocket.TextMessage, []byte(`{"c":"move","a":{"dx":1,"dy":-1}}`)) != nil {
-							return
-						}
-					}
-				}
-			}()
-			var last time.Time
-			var buf bytes.Buffer // reused: a bot's garbage would be counted with the server's
-			for {
-				_, r, err := ws.NextReader()
-				if err != nil {
-					return
-				}
-				buf.Reset()
-				if _, err := buf.ReadFrom(r); err != nil {
-					return
-				}
-				data := buf.Bytes()
-				now := time.Now()
-				if measuring.Load() && len(data) > 6 && data[6] == 'u' { // {"t":"update"
-					updates.Add(1)
-					received.Add(int64(len(data)))
-					if !last.IsZero() {
-						gaps.Add(1)
-						if now.Sub(last) > sendEvery*3/2 {
-							lateGaps.Add(1) // a send round this viewer missed
-						}
-					}
-					last = now
-				}
-			}
-		}()
-		if i%50 == 49 {
-			time.Sleep(20 * time.Millisecond) // join in waves, as people do
-		}
-	}
-	for deadline := time.Now().Add(60 * time.Second); connected.Load() < int64(*players) && time.Now().Before(deadline); {
-		time.Sleep(100 * time.Millisecond)
-	}
+	st, wait := runBots(ctx, hosterProtocol{url: "ws" + strings.TrimPrefix(srv.URL, "http") + "/load", host: "load.example"}, players, moveRate, g.send)
 	time.Sleep(2 * time.Second) // let the joins settle
 	mu.Lock()
 	ticks, sends = ticks[:0], sends[:0]
 	mu.Unlock()
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
+	if cpuprofile != "" {
+		f, err := os.Create(cpuprofile)
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -164,30 +129,29 @@ func main() {
 	}
 	cpu0, wall0 := cpuTime(), time.Now()
 	measuring.Store(true)
-	time.Sleep(time.Duration(*seconds) * time.Second)
+	st.measuring.Store(true)
+	time.Sleep(time.Duration(seconds) * time.Second)
+	st.measuring.Store(false)
 	measuring.Store(false)
-	if *cpuprofile != "" {
+	if cpuprofile != "" {
 		pprof.StopCPUProfile()
 	}
 	cpu, wall := cpuTime()-cpu0, time.Since(wall0)
 	cancel()
 	rt.Shutdown(context.Background())
-	wg.Wait()
+	wait()
 
 	mu.Lock()
 	defer mu.Unlock()
-	n := connected.Load()
-	instances := (n + int64(*capacity) - 1) / int64(*capacity)
-	fmt.Printf("players %d connected of %d, in %d instances of %d, %d entities each, tick %d Hz, send %d Hz, %s measured\n",
-		n, *players, instances, *capacity, *entities, *tickRate, *sendRate, wall.Round(time.Second))
+	n := st.connected.Load()
+	fmt.Printf("players %d connected of %d, in %d instances of %d, %d entities each, tick %d Hz, send %d Hz, %d moves a second, %s measured\n",
+		n, players, len(st.rooms), g.capacity, g.entities, g.tick, g.send, moveRate, wall.Round(time.Second))
 	fmt.Printf("tick time      p50 %v  p99 %v  max %v  (%d ticks)\n", pct(ticks, 50), pct(ticks, 99), pct(ticks, 100), len(ticks))
 	fmt.Printf("send round     p50 %v  p99 %v  max %v  (%d rounds)\n", pct(sends, 50), pct(sends, 99), pct(sends, 100), len(sends))
-	if u := updates.Load(); u > 0 {
-		fmt.Printf("updates        %d received, %.0f bytes each on average, %.1f per player per second (send rate %d)\n",
-			u, float64(received.Load())/float64(u), float64(u)/float64(n)/wall.Seconds(), *sendRate)
+	if u := st.updates.Load(); u > 0 {
+		printUpdates(st, n, wall, g.send)
 		fmt.Printf("missed sends   %.3f%% of viewer send rounds skipped (%d of %d): the viewer's earlier updates were still waiting for its socket\n",
 			100*float64(skips.Load())/float64(skips.Load()+u), skips.Load(), skips.Load()+u)
-		fmt.Printf("jitter         %.2f%% of gaps between updates were over 1.5x the send interval\n", 100*float64(lateGaps.Load())/float64(max(gaps.Load(), 1)))
 	}
 	if n := stalls.Load(); n > 0 {
 		fmt.Printf("stalls         %d times an instance fell too far behind and restarted its schedule (%v behind on average)\n",
@@ -195,6 +159,111 @@ func main() {
 	}
 	fmt.Printf("CPU            %.2f cores in all (bots included), %.2f cores per 1,000 players\n",
 		cpu.Seconds()/wall.Seconds(), cpu.Seconds()/wall.Seconds()/float64(n)*1000)
+}
+
+// outOfProcess runs the server, hoster-server or the Colyseus room, in its
+// own process, the bots in this one, and measures the server from outside:
+// its CPU and memory from /proc, updates and their bytes at the bots.
+func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serverBin, colyseusDir string) {
+	addr := freeAddr()
+	var srv *server
+	var proto protocol
+	var err error
+	switch peer {
+	case "hoster":
+		root, err := os.MkdirTemp("", "hoster-load-")
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer os.RemoveAll(root)
+		g.write(filepath.Join(root, "hosting", "hoster-games"))
+		bin, err := filepath.Abs(serverBin)
+		if err != nil {
+			log.Fatal(err)
+		}
+		srv, err = startServer([]string{bin, "serve", "--hosting-root", filepath.Join(root, "hosting"), "--logs-root", filepath.Join(root, "logs"),
+			"--listen", addr, "--ask-listen", freeAddr()}, []string{"GODEBUG=schedtrace=500"}, root, addr)
+		if err != nil {
+			log.Fatal(err)
+		}
+		proto = hosterProtocol{url: "ws://" + addr + "/load", host: "load.example"}
+	case "colyseus":
+		_, port, _ := net.SplitHostPort(addr)
+		visible := "0"
+		if g.visible {
+			visible = "1"
+		}
+		srv, err = startServer([]string{filepath.Join("node_modules", ".bin", "node"), "server.js", port},
+			[]string{fmt.Sprint("CAPACITY=", g.capacity), fmt.Sprint("ENTITIES=", g.entities), fmt.Sprint("TICK=", g.tick), fmt.Sprint("SEND=", g.send), "VISIBLE=" + visible},
+			colyseusDir, addr)
+		if err != nil {
+			log.Fatal(err)
+		}
+		proto = colyseusProtocol{addr: addr, room: "load", http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}}
+	}
+	defer srv.stop()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	st, wait := runBots(ctx, proto, players, moveRate, g.send)
+	time.Sleep(2 * time.Second) // let the joins settle
+	cpu0, err := srv.cpu()
+	if err != nil {
+		log.Fatal(err)
+	}
+	wall0 := time.Now()
+	log0 := srv.logLen()
+	st.measuring.Store(true)
+	time.Sleep(time.Duration(seconds) * time.Second)
+	st.measuring.Store(false)
+	queued := runnable(srv.logSince(log0))
+	cpu1, err := srv.cpu()
+	if err != nil {
+		log.Fatal(err)
+	}
+	wall := time.Since(wall0)
+	rss, peak := srv.memory()
+	thrownWhileMeasured := st.thrown.Load()
+	cancel()
+	wait()
+	srv.stop()
+	n := st.connected.Load()
+	closed := 0
+	for _, line := range strings.Split(srv.log.String(), "\n") {
+		if strings.Contains(line, "instance closed") {
+			closed++
+			if closed <= 5 {
+				fmt.Println("server log:", line)
+			}
+		}
+	}
+
+	cores := (cpu1 - cpu0).Seconds() / wall.Seconds()
+	fmt.Printf("%s: players %d connected of %d, in %d rooms of %d, %d entities each, tick %d Hz, send %d Hz, %d moves a second, visibility hook %v, %s measured\n",
+		peer, n, players, len(st.rooms), g.capacity, g.entities, g.tick, g.send, moveRate, g.visible, wall.Round(time.Second))
+	if st.updates.Load() > 0 {
+		printUpdates(st, n, wall, g.send)
+	}
+	fmt.Printf("server CPU     %.2f cores (its own process, bots not included), %.2f per 1,000 players\n", cores, cores/float64(max(n, 1))*1000)
+	fmt.Printf("server memory  %d MiB resident at the end, %d MiB at the peak\n", rss>>20, peak>>20)
+	runq := -1 // the median, -1 when unknown
+	if len(queued) > 0 {
+		slices.Sort(queued)
+		runq = queued[len(queued)/2]
+		fmt.Printf("run queues     goroutines waiting to run, in %d half-second samples: median %d, p90 %d, max %d\n",
+			len(queued), queued[len(queued)/2], queued[len(queued)*9/10], queued[len(queued)-1])
+	}
+	fmt.Printf("thrown out     %d players whose connection the server ended; %d got no update while measured; %d instances closed by the server\n", thrownWhileMeasured, st.silent.Load(), closed)
+	// One line for bench/vs-colyseus.sh to read.
+	fmt.Printf("RESULT peer=%s players=%d connected=%d rooms=%d cpu=%.3f rss_mib=%d ups=%.2f bpu=%.0f thrown=%d silent=%d closed=%d runq=%d\n",
+		peer, players, n, len(st.rooms), cores, rss>>20, float64(st.updates.Load())/float64(max(n, 1))/wall.Seconds(),
+		float64(st.received.Load())/float64(max(st.updates.Load(), 1)), thrownWhileMeasured, st.silent.Load(), closed, runq)
+}
+
+func printUpdates(st *botStats, n int64, wall time.Duration, sendRate int) {
+	u := st.updates.Load()
+	fmt.Printf("updates        %d received, %.0f bytes each on the wire on average, %.2f per player per second (send rate %d)\n",
+		u, float64(st.received.Load())/float64(u), float64(u)/float64(n)/wall.Seconds(), sendRate)
+	fmt.Printf("jitter         %.2f%% of gaps between updates were over 1.5x the send interval\n", 100*float64(st.lateGaps.Load())/float64(max(st.gaps.Load(), 1)))
 }
 
 func pct(d []time.Duration, p int) time.Duration {
@@ -213,24 +282,40 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// writeGame writes the load game: players move; entities drift, each one
-// changing every few ticks, so updates carry real changes.
-func writeGame(root string, tick, send, capacity, entities int) {
-	dir := filepath.Join(root, "load.example", "load")
+// loadGame is the load game: players move; entities drift, each one
+// changing every few ticks, so updates carry real changes. bench/colyseus
+// holds the same game as a Colyseus room.
+type loadGame struct {
+	tick, send, capacity, entities int
+	visible                        bool
+	precision                      float64
+}
+
+// write writes the game under gamesRoot and generates it.
+func (g loadGame) write(gamesRoot string) {
+	dir := filepath.Join(gamesRoot, "load.example", "load")
+	number := `"number"`
+	if g.precision > 0 {
+		number = fmt.Sprintf(`{"type": "number", "precision": %g}`, g.precision)
+	}
+	fields := fmt.Sprintf(`{"x": %s, "y": %s}`, number, number)
 	files := map[string]string{
-		"hoster-game.json":                fmt.Sprintf(`{"tickRate": %d, "sendRate": %d, "capacity": %d, "origins": ["*"]}`, tick, send, capacity),
-		"hoster-player/fields.json":       `{"x": "number", "y": "number"}`,
+		"hoster-game.json":                fmt.Sprintf(`{"tickRate": %d, "sendRate": %d, "capacity": %d, "origins": ["*"]}`, g.tick, g.send, g.capacity),
+		"hoster-player/fields.json":       fields,
 		"hoster-player/join.js":           `export default function (i, p) { p.x = Math.random() * 100; p.y = Math.random() * 100; }`,
-		"hoster-entities/mob/fields.json": `{"x": "number", "y": "number"}`,
+		"hoster-entities/mob/fields.json": fields,
 		"hoster-entities/mob/tick.js": `export default function (i, e, dt) {
   e.t = (e.t || 0) + 1;
   if (e.t % 5 === 0) { e.x = (e.x + 1) % 100; }
 }`,
 		"hoster-instance/create.js": fmt.Sprintf(`export default function (i) {
   for (let k = 0; k < %d; k++) i.spawn("mob", { x: Math.round(Math.random() * 100), y: Math.round(Math.random() * 100), t: k });
-}`, entities),
+}`, g.entities),
 		"hoster-commands/move/args.json": `{"dx": {"type": "number", "min": -1, "max": 1}, "dy": {"type": "number", "min": -1, "max": 1}}`,
 		"hoster-commands/move/run.js":    `export default function (i, p, a) { p.x += a.dx; p.y += a.dy; }`,
+	}
+	if g.visible {
+		files["hoster-player/visible.js"] = `export default function (i, p, t) { return Math.abs(t.x - p.x) < 25 && Math.abs(t.y - p.y) < 25; }`
 	}
 	for rel, body := range files {
 		p := filepath.Join(dir, rel)
@@ -238,5 +323,8 @@ func writeGame(root string, tick, send, capacity, entities int) {
 		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 			log.Fatal(err)
 		}
+	}
+	if res, err := gen.Generate(gamesRoot); err != nil || res.Failed() {
+		log.Fatalf("generating the load game: %v %v", err, res.Problems())
 	}
 }

@@ -181,12 +181,16 @@ type Field struct {
 	// Interpolate asks the browser library to smooth a number between
 	// updates (game.view); it changes nothing on the wire.
 	Interpolate bool `json:"interpolate,omitempty"`
+	// Precision is a number's step on the wire (0.01: hundredths), 0 for
+	// none: the value sent is the nearest multiple, and a change smaller
+	// than half a step is not sent at all.
+	Precision float64 `json:"precision,omitempty"`
 }
 
 // MarshalJSON writes a field as its type name alone when that is all it
 // has, the form most fields.json files use.
 func (f Field) MarshalJSON() ([]byte, error) {
-	if !f.Private && !f.Interpolate {
+	if !f.Private && !f.Interpolate && f.Precision == 0 {
 		return json.Marshal(f.Type)
 	}
 	type plain Field
@@ -195,7 +199,7 @@ func (f Field) MarshalJSON() ([]byte, error) {
 
 // Fields is a fields.json: the fields of a player or entity that viewers see,
 // by name. Each is a type name ("number") or an object {type, private,
-// interpolate}.
+// interpolate, precision}.
 type Fields map[string]Field
 
 // ParseFields decodes and validates a fields.json.
@@ -246,6 +250,9 @@ func parseField(raw json.RawMessage) (Field, error) {
 	}
 	if field.Interpolate && field.Type != Number && field.Type != Integer {
 		return Field{}, fmt.Errorf("interpolate applies only to number and integer, not %s", field.Type)
+	}
+	if field.Precision != 0 && (field.Type != Number || !(field.Precision > 0) || math.IsInf(field.Precision, 0)) {
+		return Field{}, fmt.Errorf("precision %v: want a positive step of a number field", field.Precision)
 	}
 	return field, nil
 }

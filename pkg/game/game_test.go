@@ -117,6 +117,9 @@ func TestParseFields(t *testing.T) {
 		{`{"x": {"type": "number", "secret": true}}`, `line 1, column 2: field "x": unknown key "secret"`},
 		{`{"x": {"private": true}}`, `field "x": unknown type ""`},
 		{`{"connected": "boolean"}`, `field "connected"`},
+		{`{"n": {"type": "integer", "precision": 0.5}}`, `field "n": precision 0.5: want a positive step of a number field`},
+		{`{"x": {"type": "number", "precision": -0.01}}`, `field "x": precision -0.01`},
+		{`{"x": {"type": "number", "precision": "0.01"}}`, `field "x"`},
 		{`{"name": {"type": "string", "interpolate": true}}`, `line 1, column 2: field "name": interpolate applies only to number and integer, not string`},
 		{`nope`, "line 1, column 2: JSON syntax: invalid character 'o'"},
 	} {
@@ -124,6 +127,17 @@ func TestParseFields(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("ParseFields(%s) = %v, want %q", tc.in, err, tc.want)
 		}
+	}
+}
+
+// A precision is kept, and written back in the object form.
+func TestParseFieldsPrecision(t *testing.T) {
+	f, err := ParseFields([]byte(`{"x": {"type": "number", "precision": 0.01}, "y": "number"}`))
+	if err != nil || f["x"] != (Field{Type: Number, Precision: 0.01}) || f["y"] != (Field{Type: Number}) {
+		t.Fatalf("ParseFields = %v, %v", f, err)
+	}
+	if b, _ := json.Marshal(f); string(b) != `{"x":{"type":"number","precision":0.01},"y":"number"}` {
+		t.Errorf("marshalled as %s", b)
 	}
 }
 

@@ -296,32 +296,24 @@ func (c *conn) handle(data []byte) {
 		c.sendError(fmt.Sprintf("unknown command %q", m.C), m.C)
 		return
 	}
-	var args any
-	if len(m.A) > 0 {
-		if err := json.Unmarshal(m.A, &args); err != nil {
-			c.sendError("malformed arguments", m.C)
-			return
-		}
-	}
-	if err := schema.Validate(args); err != nil {
+	if err := schema.Validate(m.A); err != nil {
 		c.sendError(err.Error(), m.C)
 		return
 	}
-	if args == nil {
-		m.A = json.RawMessage("{}")
-	}
+	args, _ := m.A.(map[string]any) // nil when there were none: an empty object
 	in.mu.Lock()
 	in.tel.commands[m.C]++
 	in.tel.cmdBytes.Sum += float64(len(data))
 	in.tel.cmdBytes.Count++
 	in.mu.Unlock()
-	in.enqueue(event{kind: "cmd", player: c.seat.player, name: m.C, args: m.A})
+	in.enqueue(event{kind: "cmd", player: c.seat.player, name: m.C, args: args})
 }
 
-// command is a player's frame: {"c": name, "a": {arguments}}.
+// command is a player's frame: {"c": name, "a": {arguments}}, decoded
+// once, arguments included.
 type command struct {
-	C string          `json:"c"`
-	A json.RawMessage `json:"a"`
+	C string `json:"c"`
+	A any    `json:"a"`
 }
 
 var errMalformed = errors.New("malformed message: want JSON {\"c\": command, \"a\": {arguments}}")

@@ -130,7 +130,7 @@ func TestDeltasConverge(t *testing.T) {
 					}
 				}
 				ev, _ := json.Marshal(events)
-				if _, err := v.call(v.tick, v.rt.ToValue(0.05), v.rt.ToValue(round), v.rt.ToValue(string(ev))); err != nil {
+				if _, err := v.call(v.tick, v.rt.ToValue(0.05), v.rt.ToValue(round), jsonValue(v.rt, string(ev))); err != nil {
 					t.Fatal(err)
 				}
 				var ready []any
@@ -264,7 +264,7 @@ func BenchmarkSendRound(b *testing.B) {
 			v, ready := benchInstanceOf(b, files)
 			readyV := v.rt.ToValue(ready)
 			tick := func(i int) {
-				if _, err := v.call(v.tick, v.rt.ToValue(0.05), v.rt.ToValue(i), v.rt.ToValue("[]")); err != nil {
+				if _, err := v.call(v.tick, v.rt.ToValue(0.05), v.rt.ToValue(i), v.rt.NewArray()); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -302,7 +302,7 @@ func TestResumeAfterDroppingTheVisibilityHook(t *testing.T) {
 		}
 	}
 	tick := func(v *vm, round int, events string) {
-		if _, err := v.call(v.tick, v.rt.ToValue(0.05), v.rt.ToValue(round), v.rt.ToValue(events)); err != nil {
+		if _, err := v.call(v.tick, v.rt.ToValue(0.05), v.rt.ToValue(round), jsonValue(v.rt, events)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -65,8 +67,8 @@ type event struct {
 	player string
 	params map[string]string
 	name   string
-	args   json.RawMessage
-	conn   *conn // join and resume: who to welcome
+	args   map[string]any // checked against args.json
+	conn   *conn          // join and resume: who to welcome
 	seat   *seat
 }
 
@@ -209,14 +211,12 @@ type vm struct {
 	budget                          time.Duration
 }
 
-// call runs fn under the hook budget: an overrun interrupts it.
+// call runs fn under the hook budget, counted in the call's own CPU time:
+// an overrun interrupts it.
 func (v *vm) call(fn goja.Callable, args ...goja.Value) (goja.Value, error) {
-	fire, end := armInterrupt(v.rt, "a hook ran longer than "+v.budget.String())
-	timer := time.AfterFunc(v.budget, fire)
-	res, err := fn(goja.Undefined(), args...)
-	end()
-	timer.Stop()
-	return res, err
+	return runBudgeted(v.rt, v.budget, "a hook ran longer than "+v.budget.String()+" of CPU time", func() (goja.Value, error) {
+		return fn(goja.Undefined(), args...)
+	})
 }
 
 // armInterrupt starts the budget of one call into r: fire interrupts the
@@ -266,14 +266,12 @@ func (in *Instance) newVM(prog *goja.Program) (*vm, error) {
 		}
 		return goja.Undefined()
 	})
-	fire, end := armInterrupt(r, "loading ran longer than "+v.budget.String())
-	timer := time.AfterFunc(v.budget, fire)
-	_, err := r.RunProgram(prog)
-	if err == nil {
-		_, err = r.RunProgram(prelude)
-	}
-	end()
-	timer.Stop()
+	_, err := runBudgeted(r, v.budget, "loading ran longer than "+v.budget.String()+" of CPU time", func() (goja.Value, error) {
+		if _, err := r.RunProgram(prog); err != nil {
+			return nil, err
+		}
+		return r.RunProgram(prelude)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -431,8 +429,8 @@ func (in *Instance) step(l *loop, now time.Time) bool {
 	running := in.ver
 	in.mu.Unlock()
 	in.moveToCurrent(l, running, now)
-	payload, joins := encodeEvents(events)
-	res, err := l.v.call(l.v.tick, l.v.rt.ToValue(dt), l.v.rt.ToValue(now.UnixMilli()), l.v.rt.ToValue(payload))
+	payload, joins := eventsValue(l.v.rt, events)
+	res, err := l.v.call(l.v.tick, l.v.rt.ToValue(dt), l.v.rt.ToValue(now.UnixMilli()), payload)
 	if err != nil {
 		in.fail(err, joins...) // the players this tick was to welcome go too
 		return false
@@ -517,27 +515,44 @@ func (in *Instance) telemetry(l *loop) {
 	}
 }
 
-func encodeEvents(events []event) (string, []event) {
+// eventsValue is the tick's events as JavaScript values for __tick, built
+// directly rather than as JSON for JavaScript to parse again (goja's
+// JSON.parse was the costliest part of handing commands over), and the
+// joins and resumes among them, to welcome after the tick.
+func eventsValue(r *goja.Runtime, events []event) (goja.Value, []event) {
 	list := make([]any, 0, len(events))
 	var joins []event
 	for _, ev := range events {
 		switch ev.kind {
 		case "join":
-			list = append(list, []any{"join", ev.player, ev.params})
+			params := r.NewObject()
+			for _, k := range slices.Sorted(maps.Keys(ev.params)) {
+				ownProperty(r, params, k, ev.params[k])
+			}
+			list = append(list, r.NewArray("join", ev.player, params))
 			joins = append(joins, ev)
-		case "leave":
-			list = append(list, []any{"leave", ev.player})
-		case "drop":
-			list = append(list, []any{"drop", ev.player})
+		case "leave", "drop":
+			list = append(list, r.NewArray(ev.kind, ev.player))
 		case "resume":
-			list = append(list, []any{"resume", ev.player})
+			list = append(list, r.NewArray("resume", ev.player))
 			joins = append(joins, ev)
 		case "cmd":
-			list = append(list, []any{"cmd", ev.player, ev.name, ev.args})
+			// The arguments were checked against args.json: scalars only.
+			args := r.NewObject()
+			for _, k := range slices.Sorted(maps.Keys(ev.args)) {
+				ownProperty(r, args, k, ev.args[k])
+			}
+			list = append(list, r.NewArray("cmd", ev.player, ev.name, args))
 		}
 	}
-	b, _ := json.Marshal(list)
-	return string(b), joins
+	return r.NewArray(list...), joins
+}
+
+// ownProperty gives o its own property k, as JSON.parse would: a key such
+// as "__proto__" from a player's query is a plain property, not o's
+// prototype.
+func ownProperty(r *goja.Runtime, o *goja.Object, k string, v any) {
+	o.DefineDataProperty(k, r.ToValue(v), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE)
 }
 
 // welcome attaches a joined (or resumed) player's connection and greets it.

@@ -123,9 +123,6 @@ func FuzzParseCommand(f *testing.F) {
 		if m.C == "" {
 			t.Fatalf("accepted %q without a command name", data)
 		}
-		if len(m.A) > 0 && !json.Valid(m.A) {
-			t.Fatalf("accepted %q with invalid arguments %q", data, m.A)
-		}
 		var v any
 		if json.Unmarshal(data, &v) != nil {
 			t.Fatalf("accepted %q, which is not one JSON value", data)

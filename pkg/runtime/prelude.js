@@ -23,6 +23,25 @@ Object.keys(__R.entities).forEach(function (t) {
 });
 __ty.player = __pf.map(function (k) { return __ftype(__R.player.fields[k]); });
 __ty["player!"] = __pp.map(function (k) { return __ftype(__R.player.fields[k]); });
+// __pq[type][n] is how a number in field n is rounded on the wire (same
+// order as __ty): 0 not at all; c > 0 to the nearest 1/c (precision 0.01:
+// c = 100, so the value sent is the short decimal 12.35); c < 0 to the
+// nearest multiple of -c.
+function __fprec(f) {
+  var p = f && typeof f === "object" ? f.precision : 0;
+  if (!(p > 0)) return 0;
+  var inv = 1 / p, r = Math.round(inv);
+  return r >= 1 && Math.abs(inv - r) < 1e-9 * inv ? r : -p;
+}
+function __quant(x, c) {
+  return c > 0 ? Math.round(x * c) / c : Math.round(x / -c) * -c;
+}
+var __pq = {};
+Object.keys(__R.entities).forEach(function (t) {
+  __pq[t] = __ef[t].map(function (k) { return __fprec(__R.entities[t].fields[k]); });
+});
+__pq.player = __pf.map(function (k) { return __fprec(__R.player.fields[k]); });
+__pq["player!"] = __pp.map(function (k) { return __fprec(__R.player.fields[k]); });
 var __bad = {}; // type.field -> true once a wrong value was reported
 
 // __ok reports whether x (already normalised: no undefined, no NaN) is of
@@ -205,10 +224,9 @@ function __adopt(json, now) {
 // due and ticks (when dt > 0), and returns what hooks asked of Go (see
 // __out). A hook that throws is recorded and the rest goes on: a command's
 // error goes to its player.
-// events: JSON [["join", id, params] | ["leave", id] | ["drop", id] | ["resume", id] | ["cmd", id, name, args]]
-function __tick(dt, now, events) {
+// events: [["join", id, params] | ["leave", id] | ["drop", id] | ["resume", id] | ["cmd", id, name, args]]
+function __tick(dt, now, evs) {
   __now = now;
-  var evs = JSON.parse(events);
   for (var i = 0; i < evs.length; i++) {
     var ev = evs[i], p;
     if (ev[0] === "join") {
@@ -321,15 +339,20 @@ function __typesOf(type) {
   return __ty[type] || [];
 }
 
+function __precisionsOf(type) {
+  return __pq[type] || [];
+}
+
 // __private is what viewer v's own player's private fields changed to since
 // it last got them (all of them when fresh), or null.
 function __private(v, me, fresh) {
-  var f = null, pv = v.pv, n, x, name, ty = __ty["player!"];
+  var f = null, pv = v.pv, n, x, name, ty = __ty["player!"], pq = __pq["player!"];
   if (!pv) { pv = v.pv = []; fresh = true; }
   for (n = 0; n < __pp.length; n++) {
     name = __pp[n];
     x = __norm(me[name]);
     if (!__ok(ty[n], x, "player", name)) x = n in pv ? pv[n] : null;
+    else if (typeof x === "number" && pq[n] !== 0) x = __quant(x, pq[n]);
     if (fresh || x !== pv[n]) {
       pv[n] = x;
       (f = f || {})[name] = x;
@@ -340,13 +363,14 @@ function __private(v, me, fresh) {
 
 // __appear starts the record of a thing seen for the first time.
 function __appear(id, type, obj, round, d) {
-  var fields = __fieldsOf(type), ty = __typesOf(type), v = new Array(fields.length), fr = new Array(fields.length);
+  var fields = __fieldsOf(type), ty = __typesOf(type), pq = __precisionsOf(type), v = new Array(fields.length), fr = new Array(fields.length);
   for (var n = 0; n < fields.length; n++) {
     v[n] = __norm(obj[fields[n]]);
     if (!__ok(ty[n], v[n], type, fields[n])) v[n] = null;
+    else if (typeof v[n] === "number" && pq[n] !== 0) v[n] = __quant(v[n], pq[n]);
     fr[n] = round;
   }
-  __recs[id] = { type: type, fields: fields, ty: ty, v: v, fr: fr, a: round, seen: round };
+  __recs[id] = { type: type, fields: fields, ty: ty, pq: pq, v: v, fr: fr, a: round, seen: round };
   __nrecs++;
   if (__tombs[id]) { delete __tombs[id]; __ntombs--; }
   d.appear.push({ id: id, type: type, f: __object(fields, v) });
@@ -359,7 +383,7 @@ function __appear(id, type, obj, round, d) {
 // thing that already has a record: in goja, globals and calls cost more
 // than the comparisons.
 function __track(objs, player, round, d) {
-  var recs = __recs, change = d.change, count = 0, id, obj, r, fs, rv, f, n, x, t;
+  var recs = __recs, change = d.change, count = 0, id, obj, r, fs, rv, pq, f, n, x, t, c;
   for (id in objs) {
     count++;
     obj = objs[id];
@@ -371,10 +395,12 @@ function __track(objs, player, round, d) {
     r.seen = round;
     fs = r.fields;
     rv = r.v;
+    pq = r.pq;
     f = null;
     for (n = 0; n < fs.length; n++) {
       x = obj[fs[n]];
       if (x === undefined || (typeof x === "number" && (x !== x || x === Infinity || x === -Infinity))) x = null;
+      else if ((c = pq[n]) !== 0 && typeof x === "number") x = c > 0 ? Math.round(x * c) / c : Math.round(x / -c) * -c; // __quant, inlined
       if (x !== rv[n]) {
         // The type check, inlined for the common cases: see __ok.
         if (x !== null && (t = r.ty[n]) !== typeof x && !(t === "integer" && typeof x === "number" && x % 1 === 0) &&
@@ -437,6 +463,7 @@ function __refit(r) {
   }
   r.fields = fields;
   r.ty = __typesOf(r.type);
+  r.pq = __precisionsOf(r.type);
   r.v = v;
   r.fr = fr;
 }

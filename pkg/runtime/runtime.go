@@ -64,9 +64,10 @@ type Options struct {
 	ResumeGrace time.Duration
 	// EmptyGrace is how long an instance with no player lives on: 10 s.
 	EmptyGrace time.Duration
-	// HookBudget bounds one call into a game's JavaScript: 1 s. It is wall
-	// time, which an overloaded machine stretches (the 2,000-player load test
-	// saw healthy calls past 250 ms), so it is set to catch runaways, not to
+	// HookBudget bounds one call into a game's JavaScript: 1 s of the
+	// call's own CPU time (its thread's clock), not of the wall: an
+	// overloaded machine, where a call waits for a core, slows games down
+	// but never stops a healthy one. It is set to catch runaways, not to
 	// police slow ticks.
 	HookBudget time.Duration
 	// WriteTimeout bounds one socket write: 10 s.
