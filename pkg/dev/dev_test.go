@@ -45,6 +45,9 @@ func TestDevRunsTheExampleAndFollowsEdits(t *testing.T) {
 	var out, log waitbuf.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	// Its own temporary folder, so that other tests' dev servers (go test
+	// runs packages side by side) are not counted as its leftovers.
+	t.Setenv("TMPDIR", t.TempDir())
 	tmpBefore, _ := filepath.Glob(filepath.Join(os.TempDir(), "hoster-dev-*"))
 	go func() {
 		done <- Run(ctx, Options{Root: root, Port: 0, Out: &out, Log: &log})
