@@ -223,3 +223,41 @@ func TestDeadServerEndsTheSync(t *testing.T) {
 		})
 	}
 }
+
+// TestDeadServerCountsTheDeletesNotSent: deletes the dead server never got
+// are counted as not sent, as uploads are, so the sync says so.
+func TestDeadServerCountsTheDeletesNotSent(t *testing.T) {
+	games := filepath.Join(t.TempDir(), "g")
+	const files = 200
+	for i := range files {
+		write(t, games, fmt.Sprintf("a.com/g/old%03d.txt", i), "o")
+	}
+	write(t, games, "a.com/g/hoster-game.json", cfg)
+	srv, err := server.New(server.Options{GamesRoot: games, Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dead atomic.Bool
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == "DELETE" {
+			dead.Store(true)
+		}
+		if dead.Load() {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		srv.Handler().ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { ts.Close(); srv.Close() })
+	c, _ := apiclient.NewClient(apiclient.ClientConfig{Server: ts.URL, Token: token, Attempts: 2, RetryBase: 1})
+	root := t.TempDir()
+	write(t, root, "a.com/g/hoster-game.json", cfg)
+	const jobs = 4
+	sum, err := Sync(context.Background(), root, c, SyncOptions{Jobs: jobs}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.NotSent < files-2*jobs-unreachableAfter || sum.Deleted != 0 {
+		t.Fatalf("deleted %d, not sent %d of %d deletes", sum.Deleted, sum.NotSent, files)
+	}
+}

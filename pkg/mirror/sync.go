@@ -212,11 +212,15 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 			return 0
 		}
 		rep.Begin("delete", len(list), 0)
-		return len(transfers(ctx, opts.Jobs, len(list), check, func(i int) error {
+		n := len(transfers(ctx, opts.Jobs, len(list), check, func(i int) error {
 			err := remote.DeleteFile(ctx, list[i].Path)
 			record(Op{Kind: "delete", Path: list[i].Path}, list[i].Files, err)
 			return err
 		}))
+		mu.Lock()
+		sum.NotSent += n
+		mu.Unlock()
+		return n
 	}
 	sent := &sentHashes{}
 	var putBatch func(*gate, []Upload) []error
@@ -291,6 +295,8 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 	notSent := deletes(first)
 	if notSent == 0 {
 		notSent = uploads(plan.Uploads)
+	} else {
+		sum.NotSent += len(plan.Uploads) // the server was gone before they could start
 	}
 	if notSent == 0 && len(rest) > 0 && ctx.Err() == nil {
 		if retry := outOfSpaceUploads(plan.Uploads, sum.Failures); len(retry) > 0 {
