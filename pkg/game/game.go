@@ -218,7 +218,7 @@ func ParseFields(data []byte) (Fields, error) {
 			at(fmt.Errorf("field %q: the name is the object's own (id and type are always sent; connected is the runtime's)", name))
 		}
 		field, err := parseField(raw[name])
-		for _, e := range unjoin(err) {
+		for _, e := range Split(err) {
 			at(fmt.Errorf("field %q: %w", name, e))
 		}
 		if err == nil {
@@ -289,7 +289,7 @@ func ParseArgs(data []byte) (Args, error) {
 			err = checkName(name)
 		}
 		if err != nil {
-			for _, e := range unjoin(err) {
+			for _, e := range Split(err) {
 				errs = append(errs, located(data, name, fmt.Errorf("argument %q: %w", name, e)))
 			}
 			continue

@@ -83,8 +83,9 @@ func located(data []byte, key string, err error) error {
 	return &PosError{Line: line, Col: col, Msg: err.Error()}
 }
 
-// unjoin returns the errors joined in err, or err alone.
-func unjoin(err error) []error {
+// Split returns the problems joined in an error of this package's parsers
+// (errors.Join), or err alone; nil for nil.
+func Split(err error) []error {
 	if err == nil {
 		return nil
 	}

@@ -44,7 +44,7 @@ func load(dir string) (*definition, []Problem) {
 	d := &definition{Entities: map[string]game.Fields{}, Commands: map[string]game.Args{}}
 	var problems []Problem
 	add := func(file string, err error) {
-		for _, e := range unjoin(err) {
+		for _, e := range game.Split(err) {
 			if pe := (*game.PosError)(nil); errors.As(e, &pe) {
 				problems = append(problems, Problem{File: file, Line: pe.Line, Col: pe.Col, Msg: pe.Msg})
 				continue
@@ -212,12 +212,4 @@ func strangers(dir, folder string, hooks []string, schema string) []Problem {
 		problems = append(problems, Problem{File: folder + "/" + name, Msg: msg})
 	}
 	return problems
-}
-
-// unjoin returns the errors joined in err, or err alone.
-func unjoin(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	return []error{err}
 }
