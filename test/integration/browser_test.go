@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -64,42 +65,17 @@ func TestExampleGameInChromium(t *testing.T) {
 	if res, err := gen.Generate(root); err != nil || res.Failed() {
 		t.Fatalf("%v %v", err, res.Problems())
 	}
-	rt, err := runtime.New(runtime.Options{GamesRoot: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	games := httptest.NewServer(rt)
-	defer games.Close()
-	defer rt.Shutdown(t.Context())
-
-	// The page's origin stands where Caddy stands: the game's routes go to
-	// the server with the game's domain as Host.
-	target, _ := url.Parse(games.URL)
-	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
-		r.SetURL(target)
-		r.Out.Host = "example.com"
-		r.Out.Header.Set("Origin", "https://example.com")
-	}}
-	mux := http.NewServeMux()
-	mux.Handle("/arena", proxy)
-	mux.Handle("/arena/hoster.client.js", proxy)
 	reports := make(chan [2]string, 100)
-	mux.HandleFunc("/arena/report", func(w http.ResponseWriter, r *http.Request) {
+	site := pageSite(t, root, "example.com", "arena", page, func(r *http.Request) {
 		select {
 		case reports <- [2]string{r.FormValue("role"), r.FormValue("s")}:
 		default:
 		}
 	})
-	mux.HandleFunc("/arena/play.html", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		w.Write([]byte(page))
-	})
-	site := httptest.NewServer(mux)
-	defer site.Close()
 
 	// Headless Chromium starts with one page; the second opens over DevTools.
-	chrome := startChromium(t, site.URL+"/arena/play.html?room=duel1&role=watcher")
-	chrome.open(site.URL + "/arena/play.html?room=duel1%26role=mover")
+	chrome := startChromium(t, site+"/arena/play.html?room=duel1&role=watcher")
+	chrome.open(site + "/arena/play.html?room=duel1%26role=mover")
 
 	// Wait for the watcher to have seen the mover move three times in their
 	// room, and for the mover to show its greeting and the refusal.
@@ -123,4 +99,36 @@ func TestExampleGameInChromium(t *testing.T) {
 			t.Fatalf("the pages never showed the room, the moves, the greeting and the refusal; reports: %v", got)
 		}
 	}
+}
+
+// pageSite runs the generated games under root and a site that stands where
+// Caddy stands for one game: /<game> and /<game>/hoster.client.js go to the
+// runtime with the game's domain as Host (and its origin), /<game>/play.html
+// is html, and /<game>/report hands each request to report. It returns the
+// site's URL; everything stops at the end of the test.
+func pageSite(t *testing.T, root, domain, game, html string, report func(*http.Request)) string {
+	t.Helper()
+	rt, err := runtime.New(runtime.Options{GamesRoot: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	games := httptest.NewServer(rt)
+	t.Cleanup(func() { games.Close(); rt.Shutdown(context.Background()) })
+	target, _ := url.Parse(games.URL)
+	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(target)
+		r.Out.Host = domain
+		r.Out.Header.Set("Origin", "https://"+domain)
+	}}
+	mux := http.NewServeMux()
+	mux.Handle("/"+game, proxy)
+	mux.Handle("/"+game+"/hoster.client.js", proxy)
+	mux.HandleFunc("/"+game+"/report", func(w http.ResponseWriter, r *http.Request) { report(r) })
+	mux.HandleFunc("/"+game+"/play.html", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte(html))
+	})
+	site := httptest.NewServer(mux)
+	t.Cleanup(site.Close)
+	return site.URL
 }

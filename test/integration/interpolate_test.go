@@ -3,16 +3,12 @@ package integration
 import (
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/hoster-dev/hoster/pkg/gen"
-	"github.com/hoster-dev/hoster/pkg/runtime"
 )
 
 // glidePage samples game.view(dot).x at every animation frame for two
@@ -59,28 +55,12 @@ func TestInterpolationInChromium(t *testing.T) {
 	if res, err := gen.Generate(root); err != nil || res.Failed() {
 		t.Fatalf("%v %v", err, res.Problems())
 	}
-	rt, err := runtime.New(runtime.Options{GamesRoot: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	games := httptest.NewServer(rt)
-	defer games.Close()
-	defer rt.Shutdown(t.Context())
-
-	target, _ := url.Parse(games.URL)
-	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
-		r.SetURL(target)
-		r.Out.Host = "glide.example"
-	}}
 	type report struct {
 		Samples []struct{ X, Raw float64 }
 		Updates int
 	}
 	reports := make(chan report, 1)
-	mux := http.NewServeMux()
-	mux.Handle("/glide", proxy)
-	mux.Handle("/glide/hoster.client.js", proxy)
-	mux.HandleFunc("/glide/report", func(w http.ResponseWriter, r *http.Request) {
+	site := pageSite(t, root, "glide.example", "glide", glidePage, func(r *http.Request) {
 		var rep report
 		json.NewDecoder(r.Body).Decode(&rep)
 		select {
@@ -88,14 +68,8 @@ func TestInterpolationInChromium(t *testing.T) {
 		default:
 		}
 	})
-	mux.HandleFunc("/glide/play.html", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		w.Write([]byte(glidePage))
-	})
-	site := httptest.NewServer(mux)
-	defer site.Close()
 
-	startChromium(t, site.URL+"/glide/play.html")
+	startChromium(t, site+"/glide/play.html")
 	var rep report
 	select {
 	case rep = <-reports:
