@@ -16,6 +16,14 @@
 #   RTTS=50 TREES=2000:200 bench/link.sh
 #   HOSTER_ARGS="--jobs 64" bench/link.sh    extra flags for hoster sync
 #   HOSTER=/tmp/hoster bench/link.sh        another build of the client
+#   FIRST=rsync bench/link.sh               run rsync before hoster in each case
+#   WARM=0 bench/link.sh                    no scratch write before each first push
+#
+# As in bench/sync.sh: on this VM, writing into page-cache pages the host has
+# to provide again, or creating files right after many were deleted, costs
+# more, and whichever tool goes first meets more of it. So each tool's first
+# push is preceded by writing and deleting a scratch file of 1.5x the tree,
+# and FIRST=rsync shows the order does not decide the result.
 #
 # Needs rsync (apt-get install rsync) and caddy (apt-get install caddy).
 set -euo pipefail
@@ -23,6 +31,8 @@ TOXIPROXY_VERSION=v2.5.0
 RTTS=${RTTS:-20 50 100}
 TREES=${TREES:-2000:200 300:20}
 HOSTER_ARGS=${HOSTER_ARGS:-}
+FIRST=${FIRST:-hoster}
+WARM=${WARM:-1}
 cd "$(dirname "$0")/.."
 for tool in rsync caddy curl bc; do
 	command -v $tool >/dev/null || { echo "bench/link.sh: $tool is missing (apt-get install $tool)" >&2; exit 2; }
@@ -115,6 +125,14 @@ run_rsync() { timeit rsync -r --checksum --delete "$W/src/" rsync://$PROXY_RSYNC
 # The measured link: a no-op request's time through the whole chain.
 probe() { curl -sk -o /dev/null -w '%{time_total}' --resolve x:1:127.0.0.1 https://$PROXY_HOSTER/api/version; }
 
+warm() {
+	[ "$WARM" = 1 ] || return 0
+	dd if=/dev/zero of="$W/warm" bs=1M count=$(($1 * 3 / 2)) status=none
+	rm -f "$W/warm"
+}
+tools=(hoster rsync)
+[ "$FIRST" = rsync ] && tools=(rsync hoster)
+
 rows=()
 for tree in $TREES; do
 	files=${tree%%:*} mib=${tree##*:}
@@ -124,14 +142,15 @@ for tree in $TREES; do
 		go run ./bench/gentree -dir "$W/src" -files "$files" -mib "$mib"
 		"$HOSTER" gen "$W/src" >/dev/null # both tools push the same files
 		declare -A t=()
-		for tool in hoster rsync; do
+		for tool in "${tools[@]}"; do
+			warm "$mib"
 			[ "${CPU:-0}" = 1 ] && before=$(cpu_all)
 			t[$tool.first]=$(run_$tool)
 			[ "${CPU:-0}" = 1 ] && echo "$tool first push: CPU-s before: $before after: $(cpu_all)" >&2
 		done
-		for tool in hoster rsync; do t[$tool.noop]=$(run_$tool); done
+		for tool in "${tools[@]}"; do t[$tool.noop]=$(run_$tool); done
 		go run ./bench/gentree -dir "$W/src" -modify
-		for tool in hoster rsync; do t[$tool.change]=$(run_$tool); done
+		for tool in "${tools[@]}"; do t[$tool.change]=$(run_$tool); done
 		for tool in hoster rsync; do
 			dest="$W/rsync"
 			[ $tool = hoster ] && dest="$W/srv/hoster-games"
@@ -145,7 +164,7 @@ for tree in $TREES; do
 	done
 done
 
-printf '\n%s cores (%s), hoster sync %s\n' "$(nproc)" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)" "$HOSTER_ARGS"
+printf '\n%s cores (%s), hoster sync %s, first: %s, warm: %s\n' "$(nproc)" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)" "$HOSTER_ARGS" "$FIRST" "$WARM"
 echo '| tree | RTT | hoster first push | rsync first push | hoster no-op | rsync no-op | hoster 1% change | rsync 1% change |'
 echo '|---|---|---|---|---|---|---|---|'
 printf '%s\n' "${rows[@]}"
