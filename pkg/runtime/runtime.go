@@ -88,8 +88,13 @@ type Options struct {
 	LogsRoot string
 	// GamelogInterval is the period of the stats lines: 60 s.
 	GamelogInterval time.Duration
-	// Now is the clock of the telemetry; nil is time.Now.
+	// Now is the clock of the telemetry; nil is the schedule's clock (the
+	// wall clock unless a test gives another).
 	Now func() time.Time
+
+	// clock keeps the instances' schedules; nil is the wall clock. Tests
+	// give a fake to step instances without sleeping.
+	clock clock
 }
 
 // Runtime is the game side of hoster-server.
@@ -140,8 +145,11 @@ func New(o Options) (*Runtime, error) {
 		o.MaxCommandsPerSecond = 100
 	}
 	def(&o.GamelogInterval, 60*time.Second)
+	if o.clock == nil {
+		o.clock = realClock{}
+	}
 	if o.Now == nil {
-		o.Now = time.Now
+		o.Now = o.clock.Now
 	}
 	rt := &Runtime{o: o, log: o.Logger, games: map[string]map[string]*Game{}, seats: map[string]*seat{},
 		process: newID(), now: o.Now, logs: make(chan logLine, 4096), logsDone: make(chan struct{})}
