@@ -608,11 +608,11 @@ func (in *Instance) sendRound(v *vm) error {
 	}
 	out, _ := res.Export().([]any)
 	in.mu.Lock()
-	defer in.mu.Unlock()
+	due := make([]*conn, 0, len(ready))
 	for i := 0; i+1 < len(out); i += 2 {
 		id, _ := out[i].(string)
 		msg, _ := out[i+1].(string)
-		if c := in.conns[id]; c != nil && c.enqueue([]byte(msg), true) {
+		if c := in.conns[id]; c != nil && c.add(outFrame{opText, []byte(msg)}, true) {
 			in.tel.updBytes.Sum += float64(len(msg))
 			in.tel.updBytes.Count++
 		}
@@ -620,6 +620,15 @@ func (in *Instance) sendRound(v *vm) error {
 	// Messages follow the update that reflects the tick that sent them.
 	for _, id := range ready {
 		in.flushLocked(id.(string))
+		if c := in.conns[id.(string)]; c != nil {
+			due = append(due, c)
+		}
+	}
+	in.mu.Unlock()
+	// Each viewer's update and messages go out in one write, from here when
+	// its socket takes them at once.
+	for _, c := range due {
+		c.flush()
 	}
 	return nil
 }
