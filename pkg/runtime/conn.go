@@ -15,10 +15,10 @@ import (
 // maxQueued is how many bytes may wait for a slow socket before it is cut.
 const maxQueued = 1 << 20
 
-// maxUpdatesInFlight is how many updates may wait for a socket's writer
-// before its viewer skips send rounds (and later gets one merged delta). Two,
-// not one: on a busy machine a writer goroutine is sometimes scheduled a
-// round late, and that alone should not make its viewer skip.
+// maxUpdatesInFlight is how many updates may wait for a socket that did
+// not take them at once before its viewer skips send rounds (and later gets
+// one merged delta). Two, not one: a socket whose writer goroutine is
+// scheduled a round late on a busy machine should not make its viewer skip.
 const maxUpdatesInFlight = 2
 
 // pingEvery keeps idle connections alive; a peer silent for 3 pings is gone.
