@@ -65,8 +65,10 @@ type conn struct {
 }
 
 var upgrader = websocket.Upgrader{
-	ReadBufferSize:  4096,
-	WriteBufferSize: 4096,
+	ReadBufferSize: 4096,
+	// gorilla writes no message here (conn.writeOut frames them all): a pool
+	// it never draws from spares each connection a write buffer.
+	WriteBufferPool: &sync.Pool{},
 	// The game's origins are checked before the upgrade, in serveSocket.
 	CheckOrigin: func(*http.Request) bool { return true },
 }
