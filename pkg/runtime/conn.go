@@ -15,10 +15,10 @@ import (
 // maxQueued is how many bytes may wait for a slow socket before it is cut.
 const maxQueued = 1 << 20
 
-// maxUpdatesInFlight is how many updates may wait for a socket's writer
-// before its viewer skips send rounds (and later gets one merged delta). Two,
-// not one: on a busy machine a writer goroutine is sometimes scheduled a
-// round late, and that alone should not make its viewer skip.
+// maxUpdatesInFlight is how many updates may wait for a socket that did
+// not take them at once before its viewer skips send rounds (and later gets
+// one merged delta). Two, not one: a socket whose writer goroutine is
+// scheduled a round late on a busy machine should not make its viewer skip.
 const maxUpdatesInFlight = 2
 
 // pingEvery keeps idle connections alive; a peer silent for 3 pings is gone.
@@ -38,24 +38,37 @@ type seat struct {
 }
 
 // conn is one player's socket.
+//
+// Frames are written by whichever goroutine queued them, without blocking:
+// the instance's after a send round (one write carrying the viewer's update
+// and the messages that follow it), the reader's for an error frame or a
+// pong. What the socket does not take at once goes to the connection's
+// writer goroutine, which waits for the socket up to the write deadline; it
+// also sends the pings and closes the socket. Only one goroutine writes at a
+// time (writing); one that finds another writing leaves its frames to it.
 type conn struct {
 	ws   *websocket.Conn
+	sock *wire // nil for a TestGame's players: nothing is written
 	rt   *Runtime
 	seat *seat
 
-	mu       sync.Mutex
-	queue    [][]byte
-	queued   int
-	updates  int // updates enqueued since the writer last emptied the queue
-	closed   bool
-	closeMsg []byte
-	wake     chan struct{}
-	gone     chan struct{}
+	mu      sync.Mutex
+	queue   []outFrame // not yet taken by a writer
+	out     []byte     // frames taken, not yet all written; only the writer touches it
+	queued  int        // bytes in queue and out
+	updates int        // updates queued since the socket last took everything
+	writing bool       // a goroutine is writing out
+	closed  bool       // takes no more frames: its close frame is queued, or the socket failed
+	ended   bool       // the close frame is written or a write failed: the writer goroutine closes the socket
+	wake    chan struct{}
+	gone    chan struct{}
 }
 
 var upgrader = websocket.Upgrader{
-	ReadBufferSize:  4096,
-	WriteBufferSize: 4096,
+	ReadBufferSize: 4096,
+	// gorilla writes no message here (conn.writeOut frames them all): a pool
+	// it never draws from spares each connection a write buffer.
+	WriteBufferPool: &sync.Pool{},
 	// The game's origins are checked before the upgrade, in serveSocket.
 	CheckOrigin: func(*http.Request) bool { return true },
 }
@@ -76,11 +89,13 @@ func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) 
 		http.Error(w, "room must be letters and digits, up to 32", http.StatusBadRequest)
 		return
 	}
-	ws, err := upgrader.Upgrade(w, r, nil)
+	var sock *wire
+	ws, err := upgrader.Upgrade(hijackInto{w, &sock}, r, nil)
 	if err != nil {
 		return
 	}
-	c := &conn{ws: ws, rt: rt, wake: make(chan struct{}, 1), gone: make(chan struct{})}
+	sock.markUpgraded()
+	c := &conn{ws: ws, sock: sock, rt: rt, wake: make(chan struct{}, 1), gone: make(chan struct{})}
 	go c.writeLoop()
 
 	q := r.URL.Query()
@@ -250,6 +265,18 @@ func (c *conn) readLoop() {
 	deadline := func() { ws.SetReadDeadline(time.Now().Add(3 * pingEvery)) }
 	deadline()
 	ws.SetPongHandler(func(string) error { deadline(); return nil })
+	// gorilla would answer pings and a close frame with writes of its own;
+	// they go out in order with the runtime's frames instead.
+	ws.SetPingHandler(func(data string) error {
+		if c.add(outFrame{opPong, []byte(data)}, false) {
+			c.flush()
+		}
+		return nil
+	})
+	ws.SetCloseHandler(func(code int, _ string) error {
+		c.closeWith(code, "")
+		return nil
+	})
 	window, count := time.Now(), 0
 	for {
 		kind, data, err := ws.ReadMessage()
@@ -347,33 +374,42 @@ func (c *conn) state() int {
 	return connReady
 }
 
-// enqueue queues a message for the writer without ever blocking the caller,
-// and reports whether it was taken (not on a closed or cut connection).
+// enqueue queues a text message and writes it if the socket takes it at
+// once (else the writer goroutine will), never blocking the caller; it
+// reports whether the message was taken (not on a closed or cut connection).
 func (c *conn) enqueue(msg []byte, update bool) bool {
+	if !c.add(outFrame{opText, msg}, update) {
+		return false
+	}
+	c.flush()
+	return true
+}
+
+// add queues f without writing it: the caller flushes when it has queued
+// everything due. A connection that would queue more than maxQueued bytes
+// is closed with 1008.
+func (c *conn) add(f outFrame, update bool) bool {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		return false
 	}
-	if c.queued+len(msg) > maxQueued {
+	if c.queued+len(f.data) > maxQueued {
 		c.mu.Unlock()
 		c.closeWith(websocket.ClosePolicyViolation, "too slow a reader")
 		return false
 	}
-	c.queue = append(c.queue, msg)
-	c.queued += len(msg)
+	c.queue = append(c.queue, f)
+	c.queued += len(f.data)
 	if update {
 		c.updates++
 	}
 	c.mu.Unlock()
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
 	return true
 }
 
-// closeWith sends a close frame (after what is queued) and ends the socket.
+// closeWith queues a close frame after what is queued; the socket ends once
+// it is written.
 func (c *conn) closeWith(code int, reason string) {
 	c.mu.Lock()
 	if c.closed {
@@ -381,60 +417,106 @@ func (c *conn) closeWith(code int, reason string) {
 		return
 	}
 	c.closed = true
-	c.closeMsg = websocket.FormatCloseMessage(code, reason)
+	c.queue = append(c.queue, outFrame{opClose, websocket.FormatCloseMessage(code, reason)})
 	c.mu.Unlock()
+	c.flush()
+}
+
+// flush writes what is queued from the calling goroutine, as far as the
+// socket takes it without blocking.
+func (c *conn) flush() {
+	if c.sock != nil {
+		c.writeOut(false)
+	}
+}
+
+// signal wakes the writer goroutine.
+func (c *conn) signal() {
 	select {
 	case c.wake <- struct{}{}:
 	default:
 	}
 }
 
-// drop marks the connection closed without a close frame, for a socket that
-// can no longer be written (writeLoop then ends and closes it).
-func (c *conn) drop() {
-	c.mu.Lock()
-	c.closed = true
-	c.mu.Unlock()
+// writeOut writes the queued frames, all that are due in one write. With
+// wait false (any goroutine) it never blocks: what the socket does not take
+// at once, or a socket ended, is left to the writer goroutine, signalled.
+// With wait true (the writer goroutine) each write waits up to
+// WriteTimeout; a write that fails or times out ends the socket without a
+// close frame.
+func (c *conn) writeOut(wait bool) {
+	for {
+		c.mu.Lock()
+		if c.writing || c.ended {
+			c.mu.Unlock()
+			return
+		}
+		before := len(c.out)
+		for i, f := range c.queue {
+			c.out = appendFrame(c.out, f)
+			c.queued -= len(f.data)
+			c.queue[i] = outFrame{}
+		}
+		c.queue = c.queue[:0]
+		c.queued += len(c.out) - before
+		if len(c.out) == 0 {
+			c.updates = 0
+			c.ended = c.closed // its close frame was the last thing written
+			ended := c.ended
+			c.mu.Unlock()
+			if ended && !wait {
+				c.signal()
+			}
+			return
+		}
+		buf := c.out
+		c.writing = true
+		c.mu.Unlock()
+
+		n, err := c.sock.write(buf, wait, c.rt.o.WriteTimeout)
+
+		c.mu.Lock()
+		c.writing = false
+		c.queued -= n
+		c.out = c.out[:copy(c.out, c.out[n:])]
+		if cap(c.out) > 64<<10 && len(c.out) == 0 {
+			c.out = nil // a burst's buffer is not kept for good
+		}
+		if err != nil {
+			if err != errWouldBlock || wait {
+				// Stuck past the write deadline, or gone.
+				c.closed, c.ended = true, true
+				c.queue, c.out, c.queued = nil, nil, 0
+			}
+			c.mu.Unlock()
+			if !wait {
+				c.signal()
+			}
+			return
+		}
+		c.mu.Unlock()
+	}
 }
 
-// writeLoop writes queued messages with a deadline each, and pings.
+// writeLoop writes what the socket did not take at once, waiting for it,
+// sends the pings, and closes the socket when it has ended.
 func (c *conn) writeLoop() {
 	defer close(c.gone)
 	defer c.ws.Close()
 	ping := time.NewTicker(pingEvery)
 	defer ping.Stop()
-	timeout := c.rt.o.WriteTimeout
 	for {
 		select {
 		case <-c.wake:
 		case <-ping.C:
-			if c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(timeout)) != nil {
-				c.drop() // no close frame could be written either
-				return
-			}
-			continue
+			c.add(outFrame{opPing, nil}, false)
 		}
-		for {
-			c.mu.Lock()
-			if len(c.queue) == 0 {
-				c.updates = 0
-				closeMsg := c.closeMsg
-				c.mu.Unlock()
-				if closeMsg != nil {
-					c.ws.WriteControl(websocket.CloseMessage, closeMsg, time.Now().Add(time.Second))
-					return
-				}
-				break
-			}
-			msg := c.queue[0]
-			c.queue = c.queue[1:]
-			c.queued -= len(msg)
-			c.mu.Unlock()
-			c.ws.SetWriteDeadline(time.Now().Add(timeout))
-			if err := c.ws.WriteMessage(websocket.TextMessage, msg); err != nil {
-				c.drop() // stuck past the write deadline, or gone
-				return
-			}
+		c.writeOut(true)
+		c.mu.Lock()
+		ended := c.ended
+		c.mu.Unlock()
+		if ended {
+			return
 		}
 	}
 }

@@ -234,7 +234,7 @@ func deltaVM(t testing.TB, files map[string]string) *vm {
 		t.Fatal(err)
 	}
 	in := &Instance{id: "0a0b0c0d0e0f", rt: &Runtime{o: Options{HookBudget: 10e9}}, ver: g, log: slog.New(slog.DiscardHandler)}
-	v, err := in.start()
+	v, err := in.start(testEpoch)
 	if err != nil {
 		t.Fatal(err)
 	}

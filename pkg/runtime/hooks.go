@@ -98,7 +98,8 @@ func (in *Instance) apply(out string) (ticking bool) {
 	return ticking
 }
 
-// flushLocked queues the messages waiting for player id on its socket.
+// flushLocked queues the messages waiting for player id on its socket,
+// without writing them: the caller flushes or closes the socket after.
 // in.mu is held.
 func (in *Instance) flushLocked(id string) {
 	msgs := in.pending[id]
@@ -111,7 +112,7 @@ func (in *Instance) flushLocked(id string) {
 		return
 	}
 	for _, m := range msgs {
-		c.enqueue(m, false)
+		c.add(outFrame{opText, m}, false)
 	}
 }
 

@@ -290,7 +290,8 @@ func (in *Instance) newVM(prog *goja.Program) (*vm, error) {
 	return v, nil
 }
 
-func (in *Instance) start() (*vm, error) {
+// start loads the current version and runs create at now.
+func (in *Instance) start(now time.Time) (*vm, error) {
 	v, err := in.newVM(in.version().program)
 	if err != nil {
 		return nil, err
@@ -299,7 +300,7 @@ func (in *Instance) start() (*vm, error) {
 	if params == nil || string(params) == "null" {
 		params = []byte("{}")
 	}
-	if _, err := v.call(v.init, v.rt.ToValue(in.id), v.rt.ToValue(time.Now().UnixMilli()), v.rt.ToValue(string(params))); err != nil {
+	if _, err := v.call(v.init, v.rt.ToValue(in.id), v.rt.ToValue(now.UnixMilli()), v.rt.ToValue(string(params))); err != nil {
 		return nil, fmt.Errorf("create: %w", err)
 	}
 	return v, nil
@@ -308,7 +309,7 @@ func (in *Instance) start() (*vm, error) {
 // upgrade moves the instance to new code between two ticks: the old code
 // serialises (or hands over its state object), the new code restores. On any
 // failure the old code keeps running and nobody notices but the log.
-func (in *Instance) upgrade(old *vm, g *version) (*vm, error) {
+func (in *Instance) upgrade(old *vm, g *version, now time.Time) (*vm, error) {
 	// The old runtime's delta counts move to Go before it is dropped.
 	a, ch, gn := in.takeDeltaCounts(old)
 	in.mu.Lock()
@@ -324,7 +325,7 @@ func (in *Instance) upgrade(old *vm, g *version) (*vm, error) {
 	if err != nil {
 		return old, fmt.Errorf("loading the new code: %w", err)
 	}
-	if _, err := v.call(v.adopt, dump, v.rt.ToValue(time.Now().UnixMilli())); err != nil {
+	if _, err := v.call(v.adopt, dump, v.rt.ToValue(now.UnixMilli())); err != nil {
 		return old, fmt.Errorf("restoring with the new code: %w", err)
 	}
 	in.mu.Lock()
@@ -350,7 +351,7 @@ type loop struct {
 
 // begin creates the instance's JavaScript side (create runs) at now.
 func (in *Instance) begin(now time.Time) (*loop, error) {
-	v, err := in.start()
+	v, err := in.start(now)
 	if err != nil {
 		return nil, err
 	}
@@ -364,36 +365,40 @@ func (in *Instance) begin(now time.Time) (*loop, error) {
 	}, nil
 }
 
-// run is the instance's goroutine: it keeps the fixed-step schedule in real
-// time and runs one step per tick. (hoster test runs the steps itself, on
-// a virtual clock.)
+// run is the instance's goroutine: it keeps the fixed-step schedule on the
+// runtime's clock and runs one step per tick. (hoster test runs the steps
+// itself, on a virtual clock.)
 func (in *Instance) run() {
 	defer close(in.done)
-	l, err := in.begin(time.Now())
+	clk := in.rt.o.clock
+	l, err := in.begin(clk.Now())
 	if err != nil {
 		in.fail(err)
 		return
 	}
-	start := time.Now()
-	timer := time.NewTimer(0)
+	timer := clk.NewTimer()
 	defer timer.Stop()
-	<-timer.C
+	start := clk.Now()
 	for n := int64(1); ; n++ {
 		target := start.Add(time.Duration(n) * l.step)
-		if wait := time.Until(target); wait > 0 {
+		if wait := target.Sub(clk.Now()); wait > 0 {
 			timer.Reset(wait)
 			select {
-			case <-timer.C:
+			case <-timer.C():
 			case <-in.quit:
 				return
 			}
-		} else if -wait > maxCatchUp*l.step {
-			start, n = time.Now(), 0 // stalled: restart the schedule, no burst
+		}
+		// Late by more than a few steps, whether the stall was in the last
+		// step or in waking up: restart the schedule from this tick rather
+		// than burst the missed ones.
+		now := clk.Now()
+		if late := now.Sub(target); late > maxCatchUp*l.step {
+			start, n = now, 0
 			if observe := in.rt.o.Observe; observe != nil {
-				observe("stall", -wait)
+				observe("stall", late)
 			}
 		}
-		now := time.Now()
 		if !in.step(l, now) {
 			return
 		}
@@ -421,6 +426,7 @@ func (in *Instance) step(l *loop, now time.Time) bool {
 	if in.ended() {
 		return false
 	}
+	began := time.Now() // how long the tick takes is measured on the wall, whatever the schedule's clock
 	dt := now.Sub(l.last).Seconds()
 	l.last = now
 	in.mu.Lock()
@@ -436,7 +442,7 @@ func (in *Instance) step(l *loop, now time.Time) bool {
 		return false
 	}
 	if observe := in.rt.o.Observe; observe != nil {
-		observe("tick", time.Since(now))
+		observe("tick", time.Since(began))
 	}
 	in.count(events)
 	for _, ev := range joins {
@@ -486,7 +492,7 @@ func (in *Instance) moveToCurrent(l *loop, running *version, now time.Time) {
 	if next == running || next == l.tried {
 		return
 	}
-	nv, err := in.upgrade(l.v, next)
+	nv, err := in.upgrade(l.v, next, now)
 	if err != nil {
 		l.tried = next
 		in.log.Warn("hot reload failed; the old code keeps running", "err", err)
@@ -603,11 +609,11 @@ func (in *Instance) sendRound(v *vm) error {
 	}
 	out, _ := res.Export().([]any)
 	in.mu.Lock()
-	defer in.mu.Unlock()
+	due := make([]*conn, 0, len(ready))
 	for i := 0; i+1 < len(out); i += 2 {
 		id, _ := out[i].(string)
 		msg, _ := out[i+1].(string)
-		if c := in.conns[id]; c != nil && c.enqueue([]byte(msg), true) {
+		if c := in.conns[id]; c != nil && c.add(outFrame{opText, []byte(msg)}, true) {
 			in.tel.updBytes.Sum += float64(len(msg))
 			in.tel.updBytes.Count++
 		}
@@ -615,6 +621,15 @@ func (in *Instance) sendRound(v *vm) error {
 	// Messages follow the update that reflects the tick that sent them.
 	for _, id := range ready {
 		in.flushLocked(id.(string))
+		if c := in.conns[id.(string)]; c != nil {
+			due = append(due, c)
+		}
+	}
+	in.mu.Unlock()
+	// Each viewer's update and messages go out in one write, from here when
+	// its socket takes them at once.
+	for _, c := range due {
+		c.flush()
 	}
 	return nil
 }

@@ -7,32 +7,40 @@
 //
 // Each instance owns a goja runtime and one goroutine; the game's compiled
 // program is shared. Game state never leaves JavaScript: once per tick the
-// instance makes one call with every queued join, leave and command (as one
-// JSON string), and once per send round one call that computes every ready
-// viewer's appear/change/gone delta in JavaScript and returns finished
-// messages. Each call runs under an interrupt timer and a bounded call stack;
-// a hook that overruns closes its instance (close code 1011) and nothing
-// else. A hook that throws is caught in JavaScript: a command's player gets
-// an error frame, everything else is logged with the author's file:line (the
-// module's source map) and the tick goes on; what hooks ask of Go (messages,
-// kicks, closing, locking) comes back from each tick as one list (hooks.go).
+// instance makes one call with every queued join, leave and command (built
+// as JavaScript values, not JSON), and once per send round one call that
+// computes every ready viewer's appear/change/gone delta in JavaScript and
+// returns finished messages. Each call runs under a budget of its own CPU
+// time and a bounded call stack; a hook that overruns closes its instance
+// (close code 1011) and nothing else. A hook that throws is caught in
+// JavaScript: a command's player gets an error frame, everything else is
+// logged with the author's file:line (the module's source map) and the tick
+// goes on; what hooks ask of Go (messages, kicks, closing, locking) comes
+// back from each tick as one list (hooks.go).
 //
 // A Game keeps its identity from its first load to its removal; each load is
 // an immutable version, and each instance moves to the current one at its
 // next tick.
 //
-// Ticks follow a fixed-step schedule from the instance's start, so compute
-// time never accumulates as drift; after a stall of more than a few steps the
-// schedule restarts from now instead of bursting to catch up, and dt is the
-// time actually elapsed.
+// Ticks follow a fixed-step schedule from the instance's start, kept on one
+// clock (the wall clock; a fake in tests), so compute time never accumulates
+// as drift; an instance more than a few steps late, from a slow step or a
+// late wake, restarts its schedule from now with one tick instead of
+// bursting to catch up, and dt is the time actually elapsed.
 //
-// Each connection has a reader (validating commands against args.json and
-// answering a bad one with an error frame at once) and a writer goroutine
-// with a write deadline. A viewer with two updates still waiting for its
-// writer (maxUpdatesInFlight) skips the round; its next update is computed
-// against what it last received, so it gets one merged delta. A viewer stuck
-// past the write deadline, or not answering pings, is dropped; one queueing
-// more than the byte cap (maxQueued) is closed with 1008.
+// Each connection has a reader goroutine (validating commands against
+// args.json and answering a bad one with an error frame at once) and a
+// writer goroutine that is seldom woken: frames are written by the goroutine
+// that queued them, on the non-blocking socket, in one write carrying all
+// that is due (after a send round, a viewer's update and the messages that
+// follow it), and only what the socket does not take at once is left to the
+// writer, which waits for it under a write deadline and sends the pings.
+// Every write, gorilla/websocket's own close frames included, goes through
+// one lock per socket (wire.go). A viewer with two updates not yet taken by
+// its socket (maxUpdatesInFlight) skips the round; its next update is
+// computed against what it last received, so it gets one merged delta. A
+// viewer stuck past the write deadline, or not answering pings, is dropped;
+// one queueing more than the byte cap (maxQueued) is closed with 1008.
 package runtime
 
 import (
@@ -88,8 +96,13 @@ type Options struct {
 	LogsRoot string
 	// GamelogInterval is the period of the stats lines: 60 s.
 	GamelogInterval time.Duration
-	// Now is the clock of the telemetry; nil is time.Now.
+	// Now is the clock of the telemetry; nil is the schedule's clock (the
+	// wall clock unless a test gives another).
 	Now func() time.Time
+
+	// clock keeps the instances' schedules; nil is the wall clock. Tests
+	// give a fake to step instances without sleeping.
+	clock clock
 }
 
 // Runtime is the game side of hoster-server.
@@ -140,8 +153,11 @@ func New(o Options) (*Runtime, error) {
 		o.MaxCommandsPerSecond = 100
 	}
 	def(&o.GamelogInterval, 60*time.Second)
+	if o.clock == nil {
+		o.clock = realClock{}
+	}
 	if o.Now == nil {
-		o.Now = time.Now
+		o.Now = o.clock.Now
 	}
 	rt := &Runtime{o: o, log: o.Logger, games: map[string]map[string]*Game{}, seats: map[string]*seat{},
 		process: newID(), now: o.Now, logs: make(chan logLine, 4096), logsDone: make(chan struct{})}

@@ -161,16 +161,15 @@ func (tg *TestGame) deliver() {
 		c.mu.Lock()
 		queue := c.queue
 		c.queue, c.queued, c.updates = nil, 0, 0
-		closeMsg := c.closeMsg
-		c.closeMsg = nil
 		c.mu.Unlock()
-		for _, m := range queue {
-			p.receive(m)
-		}
-		if closeMsg != nil {
+		for _, f := range queue {
+			if f.op != opClose {
+				p.receive(f.data)
+				continue
+			}
 			code, reason := 1005, ""
-			if len(closeMsg) >= 2 {
-				code, reason = int(closeMsg[0])<<8|int(closeMsg[1]), string(closeMsg[2:])
+			if len(f.data) >= 2 {
+				code, reason = int(f.data[0])<<8|int(f.data[1]), string(f.data[2:])
 			}
 			b, _ := json.Marshal(map[string]any{"t": "close", "code": code, "reason": reason})
 			p.messages = append(p.messages, b)

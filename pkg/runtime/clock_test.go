@@ -1,0 +1,126 @@
+package runtime
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// stepClock is a schedule clock that moves only when Advance says; armed gets a token each time a
+// timer is set, so a test knows the instance is waiting for its next step.
+type stepClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*fakeTimer
+	armed  chan struct{}
+}
+
+func newStepClock() *stepClock {
+	return &stepClock{now: testEpoch, armed: make(chan struct{}, 64)}
+}
+
+func (c *stepClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *stepClock) NewTimer() timer {
+	t := &fakeTimer{clk: c, ch: make(chan time.Time, 1)}
+	c.mu.Lock()
+	c.timers = append(c.timers, t)
+	c.mu.Unlock()
+	return t
+}
+
+// Advance moves the clock on by d and fires the timers that fall due.
+func (c *stepClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	for _, t := range c.timers {
+		if t.on && !t.at.After(c.now) {
+			t.on = false
+			t.ch <- c.now
+		}
+	}
+}
+
+// waitArmed returns once a timer has been set since the last call.
+func (c *stepClock) waitArmed(t *testing.T) {
+	t.Helper()
+	select {
+	case <-c.armed:
+	case <-t.Context().Done():
+		t.Fatal("the instance never waited for its next step")
+	}
+}
+
+type fakeTimer struct {
+	clk *stepClock
+	ch  chan time.Time
+	at  time.Time
+	on  bool
+}
+
+func (t *fakeTimer) C() <-chan time.Time { return t.ch }
+
+func (t *fakeTimer) Reset(d time.Duration) {
+	t.clk.mu.Lock()
+	t.at, t.on = t.clk.now.Add(d), true
+	t.clk.mu.Unlock()
+	t.clk.armed <- struct{}{}
+}
+
+func (t *fakeTimer) Stop() {
+	t.clk.mu.Lock()
+	t.on = false
+	t.clk.mu.Unlock()
+}
+
+// An instance's ticks and send rounds follow the runtime's clock: advancing
+// it N steps runs N ticks and N/2 send rounds (lab: 50 Hz ticks, 25 Hz
+// sends, due from the instance's start: at the first tick, then every
+// second one); a stall longer than maxCatchUp steps restarts the schedule with
+// one tick, not a burst of the missed ones.
+func TestScheduleFollowsTheClock(t *testing.T) {
+	clk := newStepClock()
+	var ticks, sends, stalls atomic.Int64
+	e := startWith(t, map[string]map[string]string{"a.example/lab": lab(4)}, func(o *Options) {
+		o.clock = clk
+		o.Observe = func(kind string, _ time.Duration) {
+			switch kind {
+			case "tick":
+				ticks.Add(1)
+			case "send":
+				sends.Add(1)
+			case "stall":
+				stalls.Add(1)
+			}
+		}
+	})
+	if _, err := e.rt.place(e.rt.lookup("a.example", "lab"), "", nil); err != nil {
+		t.Fatal(err)
+	}
+	step := time.Second / 50
+	const n = 10
+	for range n {
+		clk.waitArmed(t)
+		clk.Advance(step)
+	}
+	clk.waitArmed(t)
+	if ticks.Load() != n || sends.Load() != 1+n/2 {
+		t.Fatalf("after %d steps: %d ticks and %d send rounds, want %d and %d", n, ticks.Load(), sends.Load(), n, 1+n/2)
+	}
+	clk.Advance((maxCatchUp + 5) * step)
+	clk.waitArmed(t)
+	if ticks.Load() != n+1 || stalls.Load() != 1 {
+		t.Fatalf("after a stall of %d steps: %d ticks (want %d, no burst), %d stalls (want 1)", maxCatchUp+5, ticks.Load(), n+1, stalls.Load())
+	}
+	clk.Advance(step)
+	clk.waitArmed(t)
+	if ticks.Load() != n+2 {
+		t.Fatalf("a step after the stall: %d ticks, want %d", ticks.Load(), n+2)
+	}
+}

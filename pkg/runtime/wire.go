@@ -1,0 +1,157 @@
+package runtime
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// WebSocket opcodes (RFC 6455 5.2) of the frames the server writes.
+const (
+	opText   = 0x1
+	opBinary = 0x2
+	opClose  = 0x8
+	opPing   = 0x9
+	opPong   = 0xA
+)
+
+// outFrame is one message bound for a socket: its opcode and payload.
+type outFrame struct {
+	op   byte
+	data []byte
+}
+
+// appendFrame appends f to b as a server frame: FIN and the opcode, the
+// payload length in 7, 16 or 64 bits, unmasked, then the payload.
+func appendFrame(b []byte, f outFrame) []byte {
+	b = append(b, 0x80|f.op)
+	switch n := len(f.data); {
+	case n < 126:
+		b = append(b, byte(n))
+	case n <= 0xFFFF:
+		b = append(b, 126)
+		b = binary.BigEndian.AppendUint16(b, uint16(n))
+	default:
+		b = append(b, 127)
+		b = binary.BigEndian.AppendUint64(b, uint64(n))
+	}
+	return append(b, f.data...)
+}
+
+// errWouldBlock says a non-blocking write could not take everything now.
+var errWouldBlock = errors.New("the socket cannot take more without blocking")
+
+// wire is a player's socket under its websocket.Conn. Every write goes
+// through it, one at a time: the runtime's frames (written directly, see
+// conn.writeOut) and the few gorilla/websocket writes itself (the close
+// frame it sends when a player's frame is too large or breaks the
+// protocol), so frames never interleave.
+type wire struct {
+	net.Conn
+	raw rawWriter // nil: no non-blocking writes, the writer goroutine writes all
+
+	mu        sync.Mutex // held for each write
+	upgraded  bool       // the handshake is written: what gorilla writes now is a close frame
+	closeSent bool       // a close frame went out: nothing more may follow it
+	deadline  time.Time  // gorilla's deadline for its next write
+}
+
+// rawWriter writes without blocking: one write(2) on the socket, how much
+// it took, errWouldBlock when nothing (wire_unix.go).
+type rawWriter interface {
+	tryWrite(p []byte) (int, error)
+}
+
+func newWire(c net.Conn) *wire {
+	return &wire{Conn: c, raw: rawOf(c)}
+}
+
+// SetWriteDeadline keeps gorilla's deadline for its own next write; the
+// runtime's writes set theirs under mu.
+func (w *wire) SetWriteDeadline(t time.Time) error {
+	w.mu.Lock()
+	w.deadline = t
+	w.mu.Unlock()
+	return nil
+}
+
+// SetDeadline is the read deadline on the socket and the write deadline
+// kept for gorilla's next write.
+func (w *wire) SetDeadline(t time.Time) error {
+	w.SetWriteDeadline(t)
+	return w.Conn.SetReadDeadline(t)
+}
+
+// Write is gorilla's path: the handshake's response, then only its own
+// close frames.
+func (w *wire) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closeSent {
+		return 0, net.ErrClosed
+	}
+	w.Conn.SetWriteDeadline(w.deadline)
+	n, err := w.Conn.Write(p)
+	w.Conn.SetWriteDeadline(time.Time{})
+	if w.upgraded && len(p) > 0 && p[0]&0x0F == opClose {
+		w.closeSent = true
+	}
+	return n, err
+}
+
+// markUpgraded says the handshake is over.
+func (w *wire) markUpgraded() {
+	w.mu.Lock()
+	w.upgraded = true
+	w.mu.Unlock()
+}
+
+// write writes p for the runtime. With wait false it never blocks: it writes
+// what the socket takes now and returns errWouldBlock if that was not all
+// (also when another write is under way). With wait true it waits up to
+// timeout for the socket to take it all. After a close frame went out,
+// whatever follows is dropped as written.
+func (w *wire) write(p []byte, wait bool, timeout time.Duration) (int, error) {
+	if !wait {
+		if w.raw == nil || !w.mu.TryLock() {
+			return 0, errWouldBlock
+		}
+	} else {
+		w.mu.Lock()
+	}
+	defer w.mu.Unlock()
+	if w.closeSent {
+		return len(p), nil
+	}
+	if !wait {
+		n, err := w.raw.tryWrite(p)
+		if err == nil && n < len(p) {
+			err = errWouldBlock
+		}
+		return n, err
+	}
+	w.Conn.SetWriteDeadline(time.Now().Add(timeout))
+	n, err := w.Conn.Write(p)
+	w.Conn.SetWriteDeadline(time.Time{})
+	return n, err
+}
+
+// hijackInto is w whose Hijack hands gorilla's upgrade the socket wrapped
+// in a wire, kept in *into.
+type hijackInto struct {
+	http.ResponseWriter
+	into **wire
+}
+
+func (h hijackInto) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, brw, err := http.NewResponseController(h.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	*h.into = newWire(c)
+	return *h.into, brw, nil
+}
