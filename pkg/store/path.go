@@ -59,7 +59,7 @@ func checkDepth(p string, min int) ([]string, error) {
 		return nil, ErrInvalidPath
 	}
 	// The server's own temporary files are never addressed by a client.
-	if strings.HasPrefix(segs[len(segs)-1], tempPrefix) {
+	if isTemporary(segs[len(segs)-1]) {
 		return nil, ErrInvalidPath
 	}
 	return segs, nil
