@@ -12,18 +12,28 @@ import (
 	"unicode/utf8"
 )
 
-// entries lists a folder's names.
-func entries(t *testing.T, dir string) []string {
+// wantEntries fails unless dir holds n entries: what a write leaves behind.
+func wantEntries(t *testing.T, dir string, n int) {
 	t.Helper()
 	es, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for _, e := range es {
-		names = append(names, e.Name())
+	if len(es) != n {
+		var names []string
+		for _, e := range es {
+			names = append(names, e.Name())
+		}
+		t.Fatalf("%s holds %v, want %d entries", dir, names, n)
 	}
-	return names
+}
+
+// wantContent fails unless the file at p holds want.
+func wantContent(t *testing.T, p, want string) {
+	t.Helper()
+	if got, err := os.ReadFile(p); string(got) != want {
+		t.Fatalf("%s holds %q (%v), want %q", p, got, err, want)
+	}
 }
 
 func TestWriteFileReplaces(t *testing.T) {
@@ -45,9 +55,7 @@ func TestWriteFileReplaces(t *testing.T) {
 	if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o640 {
 		t.Fatalf("mode %v, want 640", fi.Mode().Perm())
 	}
-	if names := entries(t, dir); len(names) != 1 {
-		t.Fatalf("left behind: %v", names)
-	}
+	wantEntries(t, dir, 1)
 }
 
 func TestRefusesANonRegularTarget(t *testing.T) {
@@ -66,15 +74,11 @@ func TestRefusesANonRegularTarget(t *testing.T) {
 	if err := WriteFile(filepath.Join(dir, "folder"), nil, 0o644); !errors.Is(err, ErrNotRegular) {
 		t.Fatalf("over a folder: %v, want ErrNotRegular", err)
 	}
-	if got, _ := os.ReadFile(filepath.Join(dir, "elsewhere")); string(got) != "keep" {
-		t.Fatalf("a symlink's target was written: %q", got)
-	}
+	wantContent(t, filepath.Join(dir, "elsewhere"), "keep")
 	if fi, _ := os.Lstat(filepath.Join(dir, "link")); fi.Mode()&fs.ModeSymlink == 0 {
 		t.Fatal("the symlink was replaced")
 	}
-	if names := entries(t, dir); len(names) != 3 {
-		t.Fatalf("left behind: %v", names)
-	}
+	wantEntries(t, dir, 3)
 }
 
 func TestFailureLeavesTheTargetAndNoTemporary(t *testing.T) {
@@ -87,12 +91,8 @@ func TestFailureLeavesTheTargetAndNoTemporary(t *testing.T) {
 	if !errors.Is(err, cause) || !strings.HasPrefix(err.Error(), "writing "+p+": ") {
 		t.Fatalf("error %v, want 'writing %s: ' and the cause", err, p)
 	}
-	if got, _ := os.ReadFile(p); string(got) != "old" {
-		t.Fatalf("the target changed to %q", got)
-	}
-	if names := entries(t, dir); len(names) != 1 {
-		t.Fatalf("left behind: %v", names)
-	}
+	wantContent(t, p, "old")
+	wantEntries(t, dir, 1)
 	// No folder: nothing is made.
 	if err := WriteFile(filepath.Join(dir, "none", "f"), nil, 0o644); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("into a missing folder: %v", err)
@@ -117,9 +117,7 @@ func TestCreateFileNeverReplaces(t *testing.T) {
 	if won != 1 {
 		t.Fatalf("%d racing creators succeeded, want 1", won)
 	}
-	if names := entries(t, dir); len(names) != 1 {
-		t.Fatalf("left behind: %v", names)
-	}
+	wantEntries(t, dir, 1)
 	if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o600 {
 		t.Fatalf("mode %v, want 600", fi.Mode().Perm())
 	}
@@ -142,15 +140,12 @@ func TestCopyKeepsOnlyWhatIsAccepted(t *testing.T) {
 	if !errors.Is(err, short) || n != 3 {
 		t.Fatalf("Copy = %d, %v", n, err)
 	}
-	if got, _ := os.ReadFile(p); string(got) != "old" || len(entries(t, dir)) != 1 {
-		t.Fatalf("target %q, entries %v", got, entries(t, dir))
-	}
+	wantContent(t, p, "old")
+	wantEntries(t, dir, 1)
 	if n, err := Copy(p, strings.NewReader("fresh"), 0o644, nil); err != nil || n != 5 {
 		t.Fatalf("Copy = %d, %v", n, err)
 	}
-	if got, _ := os.ReadFile(p); string(got) != "fresh" {
-		t.Fatalf("target %q", got)
-	}
+	wantContent(t, p, "fresh")
 	for name, want := range map[string]string{".access.log.tmp-123": "access.log", ".a.tmp-x": "", "access.log": "", ".tmp-1": ""} {
 		if got, ok := TargetOf(name); got != want || ok != (want != "") {
 			t.Errorf("TargetOf(%q) = %q, %v", name, got, ok)
@@ -193,13 +188,9 @@ func TestPendingInARoot(t *testing.T) {
 	if !os.SameFile(fi, now) || fi.Size() != 3 {
 		t.Fatalf("Commit's stat %v is not the file in place", fi)
 	}
-	if got, _ := os.ReadFile(filepath.Join(dir, "sub", "f")); string(got) != "new" {
-		t.Fatalf("read %q", got)
-	}
+	wantContent(t, filepath.Join(dir, "sub", "f"), "new")
 	p.Discard() // after Commit: nothing
-	if names := entries(t, filepath.Join(dir, "sub")); len(names) != 1 {
-		t.Fatalf("left behind: %v", names)
-	}
+	wantEntries(t, filepath.Join(dir, "sub"), 1)
 	// Durable, into the root's own folder.
 	p, err = CreateIn(root, "g", 0o600)
 	if err != nil {
@@ -238,12 +229,8 @@ func TestPendingRefusesANonRegularTarget(t *testing.T) {
 	if fi, _ := os.Lstat(filepath.Join(dir, "link")); fi.Mode()&fs.ModeSymlink == 0 {
 		t.Fatal("the symlink was replaced")
 	}
-	if got, _ := os.ReadFile(filepath.Join(dir, "regular")); string(got) != "keep" {
-		t.Fatalf("the link's target was written: %q", got)
-	}
-	if names := entries(t, dir); len(names) != 4 {
-		t.Fatalf("left behind: %v", names)
-	}
+	wantContent(t, filepath.Join(dir, "regular"), "keep")
+	wantEntries(t, dir, 4)
 }
 
 // TestPendingFailureLeavesTheTargetAndNoTemporary: a Commit that cannot
@@ -259,9 +246,7 @@ func TestPendingFailureLeavesTheTargetAndNoTemporary(t *testing.T) {
 	}
 	io.WriteString(p, "cut off")
 	p.Discard()
-	if got, _ := os.ReadFile(filepath.Join(dir, "f")); string(got) != "old" {
-		t.Fatalf("a discarded write changed the target to %q", got)
-	}
+	wantContent(t, filepath.Join(dir, "f"), "old")
 	p, err = CreateIn(root, "d", 0o644)
 	if err != nil {
 		t.Fatal(err)
@@ -272,9 +257,7 @@ func TestPendingFailureLeavesTheTargetAndNoTemporary(t *testing.T) {
 		t.Fatal("Commit over a folder succeeded")
 	}
 	p.Discard()
-	if names := entries(t, dir); len(names) != 2 {
-		t.Fatalf("left behind: %v", names)
-	}
+	wantEntries(t, dir, 2)
 	// A missing folder: nothing is made.
 	if _, err := CreateIn(root, "none/f", 0o644); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("into a missing folder: %v", err)
@@ -295,12 +278,8 @@ func TestPendingNeverLeadsOutOfTheRoot(t *testing.T) {
 			t.Fatalf("CreateIn(%q) made a file", name)
 		}
 	}
-	if got, _ := os.ReadFile(filepath.Join(outside, "secret")); string(got) != "keep" {
-		t.Fatalf("the file outside changed to %q", got)
-	}
-	if names := entries(t, outside); len(names) != 1 {
-		t.Fatalf("written outside: %v", names)
-	}
+	wantContent(t, filepath.Join(outside, "secret"), "keep")
+	wantEntries(t, outside, 1)
 }
 
 // TestTemporaryNamesFit: a target with the longest name a folder allows
