@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/hoster-dev/hoster/internal/socktest"
 	"github.com/hoster-dev/hoster/internal/waitbuf"
 )
 
@@ -109,26 +110,7 @@ func TestDevRunsTheExampleAndFollowsEdits(t *testing.T) {
 	if err := conn.ReadJSON(&welcome); err != nil || welcome.T != "welcome" {
 		t.Fatalf("welcome: %+v %v", welcome, err)
 	}
-	names := make(chan string, 100)
-	go func() {
-		defer close(names)
-		for {
-			var m struct {
-				Appear, Change []struct {
-					ID string
-					F  map[string]any
-				}
-			}
-			if conn.ReadJSON(&m) != nil {
-				return
-			}
-			for _, c := range append(m.Appear, m.Change...) {
-				if name, ok := c.F["name"].(string); ok && c.ID == welcome.Player {
-					names <- name
-				}
-			}
-		}
-	}()
+	names := socktest.Names(conn, welcome.Player)
 	conn.WriteJSON(map[string]any{"c": "move", "a": map[string]any{"dx": 1, "dy": 0}})
 	if name := <-names; name != "dev" {
 		t.Fatalf("first name seen %q", name)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/hoster-dev/hoster/internal/socktest"
 	"github.com/hoster-dev/hoster/pkg/deploy"
 )
 
@@ -49,26 +50,7 @@ func TestWatchReloadsLive(t *testing.T) {
 	defer conn.Close()
 	var welcome struct{ Player string }
 	conn.ReadJSON(&welcome)
-	names := make(chan string, 100)
-	go func() {
-		defer close(names)
-		for {
-			var m struct {
-				Appear, Change []struct {
-					ID string
-					F  map[string]any
-				}
-			}
-			if conn.ReadJSON(&m) != nil {
-				return
-			}
-			for _, c := range append(m.Appear, m.Change...) {
-				if name, ok := c.F["name"].(string); ok && c.ID == welcome.Player {
-					names <- name
-				}
-			}
-		}
-	}()
+	names := socktest.Names(conn, welcome.Player)
 
 	// The author makes a move rename the player, and saves.
 	run := filepath.Join(sites, "example.com", "arena", "hoster-commands", "move", "run.js")
