@@ -466,6 +466,12 @@ func TestFailuresTellAShortCause(t *testing.T) {
 			if strings.Contains(body, ".tmp-") || strings.Contains(body, e.games) || strings.Contains(body, "a.com/g") {
 				t.Fatalf("the answer names the server's files:\n%s", body)
 			}
+			// A link planted where the file would go is not written over.
+			os.Symlink("x", filepath.Join(e.games, "a.com/g/link"))
+			resp = e.do(t, "PUT", fileQuery("a.com/g/link"), token, strings.NewReader("over a link"))
+			if body := dump(t, resp); resp.StatusCode != wantStatus || !strings.Contains(body, `"error":"a link or a special file stands where the file would go"`) {
+				t.Fatalf("answer over a link:\n%s", body)
+			}
 		})
 	}
 }
