@@ -1,9 +1,9 @@
 // Package apiclient is hoster's HTTP client of the contract in [api]: the
 // Sync API (version, tree, upload, delete) and the tools API's listings and
 // files, with the certificate pin, retries and error classification. Every
-// request goes one way: [Client.do] builds it, sends it through the one
+// request goes one way: one function builds it, sends it through the one
 // transport (with the connections [Client.Warm] opens ahead), classifies the
-// answer and retries under the one policy. hoster-server never imports it.
+// answer and retries it under the one policy. hoster-server never imports it.
 //
 // It uses net/http, not an HTTP client library: bodies are streamed with
 // their length (a file upload is never read into memory), and resty, the

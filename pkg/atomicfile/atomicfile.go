@@ -148,9 +148,6 @@ func (p *Pending) Write(b []byte) (int, error) { return p.f.Write(b) }
 // fast paths.
 func (p *Pending) ReadFrom(r io.Reader) (int64, error) { return p.f.ReadFrom(r) }
 
-// File is the open temporary file, for its mode or its stat.
-func (p *Pending) File() *os.File { return p.f }
-
 // Commit renames the temporary file over the target, syncing the file
 // before and the folder after when durable is true. It returns the file's
 // stat taken through the still open file once it is in place (nil if that
