@@ -1,14 +1,16 @@
 // Package apiclient is hoster's HTTP client of the contract in [api]: the
 // Sync API (version, tree, upload, delete) and the tools API's listings and
 // files, with the certificate pin, retries and error classification. Every
-// request goes one way: one function builds it, sends it through the one
-// transport (with the connections [Client.Warm] opens ahead), classifies the
-// answer and retries it under the one policy. hoster-server never imports it.
+// request goes one way: one function builds it as a resty request, sends it
+// through the one transport (with the connections [Client.Warm] opens
+// ahead), classifies the answer and retries it under the one policy. It is
+// the one place hoster links an HTTP client library (resty); hoster-server
+// never imports it.
 //
-// It uses net/http, not an HTTP client library: bodies are streamed with
-// their length (a file upload is never read into memory), and resty, the
-// library of choice before, reads an io.Reader body whole to learn its
-// length.
+// Bodies are streamed, never read into memory: resty builds each request
+// without one (given an io.Reader, resty v2 reads it whole to be able to
+// send it again), and a pre-request hook gives the request its body, its
+// length and the way to reopen it, carried in the request's context.
 package apiclient
 
 import (
@@ -34,6 +36,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-resty/resty/v2"
 	"github.com/hoster-dev/hoster/pkg/api"
 )
 
@@ -61,9 +64,7 @@ type ClientConfig struct {
 
 // Client speaks the contract over HTTP.
 type Client struct {
-	hc       *http.Client
-	server   string
-	token    string
+	r        *resty.Client
 	attempts int
 	base     time.Duration
 
@@ -174,7 +175,17 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 			tr.DialContext = pre.get
 		}
 	}
-	c := &Client{hc: &http.Client{Transport: tr}, server: strings.TrimRight(cfg.Server, "/"), token: cfg.Token, attempts: cfg.Attempts, base: cfg.RetryBase, pre: pre}
+	r := resty.New().
+		SetBaseURL(strings.TrimRight(cfg.Server, "/")).
+		SetTransport(tr).
+		SetLogger(quietLogger{}).
+		SetRetryCount(0).
+		SetDoNotParseResponse(true). // do reads each answer itself, or leaves it to Fetch's caller
+		SetPreRequestHook(withBody)
+	if cfg.Token != "" {
+		r.SetAuthToken(cfg.Token)
+	}
+	c := &Client{r: r, attempts: cfg.Attempts, base: cfg.RetryBase, pre: pre}
 	if c.attempts <= 0 {
 		c.attempts = 5
 	}
@@ -583,8 +594,9 @@ type body struct {
 // maxAnswer bounds the answer read into memory.
 const maxAnswer = 256 << 20
 
-// do is the one way a request goes: it builds k, sends it through the
-// client's transport, and hands a 200 answer (a 206 too where k.stream) to
+// do is the one way a request goes: it builds k as a resty request (the
+// body attached by withBody), sends it through the client's transport, and
+// hands a 200 answer (a 206 too where k.stream) to
 // read, with the answer's body read whole unless k.stream. Any other answer
 // and no answer are an *Error, tried again under the one retry policy when
 // transient (no answer, 5xx, 429); read's own errors are final.
@@ -611,11 +623,7 @@ func (c *Client) do(ctx context.Context, k call, read func(resp *http.Response, 
 
 // send makes one attempt of k: the answer, or an *Error.
 func (c *Client) send(ctx context.Context, k call) (*http.Response, error) {
-	u := c.server + k.path
-	if len(k.query) > 0 {
-		u += "?" + k.query.Encode()
-	}
-	b := body{r: http.NoBody}
+	var b body
 	if k.open != nil {
 		var err error
 		if b, err = k.open(); err != nil {
@@ -625,36 +633,20 @@ func (c *Client) send(ctx context.Context, k call) (*http.Response, error) {
 	if k.timed {
 		ctx = c.timed(ctx)
 	}
-	req, err := http.NewRequestWithContext(ctx, k.method, u, b.r)
-	if err != nil {
-		b.r.Close()
-		if b.done != nil {
-			b.done()
-		}
-		return nil, &Error{Op: k.op, Msg: err.Error()}
-	}
-	req.ContentLength = b.size
-	if b.size == 0 {
-		b.r.Close()
-		req.Body = http.NoBody
-	}
-	if b.reopen != nil {
-		req.GetBody = b.reopen
-	}
-	for name, vs := range k.header {
-		req.Header[name] = vs
-	}
+	req := c.r.R().SetQueryParamsFromValues(k.query).SetHeaderMultiValues(k.header)
 	if k.contentType != "" {
-		req.Header.Set("Content-Type", k.contentType)
+		req.SetHeader("Content-Type", k.contentType)
 	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
+	if b.r != nil && b.size == 0 {
+		b.r.Close() // nothing to send: no body, and a Content-Length of 0
+	} else if b.r != nil {
+		ctx = context.WithValue(ctx, bodyKey{}, &b) // for withBody: resty never sees it
 	}
-	resp, err := c.hc.Do(req)
+	resp, err := req.SetContext(ctx).Execute(k.method, k.path)
 	if b.done != nil {
 		if derr := b.done(); derr != nil {
-			if resp != nil {
-				resp.Body.Close()
+			if err == nil {
+				resp.RawBody().Close()
 			}
 			return nil, derr
 		}
@@ -662,7 +654,24 @@ func (c *Client) send(ctx context.Context, k call) (*http.Response, error) {
 	if err != nil {
 		return nil, transportError(k.op, err)
 	}
-	return resp, nil
+	return resp.RawResponse, nil
+}
+
+// bodyKey carries a request's *body in its context, for withBody.
+type bodyKey struct{}
+
+// withBody is the resty client's pre-request hook: it gives the request
+// built by resty its body, with its length (-1: not known, sent chunked)
+// and the way to open it again. resty is never given a body: it would read
+// any io.Reader body whole into memory, to make its GetBody (v2's
+// getBodyCopy) and to learn the length, where an upload must stream.
+func withBody(_ *resty.Client, req *http.Request) error {
+	if b, ok := req.Context().Value(bodyKey{}).(*body); ok {
+		req.Body = b.r
+		req.ContentLength = b.size
+		req.GetBody = b.reopen // nil: it cannot be sent again
+	}
+	return nil
 }
 
 // transportError classifies a request that got no answer.
@@ -746,3 +755,10 @@ func (c *Client) retry(ctx context.Context, op string, try func() error) error {
 		wait = min(wait*2, 10*time.Second)
 	}
 }
+
+// quietLogger keeps resty from printing anything of its own.
+type quietLogger struct{}
+
+func (quietLogger) Errorf(string, ...any) {}
+func (quietLogger) Warnf(string, ...any)  {}
+func (quietLogger) Debugf(string, ...any) {}

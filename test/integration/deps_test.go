@@ -20,6 +20,7 @@ const mod = "github.com/hoster-dev/hoster/"
 // fences are each program's forbidden imports.
 var fences = map[string][]fence{
 	"./cmd/hoster-server": {
+		{pkg: "github.com/go-resty/resty/v2", why: "the server answers HTTP with net/http; resty is the client's, in pkg/apiclient"},
 		{pkg: mod + "pkg/apiclient", why: "the client side of the contract; the server shares only pkg/api with it"},
 		{pkg: "github.com/evanw/esbuild/pkg/api", why: "games are bundled where they are written (hoster gen); the server loads the bundle with pkg/module"},
 		{pkg: mod + "pkg/gen", why: "the generator, with esbuild, runs on the developer's machine"},
