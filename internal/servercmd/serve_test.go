@@ -169,7 +169,7 @@ func TestStopDuringUploadLeavesNoTemporary(t *testing.T) {
 	go feed.Write(make([]byte, 1<<20)) // part of the body, then nothing
 	game := filepath.Join(root, api.GamesDir, "example.com/arena")
 	temporaries := func() []string {
-		m, _ := filepath.Glob(filepath.Join(game, ".hoster-upload-*"))
+		m, _ := filepath.Glob(filepath.Join(game, ".big.bin.tmp-*"))
 		return m
 	}
 	// The upload has started once its temporary is in the game's folder,

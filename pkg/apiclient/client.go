@@ -1,8 +1,16 @@
 // Package apiclient is hoster's HTTP client of the contract in [api]: the
 // Sync API (version, tree, upload, delete) and the tools API's listings and
-// files, with the certificate pin, retries and error classification. It is
+// files, with the certificate pin, retries and error classification. Every
+// request goes one way: one function builds it as a resty request, sends it
+// through the one transport (with the connections [Client.Warm] opens
+// ahead), classifies the answer and retries it under the one policy. It is
 // the one place hoster links an HTTP client library (resty); hoster-server
 // never imports it.
+//
+// Bodies are streamed, never read into memory: resty builds each request
+// without one (given an io.Reader, resty v2 reads it whole to be able to
+// send it again), and a pre-request hook gives the request its body, its
+// length and the way to reopen it, carried in the request's context.
 package apiclient
 
 import (
@@ -57,8 +65,6 @@ type ClientConfig struct {
 // Client speaks the contract over HTTP.
 type Client struct {
 	r        *resty.Client
-	server   string
-	token    string
 	attempts int
 	base     time.Duration
 
@@ -173,11 +179,13 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		SetBaseURL(strings.TrimRight(cfg.Server, "/")).
 		SetTransport(tr).
 		SetLogger(quietLogger{}).
-		SetRetryCount(0)
+		SetRetryCount(0).
+		SetDoNotParseResponse(true). // do reads each answer itself, or leaves it to Fetch's caller
+		SetPreRequestHook(withBody)
 	if cfg.Token != "" {
 		r.SetAuthToken(cfg.Token)
 	}
-	c := &Client{r: r, server: strings.TrimRight(cfg.Server, "/"), token: cfg.Token, attempts: cfg.Attempts, base: cfg.RetryBase, pre: pre}
+	c := &Client{r: r, attempts: cfg.Attempts, base: cfg.RetryBase, pre: pre}
 	if c.attempts <= 0 {
 		c.attempts = 5
 	}
@@ -267,7 +275,7 @@ func (c *Client) CanBatch() bool {
 func (c *Client) PutFiles(ctx context.Context, files []api.BatchFile) ([]error, error) {
 	op := fmt.Sprintf("uploading %d files at once", len(files))
 	errs := make([]error, len(files))
-	err := c.retry(ctx, op, func() error {
+	tarBody := func() (body, error) {
 		pr, pw := io.Pipe()
 		wrote := make(chan error, 1)
 		go func() {
@@ -275,37 +283,17 @@ func (c *Client) PutFiles(ctx context.Context, files []api.BatchFile) ([]error, 
 			pw.CloseWithError(err)
 			wrote <- err
 		}()
-		req, err := http.NewRequestWithContext(ctx, http.MethodPut, c.server+api.PathFiles, pr)
-		if err != nil {
-			pr.Close()
-			<-wrote
-			return &Error{Op: op, Msg: err.Error()}
-		}
-		req.Header.Set("Content-Type", "application/x-tar")
-		if c.token != "" {
-			req.Header.Set("Authorization", "Bearer "+c.token)
-		}
-		resp, err := c.r.GetClient().Do(req)
-		pr.CloseWithError(io.ErrClosedPipe) // stops the writer if the answer came early
-		werr := <-wrote
-		var le *localError
-		if errors.As(werr, &le) {
-			if resp != nil {
-				resp.Body.Close()
+		return body{r: pr, size: -1, done: func() error {
+			pr.CloseWithError(io.ErrClosedPipe) // stops the writer if the answer came early
+			var le *localError
+			if errors.As(<-wrote, &le) {
+				return &Error{Op: op, Msg: le.Error()} // not the link's fault: not retried
 			}
-			return &Error{Op: op, Msg: le.Error()} // not the link's fault: not retried
-		}
-		if err != nil {
-			return transportError(op, err)
-		}
-		defer resp.Body.Close()
-		answer, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-		if err != nil {
-			return transportError(op, err)
-		}
-		if err := statusError(op, resp.StatusCode, resp.Header, answer); err != nil {
-			return err
-		}
+			return nil
+		}}, nil
+	}
+	k := call{op: op, method: http.MethodPut, path: api.PathFiles, contentType: "application/x-tar", open: tarBody}
+	err := c.do(ctx, k, func(_ *http.Response, answer []byte) error {
 		var res api.BatchResult
 		var fail api.WriteResult // variant 2's answer to a request that failed as a whole
 		if json.Unmarshal(answer, &fail) == nil && fail.OK != nil && !*fail.OK {
@@ -508,17 +496,11 @@ func (p *predialer) get(ctx context.Context, _, _ string) (net.Conn, error) {
 	return p.dial(ctx)
 }
 
+// getJSON gets path's JSON answer into v.
 func (c *Client) getJSON(ctx context.Context, op, path string, v any) error {
-	return c.retry(ctx, op, func() error {
-		rctx := ctx
-		if path == api.PathVersion {
-			rctx = c.timed(ctx)
-		}
-		resp, err := c.r.R().SetContext(rctx).Get(path)
-		if err := answerError(op, resp, err); err != nil {
-			return err
-		}
-		if err := json.Unmarshal(resp.Body(), v); err != nil {
+	k := call{op: op, method: http.MethodGet, path: path, timed: path == api.PathVersion}
+	return c.do(ctx, k, func(_ *http.Response, answer []byte) error {
+		if err := json.Unmarshal(answer, v); err != nil {
 			return &Error{Op: op, Msg: "the answer is not the expected JSON: " + err.Error()}
 		}
 		return nil
@@ -527,52 +509,25 @@ func (c *Client) getJSON(ctx context.Context, op, path string, v any) error {
 
 // PutFile uploads a file to rel. open is called for every attempt, so a
 // retried upload sends the whole file again. A variant 2 answer of
-// {ok:false} is an error.
-//
-// The body is streamed from the file with its Content-Length, through the
-// resty client's own http.Client (same transport, same kept-alive
-// connections): resty itself reads any io.Reader body whole into memory to
-// be able to replay it, which for large files costs as much as the upload.
+// {ok:false} is an error. The body is streamed from the file with its
+// Content-Length, never read into memory.
 func (c *Client) PutFile(ctx context.Context, rel string, size int64, open func() (io.ReadCloser, error)) (api.WriteResult, error) {
 	op := "uploading " + rel
 	var res api.WriteResult
-	err := c.retry(ctx, op, func() error {
-		body, err := open()
+	file := func() (body, error) {
+		r, err := open()
 		if err != nil {
 			var pe *fs.PathError
 			if errors.As(err, &pe) {
 				err = pe.Err // the path is the caller's; the cause is what matters
 			}
-			return &Error{Op: op, Msg: "reading the local file: " + err.Error()}
+			return body{}, &Error{Op: op, Msg: "reading the local file: " + err.Error()}
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPut,
-			c.server+api.PathFile+"?"+url.Values{api.QueryPath: {rel}}.Encode(), body)
-		if err != nil {
-			body.Close()
-			return &Error{Op: op, Msg: err.Error()}
-		}
-		req.ContentLength = size
-		if size == 0 {
-			body.Close()
-			req.Body = http.NoBody
-		}
-		req.GetBody = open
-		req.Header.Set("Content-Type", "application/octet-stream")
-		if c.token != "" {
-			req.Header.Set("Authorization", "Bearer "+c.token)
-		}
-		resp, err := c.r.GetClient().Do(req)
-		if err != nil {
-			return transportError(op, err)
-		}
-		defer resp.Body.Close()
-		answer, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		if err != nil {
-			return transportError(op, err)
-		}
-		if err := statusError(op, resp.StatusCode, resp.Header, answer); err != nil {
-			return err
-		}
+		return body{r: r, size: size, reopen: open}, nil
+	}
+	k := call{op: op, method: http.MethodPut, path: api.PathFile, query: url.Values{api.QueryPath: {rel}},
+		contentType: "application/octet-stream", open: file}
+	err := c.do(ctx, k, func(_ *http.Response, answer []byte) error {
 		res = api.WriteResult{}
 		if err := json.Unmarshal(answer, &res); err != nil {
 			return &Error{Op: op, Msg: "the answer is not a write result: " + err.Error()}
@@ -591,13 +546,10 @@ func (c *Client) PutFile(ctx context.Context, rel string, size int64, open func(
 // DeleteFile deletes the file or subtree at rel; an absent path is success.
 func (c *Client) DeleteFile(ctx context.Context, rel string) error {
 	op := "deleting " + rel
-	return c.retry(ctx, op, func() error {
-		resp, err := c.r.R().SetContext(ctx).SetQueryParam(api.QueryPath, rel).Delete(api.PathFile)
-		if err := answerError(op, resp, err); err != nil {
-			return err
-		}
+	k := call{op: op, method: http.MethodDelete, path: api.PathFile, query: url.Values{api.QueryPath: {rel}}}
+	return c.do(ctx, k, func(_ *http.Response, answer []byte) error {
 		var res api.DeleteResult
-		if err := json.Unmarshal(resp.Body(), &res); err != nil {
+		if err := json.Unmarshal(answer, &res); err != nil {
 			return &Error{Op: op, Msg: "the answer is not a delete result: " + err.Error()}
 		}
 		if (res.Deleted == nil || !*res.Deleted) && (res.OK == nil || !*res.OK) {
@@ -611,12 +563,115 @@ func (c *Client) DeleteFile(ctx context.Context, rel string) error {
 	})
 }
 
-// answerError turns a transport error or a non-200 answer into an *Error.
-func answerError(op string, resp *resty.Response, err error) error {
-	if err != nil {
-		return transportError(op, err)
+// call is one request of the contract.
+type call struct {
+	op          string // what is being done, for errors: "uploading example.com/arena/x.js"
+	method      string
+	path        string // a route of api
+	query       url.Values
+	header      http.Header // more headers (Range)
+	contentType string
+	// open, when set, gives the body afresh for each attempt; its error is
+	// the attempt's, not retried.
+	open func() (body, error)
+	// stream leaves the body of a 200 or 206 answer unread, for the caller
+	// to read and close.
+	stream bool
+	timed  bool // keeps the round trip (RTT)
+}
+
+// body is one attempt's request body.
+type body struct {
+	r    io.ReadCloser
+	size int64 // -1: not known, sent chunked
+	// reopen, when set, opens the body again for the transport (a redirect).
+	reopen func() (io.ReadCloser, error)
+	// done, when set, runs once the answer came (or none will); its error,
+	// a local failure, is the attempt's, not retried.
+	done func() error
+}
+
+// maxAnswer bounds the answer read into memory.
+const maxAnswer = 256 << 20
+
+// do is the one way a request goes: it builds k as a resty request (the
+// body attached by withBody), sends it through the client's transport, and
+// hands a 200 answer (a 206 too where k.stream) to
+// read, with the answer's body read whole unless k.stream. Any other answer
+// and no answer are an *Error, tried again under the one retry policy when
+// transient (no answer, 5xx, 429); read's own errors are final.
+func (c *Client) do(ctx context.Context, k call, read func(resp *http.Response, answer []byte) error) error {
+	return c.retry(ctx, k.op, func() error {
+		resp, err := c.send(ctx, k)
+		if err != nil {
+			return err
+		}
+		if k.stream && (resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusPartialContent) {
+			return read(resp, nil)
+		}
+		defer resp.Body.Close()
+		answer, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+		if err != nil {
+			return transportError(k.op, err)
+		}
+		if err := statusError(k.op, resp.StatusCode, resp.Header, answer); err != nil {
+			return err
+		}
+		return read(resp, answer)
+	})
+}
+
+// send makes one attempt of k: the answer, or an *Error.
+func (c *Client) send(ctx context.Context, k call) (*http.Response, error) {
+	var b body
+	if k.open != nil {
+		var err error
+		if b, err = k.open(); err != nil {
+			return nil, err
+		}
 	}
-	return statusError(op, resp.StatusCode(), resp.Header(), resp.Body())
+	if k.timed {
+		ctx = c.timed(ctx)
+	}
+	req := c.r.R().SetQueryParamsFromValues(k.query).SetHeaderMultiValues(k.header)
+	if k.contentType != "" {
+		req.SetHeader("Content-Type", k.contentType)
+	}
+	if b.r != nil && b.size == 0 {
+		b.r.Close() // nothing to send: no body, and a Content-Length of 0
+	} else if b.r != nil {
+		ctx = context.WithValue(ctx, bodyKey{}, &b) // for withBody: resty never sees it
+	}
+	resp, err := req.SetContext(ctx).Execute(k.method, k.path)
+	if b.done != nil {
+		if derr := b.done(); derr != nil {
+			if err == nil {
+				resp.RawBody().Close()
+			}
+			return nil, derr
+		}
+	}
+	if err != nil {
+		return nil, transportError(k.op, err)
+	}
+	return resp.RawResponse, nil
+}
+
+// bodyKey carries a request's *body in its context, for withBody.
+type bodyKey struct{}
+
+// withBody is the resty client's pre-request hook: it gives the request
+// built by resty its body, with its length (-1: not known, sent chunked)
+// and the way to open it again. resty is never given a body: it would read
+// any io.Reader body whole into memory, to make its GetBody (v2's
+// getBodyCopy) and to learn the length, where an upload must stream.
+func withBody(_ *resty.Client, req *http.Request) error {
+	if b, ok := req.Context().Value(bodyKey{}).(*body); ok {
+		req.Body = b.r
+		req.ContentLength = b.size
+		req.GetBody = b.reopen // nil: it cannot be sent again
+	}
+	return nil
 }
 
 // transportError classifies a request that got no answer.

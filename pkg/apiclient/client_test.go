@@ -3,6 +3,7 @@ package apiclient
 import (
 	"context"
 	"errors"
+	"fmt"
 	"github.com/hoster-dev/hoster/pkg/api"
 	"io"
 	"net"
@@ -286,5 +287,104 @@ func TestFetchRetriesAsEveryRequestDoes(t *testing.T) {
 	body, _ := io.ReadAll(f.Body)
 	if string(body) != "line\n" || calls.Load() != 2 {
 		t.Fatalf("got %q after %d requests", body, calls.Load())
+	}
+}
+
+// TestEveryRequestGoesOneWay: each of the client's requests carries the
+// token, is tried again after a 503, and reads its answer.
+func TestEveryRequestGoesOneWay(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		kind := r.Method + " " + r.URL.Path
+		mu.Lock()
+		seen[kind]++
+		first := seen[kind] == 1
+		mu.Unlock()
+		if r.Header.Get("Authorization") != "Bearer "+secret {
+			t.Errorf("%s without the token", kind)
+		}
+		if first {
+			http.Error(w, `{"error": "busy"}`, http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, map[string]string{
+			"GET " + api.PathVersion:                              `{"api": 1}`,
+			"GET " + api.PathTree:                                 `{"a.com/g/x": "00"}`,
+			"PUT " + api.PathFile:                                 `{"size": 3}`,
+			"PUT " + api.PathFiles:                                `{"files": [{"path": "a.com/g/x", "size": 3}]}`,
+			"DELETE " + api.PathFile:                              `{"deleted": true}`,
+			"GET " + api.ToolsPath(api.Version, api.PathLogs):     `{"files": []}`,
+			"GET " + api.ToolsPath(api.Version, api.PathLogsFile): "line\n",
+		}[kind])
+	}))
+	defer srv.Close()
+	c, _ := NewClient(ClientConfig{Server: srv.URL, Token: secret, RetryBase: time.Millisecond})
+	ctx := t.Context()
+	abc := func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("abc")), nil }
+	for name, request := range map[string]func() error{
+		"version": func() error { _, err := c.Version(ctx); return err },
+		"tree":    func() error { _, err := c.Tree(ctx); return err },
+		"put":     func() error { _, err := c.PutFile(ctx, "a.com/g/x", 3, abc); return err },
+		"batch": func() error {
+			errs, err := c.PutFiles(ctx, []api.BatchFile{{Rel: "a.com/g/x", Size: 3, Open: abc}})
+			return errors.Join(append(errs, err)...)
+		},
+		"delete":  func() error { return c.DeleteFile(ctx, "a.com/g/x") },
+		"listing": func() error { _, err := c.Logs(ctx); return err },
+		"fetch": func() error {
+			f, err := c.Fetch(ctx, api.PathLogsFile, url.Values{"which": {"active"}}, 0)
+			if err == nil {
+				f.Body.Close()
+			}
+			return err
+		},
+	} {
+		if err := request(); err != nil {
+			t.Errorf("%s after a 503: %v", name, err)
+		}
+	}
+	for kind, n := range seen {
+		if n != 2 {
+			t.Errorf("%s: %d requests, want 2", kind, n)
+		}
+	}
+	if len(seen) != 7 {
+		t.Errorf("requests seen: %v", seen)
+	}
+}
+
+// TestPutFileStreams: an upload's body reaches the server while the client
+// is still reading the file, with its Content-Length: it is never read whole
+// into memory first.
+func TestPutFileStreams(t *testing.T) {
+	got := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength != 10 {
+			t.Errorf("Content-Length %d, want 10", r.ContentLength)
+		}
+		first := make([]byte, 5)
+		io.ReadFull(r.Body, first)
+		got <- string(first)
+		rest, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, `{"size": %d}`, len(first)+len(rest))
+	}))
+	defer srv.Close()
+	c, _ := NewClient(ClientConfig{Server: srv.URL, Token: secret})
+	// The file's second half is given only once the server has its first.
+	pr, pw := io.Pipe()
+	go func() {
+		pw.Write([]byte("first"))
+		select {
+		case <-got:
+			pw.Write([]byte("after"))
+			pw.Close()
+		case <-time.After(20 * time.Second): // a hang guard
+			pw.CloseWithError(errors.New("the server never got the first half"))
+		}
+	}()
+	if _, err := c.PutFile(t.Context(), "a.com/g/x", 10, func() (io.ReadCloser, error) { return pr, nil }); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -3,7 +3,6 @@ package apiclient
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -43,33 +42,22 @@ var contentRange = regexp.MustCompile(`^bytes (\d+)-(\d+)/(\d+|\*)$`)
 // cut off while it streams is the caller's to resume.
 func (c *Client) Fetch(ctx context.Context, route string, query url.Values, offset int64) (*api.Fetched, error) {
 	op := "fetching " + route + "?" + query.Encode()
+	k := call{op: op, method: http.MethodGet, path: api.ToolsPath(api.Version, route), query: query, stream: true}
+	if offset > 0 {
+		k.header = http.Header{"Range": {fmt.Sprintf("bytes=%d-", offset)}}
+	}
 	var f *api.Fetched
-	err := c.retry(ctx, op, func() error {
-		req := c.r.R().SetContext(ctx).SetQueryParamsFromValues(query).SetDoNotParseResponse(true)
-		if offset > 0 {
-			req.SetHeader("Range", fmt.Sprintf("bytes=%d-", offset))
-		}
-		resp, err := req.Get(api.ToolsPath(api.Version, route))
-		if err != nil {
-			return answerError(op, resp, err)
-		}
-		body := resp.RawBody()
-		f = &api.Fetched{Status: resp.StatusCode(), Length: resp.RawResponse.ContentLength, Body: body}
-		switch f.Status {
-		case http.StatusOK:
-			return nil
-		case http.StatusPartialContent:
-			m := contentRange.FindStringSubmatch(resp.Header().Get("Content-Range"))
+	err := c.do(ctx, k, func(resp *http.Response, _ []byte) error {
+		f = &api.Fetched{Status: resp.StatusCode, Length: resp.ContentLength, Body: resp.Body}
+		if f.Status == http.StatusPartialContent {
+			m := contentRange.FindStringSubmatch(resp.Header.Get("Content-Range"))
 			if m == nil {
-				body.Close()
+				resp.Body.Close()
 				return &Error{Op: op, Status: f.Status, Msg: "a 206 without a valid Content-Range"}
 			}
 			f.Start, _ = strconv.ParseInt(m[1], 10, 64)
-			return nil
 		}
-		msg, _ := io.ReadAll(io.LimitReader(body, 4096))
-		body.Close()
-		return statusError(op, f.Status, resp.Header(), msg)
+		return nil
 	})
 	if err != nil {
 		return nil, err

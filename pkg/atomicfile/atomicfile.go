@@ -1,16 +1,23 @@
 // Package atomicfile writes a whole file so that a reader, or a crash, sees
 // the old file or the new one and never a part (tailscale's atomicfile is
-// the model). The data goes to a temporary file in the target's folder, is
-// synced to disk, and is renamed (or, for [CreateFile], linked) into place;
-// the folder is synced so the new name lasts. A target that exists and is
-// not a regular file (a folder, a symlink, a device) is refused, and on any
-// failure the temporary file is removed and the target left as it was.
+// the model). The data goes to a temporary file in the target's folder and
+// is renamed (or, for [CreateFile], linked) into place. A target that
+// exists and is not a regular file (a folder, a symlink, a device) is
+// refused, and on any failure the temporary file is removed and the target
+// left as it was.
 //
-// [WriteFileUnsynced] skips the two syncs, for output that is made again
-// from its sources (the generator's): a crash may lose it, never leave half
-// of it, and the syncs would double the generator's time. [Copy] writes
-// what a reader gives, for downloads, and keeps the file only if its size
-// is accepted.
+// Every write goes through [Pending], a temporary file made through an
+// [os.Root] folder handle, so a name inside the folder can never lead out
+// of it. The path-based functions open their target's folder as a root and
+// write through it:
+//   - [WriteFile] syncs the file and its folder to disk, so the new file
+//     lasts once it returns.
+//   - [WriteFileUnsynced] skips the two syncs, for output that is made again
+//     from its sources (the generator's): a crash may lose it, never leave
+//     half of it, and the syncs would double the generator's time.
+//   - [Copy] writes what a reader gives, for downloads, and keeps the file
+//     only if its size is accepted.
+//   - [CreateFile] writes only where nothing is.
 //
 // A temporary file is named "." + the target's name + ".tmp-" + digits
 // ([TargetOf] reads such a name back), so a crash's leftovers can be found.
@@ -22,25 +29,29 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
+	"syscall"
+	"unicode/utf8"
 )
 
 // ErrNotRegular is wrapped by the error for a target that is not a regular
-// file.
+// file. The error for a folder wraps [syscall.EISDIR] too.
 var ErrNotRegular = errors.New("it exists and is not a regular file")
 
 // WriteFile writes data to path with mode perm, replacing any regular file
 // there.
 func WriteFile(path string, data []byte, perm fs.FileMode) error {
-	_, err := write(path, bytes.NewReader(data), perm, os.Rename, true, nil)
+	_, err := write(path, bytes.NewReader(data), perm, (*Pending).Commit, true, nil)
 	return err
 }
 
 // WriteFileUnsynced is WriteFile without syncing the file or its folder.
 func WriteFileUnsynced(path string, data []byte, perm fs.FileMode) error {
-	_, err := write(path, bytes.NewReader(data), perm, os.Rename, false, nil)
+	_, err := write(path, bytes.NewReader(data), perm, (*Pending).Commit, false, nil)
 	return err
 }
 
@@ -48,20 +59,7 @@ func WriteFileUnsynced(path string, data []byte, perm fs.FileMode) error {
 // accept (which may be nil) takes the number of bytes received: a cut-off
 // download leaves the target as it was. It returns the bytes received.
 func Copy(path string, r io.Reader, perm fs.FileMode, accept func(n int64) error) (int64, error) {
-	return write(path, r, perm, os.Rename, false, accept)
-}
-
-// tempName is a temporary file's name: "." + target + ".tmp-" + digits.
-var tempName = regexp.MustCompile(`^\.(.+)\.tmp-\d+$`)
-
-// TargetOf returns the name of the file a temporary file of this package
-// was to become, and whether name is one.
-func TargetOf(name string) (string, bool) {
-	m := tempName.FindStringSubmatch(name)
-	if m == nil {
-		return "", false
-	}
-	return m[1], true
+	return write(path, r, perm, (*Pending).Commit, false, accept)
 }
 
 // CreateFile writes data to path with mode perm only if nothing is there: it
@@ -71,50 +69,175 @@ func CreateFile(path string, data []byte, perm fs.FileMode) error {
 	if _, err := os.Lstat(path); err == nil {
 		return fmt.Errorf("writing %s: %w", path, fs.ErrExist)
 	}
-	_, err := write(path, bytes.NewReader(data), perm, os.Link, true, nil) // a link never replaces
+	_, err := write(path, bytes.NewReader(data), perm, (*Pending).link, true, nil) // a link never replaces
 	return err
 }
 
-func write(path string, r io.Reader, perm fs.FileMode, place func(tmp, path string) error, durable bool, accept func(int64) error) (n int64, err error) {
+// tempName is a temporary file's name: "." + target + ".tmp-" + digits.
+var tempName = regexp.MustCompile(`^\.(.+)\.tmp-\d+$`)
+
+// TargetOf returns the name of the file a temporary file of this package
+// was to become, and whether name is one. For a target whose name is too
+// long to carry the temporary's additions, it is the start of that name.
+func TargetOf(name string) (string, bool) {
+	m := tempName.FindStringSubmatch(name)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
+
+// maxName is the longest name a folder entry may have (NAME_MAX).
+const maxName = 255
+
+// tempFor is a new temporary name for the target name: the target's name is
+// cut short, at a character's start, where the whole would be too long.
+func tempFor(name string) string {
+	suffix := ".tmp-" + strconv.FormatUint(uint64(rand.Uint32()), 10)
+	if room := maxName - 1 - len(suffix); len(name) > room {
+		for room > 0 && !utf8.RuneStart(name[room]) {
+			room--
+		}
+		name = name[:room]
+	}
+	return "." + name + suffix
+}
+
+// Pending is a temporary file being written in a folder: [Pending.Commit]
+// puts it in place of its target, [Pending.Discard] removes it. Write to it
+// (it is an [io.Writer]) between the two.
+type Pending struct {
+	f      *os.File
+	root   *os.Root
+	dir    string // the target's folder inside root: "" or ending in a separator
+	name   string // the target's name inside root
+	tmp    string // the temporary's name inside root
+	closed bool
+}
+
+// CreateIn starts writing name, a path inside root, with a temporary file
+// in name's folder, created with mode perm (before the umask). It refuses a
+// target that exists and is not a regular file, and never leads out of
+// root: a symlink on the way that points outside fails. Defer Discard.
+func CreateIn(root *os.Root, name string, perm fs.FileMode) (*Pending, error) {
+	if fi, err := root.Lstat(name); err == nil && !fi.Mode().IsRegular() {
+		if fi.IsDir() {
+			return nil, fmt.Errorf("%w (%w)", ErrNotRegular, syscall.EISDIR)
+		}
+		return nil, ErrNotRegular
+	}
+	dir, base := filepath.Split(name)
+	for range 10000 {
+		tmp := dir + tempFor(base)
+		f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &Pending{f: f, root: root, dir: dir, name: name, tmp: tmp}, nil
+	}
+	return nil, fmt.Errorf("making a temporary file beside %s: %w", name, fs.ErrExist)
+}
+
+// Write writes to the temporary file.
+func (p *Pending) Write(b []byte) (int, error) { return p.f.Write(b) }
+
+// ReadFrom writes what r gives to the temporary file, with the file's own
+// fast paths.
+func (p *Pending) ReadFrom(r io.Reader) (int64, error) { return p.f.ReadFrom(r) }
+
+// Commit renames the temporary file over the target, syncing the file
+// before and the folder after when durable is true. It returns the file's
+// stat taken through the still open file once it is in place (nil if that
+// failed): a later replacement of the target by another writer is a
+// different file. A failure to rename leaves the target as it was; the
+// temporary file is gone either way.
+func (p *Pending) Commit(durable bool) (fs.FileInfo, error) {
+	return p.finish(p.root.Rename, durable)
+}
+
+// link links the temporary file at the target, which fails where anything
+// is there, and removes the temporary's name.
+func (p *Pending) link(durable bool) (fs.FileInfo, error) {
+	fi, err := p.finish(p.root.Link, durable)
+	p.root.Remove(p.tmp)
+	return fi, err
+}
+
+func (p *Pending) finish(place func(tmp, name string) error, durable bool) (fs.FileInfo, error) {
+	var err error
+	if durable {
+		err = p.f.Sync()
+	}
+	if err == nil {
+		err = place(p.tmp, p.name)
+	}
+	if err != nil {
+		p.Discard()
+		return nil, err
+	}
+	fi, statErr := p.f.Stat() // after placing it, which may move its ctime
+	if statErr != nil {
+		fi = nil
+	}
+	p.closed = true
+	err = p.f.Close()
+	if err == nil && durable {
+		err = syncDir(p.root, p.dir)
+	}
+	return fi, err
+}
+
+// Discard closes and removes the temporary file, unless it was put in
+// place; it may be called any number of times.
+func (p *Pending) Discard() {
+	if p.closed {
+		return
+	}
+	p.closed = true
+	p.f.Close()
+	p.root.Remove(p.tmp)
+}
+
+// write writes what r gives to path through a Pending in its folder.
+func write(path string, r io.Reader, perm fs.FileMode, place func(*Pending, bool) (fs.FileInfo, error), durable bool, accept func(int64) error) (n int64, err error) {
 	defer func() {
 		if err != nil {
 			err = fmt.Errorf("writing %s: %w", path, err)
 		}
 	}()
-	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
-		return 0, ErrNotRegular
-	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	root, err := os.OpenRoot(filepath.Dir(path))
 	if err != nil {
 		return 0, err
 	}
-	defer os.Remove(tmp.Name()) // after a rename, nothing; after a link, the extra name
-	n, err = io.Copy(tmp, r)
+	defer root.Close()
+	p, err := CreateIn(root, filepath.Base(path), perm)
+	if err != nil {
+		return 0, err
+	}
+	defer p.Discard()
+	n, err = io.Copy(p, r)
 	if err == nil && accept != nil {
 		err = accept(n)
 	}
 	if err == nil {
-		err = tmp.Chmod(perm)
-	}
-	if err == nil && durable {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
+		err = p.f.Chmod(perm) // the mode asked for, whatever the umask
 	}
 	if err != nil {
 		return n, err
 	}
-	if err := place(tmp.Name(), path); err != nil || !durable {
-		return n, err
-	}
-	return n, syncDir(dir)
+	_, err = place(p, durable)
+	return n, err
 }
 
 // syncDir makes a folder's entries last.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
+func syncDir(root *os.Root, dir string) error {
+	if dir == "" {
+		dir = "."
+	}
+	d, err := root.Open(dir)
 	if err != nil {
 		return err
 	}

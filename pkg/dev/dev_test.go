@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/hoster-dev/hoster/internal/socktest"
 	"github.com/hoster-dev/hoster/internal/waitbuf"
 )
 
@@ -109,26 +110,7 @@ func TestDevRunsTheExampleAndFollowsEdits(t *testing.T) {
 	if err := conn.ReadJSON(&welcome); err != nil || welcome.T != "welcome" {
 		t.Fatalf("welcome: %+v %v", welcome, err)
 	}
-	names := make(chan string, 100)
-	go func() {
-		defer close(names)
-		for {
-			var m struct {
-				Appear, Change []struct {
-					ID string
-					F  map[string]any
-				}
-			}
-			if conn.ReadJSON(&m) != nil {
-				return
-			}
-			for _, c := range append(m.Appear, m.Change...) {
-				if name, ok := c.F["name"].(string); ok && c.ID == welcome.Player {
-					names <- name
-				}
-			}
-		}
-	}()
+	names := socktest.Names(conn, welcome.Player)
 	conn.WriteJSON(map[string]any{"c": "move", "a": map[string]any{"dx": 1, "dy": 0}})
 	if name := <-names; name != "dev" {
 		t.Fatalf("first name seen %q", name)
@@ -146,24 +128,8 @@ func TestDevRunsTheExampleAndFollowsEdits(t *testing.T) {
 	// The author edits a hook and saves: the next move runs the new code.
 	run := filepath.Join(root, "example.com", "arena", "hoster-commands", "move", "run.js")
 	os.WriteFile(run, []byte(`export default function run(instance, player, args) { player.name = "edited"; instance.log("edited move"); }`), 0o644)
-	saved := time.Now()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(20 * time.Second)
-	for edited := false; !edited; {
-		select {
-		case <-tick.C:
-			conn.WriteJSON(map[string]any{"c": "move", "a": map[string]any{"dx": 0, "dy": 0}})
-		case name, ok := <-names:
-			if !ok {
-				t.Fatal("the socket closed during the reload")
-			}
-			edited = name == "edited"
-		case <-deadline:
-			t.Fatal("the edited hook never ran")
-		}
-	}
-	t.Logf("the new code answered %v after the save, on the same socket", time.Since(saved).Round(10*time.Millisecond))
+	took := socktest.MoveUntilNamed(t, conn, names, "edited", 50*time.Millisecond)
+	t.Logf("the new code answered %v after the save, on the same socket", took.Round(10*time.Millisecond))
 	// The terminal told the author what happened, game and instance named.
 	waitFor(t, "the game log line", &log, "log: edited move")
 	for _, want := range []string{"example.com/arena: game loaded", "moved to the new code", "synced "} {

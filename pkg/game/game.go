@@ -202,30 +202,41 @@ func (f Field) MarshalJSON() ([]byte, error) {
 // interpolate, precision}.
 type Fields map[string]Field
 
-// ParseFields decodes and validates a fields.json.
+// ParseFields decodes and validates a fields.json. With an error, the
+// fields that are valid are still returned.
 func ParseFields(data []byte) (Fields, error) {
+	return parseEach(data, "field", func(name string, raw json.RawMessage) (Field, error) {
+		nameErr := checkName(name)
+		if nameErr == nil && (name == "id" || name == "type" || name == "connected") {
+			nameErr = errors.New("the name is the object's own (id and type are always sent; connected is the runtime's)")
+		}
+		field, err := parseField(raw)
+		return field, errors.Join(append([]error{nameErr}, Split(err)...)...)
+	})
+}
+
+// parseEach decodes data, a JSON object of noun schemas by name (a
+// fields.json, an args.json), and reads each with parse, in name order.
+// Every problem is placed at its key and named "<noun> "<name>": ...". The
+// values parse accepted are returned, with an error that joins the
+// problems.
+func parseEach[T any](data []byte, noun string, parse func(name string, raw json.RawMessage) (T, error)) (map[string]T, error) {
 	var raw map[string]json.RawMessage
-	if err := decodeStrict(data, &raw, "field"); err != nil {
+	if err := decodeStrict(data, &raw, noun); err != nil {
 		return nil, err
 	}
-	f := Fields{}
+	out := map[string]T{}
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(raw)) {
-		at := func(err error) { errs = append(errs, located(data, name, err)) }
-		if err := checkName(name); err != nil {
-			at(fmt.Errorf("field %q: %w", name, err))
-		} else if name == "id" || name == "type" || name == "connected" {
-			at(fmt.Errorf("field %q: the name is the object's own (id and type are always sent; connected is the runtime's)", name))
-		}
-		field, err := parseField(raw[name])
+		v, err := parse(name, raw[name])
 		for _, e := range Split(err) {
-			at(fmt.Errorf("field %q: %w", name, e))
+			errs = append(errs, located(data, name, fmt.Errorf("%s %q: %w", noun, name, e)))
 		}
 		if err == nil {
-			f[name] = field
+			out[name] = v
 		}
 	}
-	return f, errors.Join(errs...)
+	return out, errors.Join(errs...)
 }
 
 // parseField reads one field's schema: a type name ("number") or an object
@@ -277,26 +288,14 @@ type Args map[string]Arg
 // ("number") or an object {type, min, max, maxLength}; the result is always
 // the object form.
 func ParseArgs(data []byte) (Args, error) {
-	var raw map[string]json.RawMessage
-	if err := decodeStrict(data, &raw, "argument"); err != nil {
-		return nil, err
-	}
-	args := Args{}
-	var errs []error
-	for _, name := range slices.Sorted(maps.Keys(raw)) {
-		a, err := parseArg(raw[name])
+	args, err := parseEach(data, "argument", func(name string, raw json.RawMessage) (Arg, error) {
+		a, err := parseArg(raw)
 		if err == nil {
 			err = checkName(name)
 		}
-		if err != nil {
-			for _, e := range Split(err) {
-				errs = append(errs, located(data, name, fmt.Errorf("argument %q: %w", name, e)))
-			}
-			continue
-		}
-		args[name] = a
-	}
-	if err := errors.Join(errs...); err != nil {
+		return a, err
+	})
+	if err != nil {
 		return nil, err
 	}
 	return args, nil

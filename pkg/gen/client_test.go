@@ -53,7 +53,10 @@ g.on("error", (e) => out({ ev: "error", msg: e }));
 g.on("close", (c) => out({ ev: "close", reconnecting: c.reconnecting }));
 `
 
-func TestClientLibraryInNode(t *testing.T) {
+// exampleClient generates the example game and returns node's path and
+// the browser library's; without node, the test is skipped.
+func exampleClient(t *testing.T) (node, lib string) {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("node is not installed: the browser library is not exercised here")
@@ -62,7 +65,32 @@ func TestClientLibraryInNode(t *testing.T) {
 	if res, err := Generate(root); err != nil || res.Failed() {
 		t.Fatalf("%v %v", err, res.Problems())
 	}
-	lib := filepath.Join(root, "example.com/arena", ClientFile)
+	return node, filepath.Join(root, "example.com/arena", ClientFile)
+}
+
+// runNode runs cmd (node), killed after 30 s, and fails the test unless
+// it exits 0; it returns what node printed, and its stderr.
+func runNode(t *testing.T, cmd *exec.Cmd) (out []byte, stderr string) {
+	t.Helper()
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	done := make(chan struct{})
+	var err error
+	go func() { out, err = cmd.Output(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second): // a hang guard
+		cmd.Process.Kill()
+		<-done
+	}
+	if err != nil {
+		t.Fatalf("node: %v\n%s\n%s", err, out, errOut.String())
+	}
+	return out, errOut.String()
+}
+
+func TestClientLibraryInNode(t *testing.T) {
+	node, lib := exampleClient(t)
 
 	resumes := make(chan string, 4)
 	upgrader := websocket.Upgrader{}
@@ -101,20 +129,7 @@ func TestClientLibraryInNode(t *testing.T) {
 	defer srv.Close()
 
 	cmd := exec.Command(node, "--experimental-websocket", "--no-warnings", "-e", nodeScript, lib, "ws"+strings.TrimPrefix(srv.URL, "http")+"/arena")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	done := make(chan struct{})
-	var out []byte
-	go func() { out, err = cmd.Output(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		<-done
-	}
-	if err != nil {
-		t.Fatalf("node: %v\n%s\n%s", err, out, stderr.String())
-	}
+	out, stderr := runNode(t, cmd)
 
 	var events []map[string]any
 	sc := bufio.NewScanner(bytes.NewReader(out))
@@ -162,7 +177,7 @@ func TestClientLibraryInNode(t *testing.T) {
 		`{"ev":"done","me":"p1"}`,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("node saw:\n%s\nwant:\n%s\nstderr: %s", strings.Join(got, "\n"), strings.Join(want, "\n"), stderr.String())
+		t.Fatalf("node saw:\n%s\nwant:\n%s\nstderr: %s", strings.Join(got, "\n"), strings.Join(want, "\n"), stderr)
 	}
 	if serverMsg(say, `{"text":"ééééé"}`) != "" {
 		t.Fatal("code points, not bytes, must be counted")

@@ -155,8 +155,11 @@ function makeInstance() {
   return inst;
 }`
 
-func TestExampleHooksRunInGoja(t *testing.T) {
-	src, err := os.ReadFile("../../examples/sites/example.com/arena/" + ServerFile)
+// loadServerFile compiles a generated hoster.server.js and loads it as the
+// runtime does.
+func loadServerFile(t *testing.T, path string) *goja.Runtime {
+	t.Helper()
+	src, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,6 +171,11 @@ func TestExampleHooksRunInGoja(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return vm
+}
+
+func TestExampleHooksRunInGoja(t *testing.T) {
+	vm := loadServerFile(t, "../../examples/sites/example.com/arena/"+ServerFile)
 	if _, err := vm.RunString(fakeInstance); err != nil {
 		t.Fatal(err)
 	}
@@ -217,15 +225,7 @@ func TestModernSyntaxRunsOnGoja(t *testing.T) {
 	if res, err := Generate(root); err != nil || res.Failed() {
 		t.Fatalf("%v %v", err, res.Problems())
 	}
-	src, _ := os.ReadFile(filepath.Join(root, "b.com/modern", ServerFile))
-	program, err := goja.Compile(ServerFile, string(src), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vm, _, err := module.Load(program)
-	if err != nil {
-		t.Fatal(err)
-	}
+	vm := loadServerFile(t, filepath.Join(root, "b.com/modern", ServerFile))
 	v, err := vm.RunString(`var p = {id: "p"}; __hoster.player.join({}, p, {tag: "red", a: "1"}); JSON.stringify(p)`)
 	if err != nil {
 		t.Fatal(err)

@@ -55,14 +55,9 @@ func TestKindChangesConverge(t *testing.T) {
 // deletes of its own game only.
 func TestFailedUploadKeepsOnlyItsGamesDeletes(t *testing.T) {
 	f := newFixture(t, api.Variant1)
-	f.cnt.fail = func(r *http.Request) bool {
-		return r.Method == "PUT" && strings.HasSuffix(r.URL.Query().Get("path"), "bad.js")
-	}
-	write(t, f.root, "a.com/one/hoster-game.json", cfg)
-	write(t, f.root, "a.com/one/bad.js", "b")
-	write(t, f.games, "a.com/one/old.js", "o")
-	write(t, f.root, "a.com/two/hoster-game.json", cfg)
-	write(t, f.games, "a.com/two/old.js", "o")
+	f.failUploadsOf("bad.js")
+	writeFiles(t, f.root, "a.com/one/hoster-game.json", cfg, "a.com/one/bad.js", "b", "a.com/two/hoster-game.json", cfg)
+	writeFiles(t, f.games, "a.com/one/old.js", "o", "a.com/two/old.js", "o")
 	sum, err := f.sync(t, SyncOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -70,12 +70,9 @@ type fileJob struct {
 // access-<ts>.log each rotated one. A rotated log not seen locally before
 // means the active log rotated, so the local active copy is started afresh.
 func PullLogs(ctx context.Context, remote LogsRemote, dir string, jobs int, rep Reporter) (PullSummary, error) {
-	l, err := remote.Logs(ctx)
+	l, err := listInto(ctx, remote.Logs, dir)
 	if err != nil {
 		return PullSummary{}, err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return PullSummary{}, fmt.Errorf("creating %s: %w", dir, err)
 	}
 	var frozen []fileJob
 	rotatedNew := false
@@ -104,18 +101,28 @@ func PullLogs(ctx context.Context, remote LogsRemote, dir string, jobs int, rep 
 	return sum, nil
 }
 
+// listInto asks the server for a listing with get and makes dir, which
+// its files are pulled into.
+func listInto[L any](ctx context.Context, get func(context.Context) (L, error), dir string) (L, error) {
+	l, err := get(ctx)
+	if err != nil {
+		return l, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return l, fmt.Errorf("creating %s: %w", dir, err)
+	}
+	return l, nil
+}
+
 // statsName is a health day-file name.
 var statsName = regexp.MustCompile(`^(cpu|memory|disk|diskio|netio)-\d{4}-\d{2}-\d{2}\.log$`)
 
 // PullStats mirrors the health day-files into dir under their own names. The
 // newest file of each type may still grow; the others are frozen.
 func PullStats(ctx context.Context, remote LogsRemote, dir string, jobs int, rep Reporter) (PullSummary, error) {
-	l, err := remote.Stats(ctx)
+	l, err := listInto(ctx, remote.Stats, dir)
 	if err != nil {
 		return PullSummary{}, err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return PullSummary{}, fmt.Errorf("creating %s: %w", dir, err)
 	}
 	newest := map[string]string{}
 	for _, f := range l.Files {

@@ -90,6 +90,21 @@ func write(t *testing.T, root, rel, body string) {
 	}
 }
 
+// writeFiles writes pairs of a path under root and its content.
+func writeFiles(t *testing.T, root string, pathsAndBodies ...string) {
+	t.Helper()
+	for i := 0; i+1 < len(pathsAndBodies); i += 2 {
+		write(t, root, pathsAndBodies[i], pathsAndBodies[i+1])
+	}
+}
+
+// failUploadsOf makes the server fail the uploads of paths ending in suffix.
+func (f *fixture) failUploadsOf(suffix string) {
+	f.cnt.fail = func(r *http.Request) bool {
+		return r.Method == "PUT" && strings.HasSuffix(r.URL.Query().Get("path"), suffix)
+	}
+}
+
 func (f *fixture) serverFiles(t *testing.T) []string {
 	var out []string
 	filepath.WalkDir(f.games, func(p string, d os.DirEntry, err error) error {
@@ -274,12 +289,8 @@ func TestDryRunChangesNothing(t *testing.T) {
 
 func TestOneFailedUploadSkipsDeletes(t *testing.T) {
 	f := newFixture(t, api.Variant1)
-	f.cnt.fail = func(r *http.Request) bool {
-		return r.Method == "PUT" && strings.HasSuffix(r.URL.Query().Get("path"), "bad.js")
-	}
-	write(t, f.root, "a.com/g/hoster-game.json", cfg)
-	write(t, f.root, "a.com/g/bad.js", "b")
-	write(t, f.root, "a.com/g/good.js", "g")
+	f.failUploadsOf("bad.js")
+	writeFiles(t, f.root, "a.com/g/hoster-game.json", cfg, "a.com/g/bad.js", "b", "a.com/g/good.js", "g")
 	write(t, f.games, "a.com/g/old.js", "o")
 	sum, err := f.sync(t, SyncOptions{})
 	if err != nil {
@@ -394,13 +405,10 @@ func TestSyncBatchesWhereOffered(t *testing.T) {
 // other games are pushed and pruned as usual.
 func TestPrepareLeavesABrokenGame(t *testing.T) {
 	f := newFixture(t, api.Variant1)
-	write(t, f.root, "a.com/good/hoster-game.json", cfg)
-	write(t, f.root, "a.com/good/new.js", "new")
-	write(t, f.games, "a.com/good/stale.js", "stale")
-	write(t, f.root, "a.com/broken/hoster-game.json", cfg)
-	write(t, f.root, "a.com/broken/changed.js", "local edit")
-	write(t, f.games, "a.com/broken/changed.js", "last good")
-	write(t, f.games, "a.com/broken/hoster.server.js", "last good module")
+	writeFiles(t, f.root, "a.com/good/hoster-game.json", cfg, "a.com/good/new.js", "new",
+		"a.com/broken/hoster-game.json", cfg, "a.com/broken/changed.js", "local edit")
+	writeFiles(t, f.games, "a.com/good/stale.js", "stale",
+		"a.com/broken/changed.js", "last good", "a.com/broken/hoster.server.js", "last good module")
 	sum, err := f.sync(t, SyncOptions{Prepare: func() ([]string, error) { return []string{"a.com/broken"}, nil }})
 	if err != nil || len(sum.Failures) > 0 {
 		t.Fatalf("sync = %+v, %v", sum, err)
@@ -495,10 +503,8 @@ func TestHashNamesAnUnreadableFile(t *testing.T) {
 // it is a named failure on every run, and nothing else churns.
 func TestNameNotUTF8IsRefused(t *testing.T) {
 	f := newFixture(t, api.Variant1)
-	write(t, f.root, "a.com/g/hoster-game.json", cfg)
-	write(t, f.root, "a.com/g/bad\xff.txt", "b")
-	write(t, f.root, "a.com/g/dir\xfe/x.txt", "x")
-	write(t, f.root, "a.com/g/ok.txt", "o")
+	writeFiles(t, f.root, "a.com/g/hoster-game.json", cfg, "a.com/g/bad\xff.txt", "b",
+		"a.com/g/dir\xfe/x.txt", "x", "a.com/g/ok.txt", "o")
 	for run := 1; run <= 2; run++ {
 		sum, err := f.sync(t, SyncOptions{})
 		if err != nil {

@@ -109,18 +109,25 @@ func isCode(p string) bool { return lastInGame(p) }
 
 // A game's code files start only after every other upload of the game has
 // landed, even when one of those is slow.
-func TestCodeFilesGoLast(t *testing.T) {
+func TestCodeFilesGoLast(t *testing.T) { codeGamesBothWays(t, testCodeFilesGoLast) }
+
+// codeGamesBothWays runs test against a remote that offers the batch
+// upload and one that does not, each time on a new root holding the code
+// games a.com/g (10 other files) and b.com/h (3).
+func codeGamesBothWays(t *testing.T, test func(t *testing.T, root string, r *fakeRemote)) {
 	for _, batch := range []bool{false, true} {
-		t.Run(fmt.Sprint("batch=", batch), func(t *testing.T) { testCodeFilesGoLast(t, batch) })
+		t.Run(fmt.Sprint("batch=", batch), func(t *testing.T) {
+			root := t.TempDir()
+			codeGame(t, root, "a.com/g", 10)
+			codeGame(t, root, "b.com/h", 3)
+			r := newFakeRemote()
+			r.batch = batch
+			test(t, root, r)
+		})
 	}
 }
 
-func testCodeFilesGoLast(t *testing.T, batch bool) {
-	root := t.TempDir()
-	codeGame(t, root, "a.com/g", 10)
-	codeGame(t, root, "b.com/h", 3)
-	r := newFakeRemote()
-	r.batch = batch
+func testCodeFilesGoLast(t *testing.T, root string, r *fakeRemote) {
 	// big.bin of a.com/g is held until its game's code has started (which a
 	// wrong order does at once) or every other upload of the game is done.
 	r.hold = func(p string, log []string) bool {
@@ -142,8 +149,8 @@ func testCodeFilesGoLast(t *testing.T, batch bool) {
 		t.Fatalf("sync %+v, %v", sum, err)
 	}
 	checkCodeAfterRest(t, r.log)
-	if batch != (r.batches > 0) {
-		t.Errorf("%d batches with batch=%v", r.batches, batch)
+	if r.batch != (r.batches > 0) {
+		t.Errorf("%d batches with batch=%v", r.batches, r.batch)
 	}
 	if r.maxIn > 8 {
 		t.Errorf("%d uploads in flight, more than --jobs 8", r.maxIn)
@@ -171,17 +178,10 @@ func checkCodeAfterRest(t *testing.T, log []string) {
 // When an upload of a game fails, its code files are not uploaded at all
 // (each reported as held back); other games are pushed whole.
 func TestCodeFilesHeldAfterAFailure(t *testing.T) {
-	for _, batch := range []bool{false, true} {
-		t.Run(fmt.Sprint("batch=", batch), func(t *testing.T) { testCodeFilesHeldAfterAFailure(t, batch) })
-	}
+	codeGamesBothWays(t, testCodeFilesHeldAfterAFailure)
 }
 
-func testCodeFilesHeldAfterAFailure(t *testing.T, batch bool) {
-	root := t.TempDir()
-	codeGame(t, root, "a.com/g", 10)
-	codeGame(t, root, "b.com/h", 3)
-	r := newFakeRemote()
-	r.batch = batch
+func testCodeFilesHeldAfterAFailure(t *testing.T, root string, r *fakeRemote) {
 	r.fail = func(p string) bool { return p == "a.com/g/f3.txt" }
 	sum, err := Sync(context.Background(), root, r, SyncOptions{Jobs: 4}, nil)
 	if err != nil {
@@ -242,9 +242,7 @@ func TestUploadsBigAndSmallAtOnce(t *testing.T) {
 // changed (its ctime moved).
 func TestHashCacheAcrossRounds(t *testing.T) {
 	f := newFixture(t, api.Variant1)
-	write(t, f.root, "a.com/g/hoster-game.json", cfg)
-	write(t, f.root, "a.com/g/a.txt", "aaaa")
-	write(t, f.root, "a.com/g/b.txt", "bbbb")
+	writeFiles(t, f.root, "a.com/g/hoster-game.json", cfg, "a.com/g/a.txt", "aaaa", "a.com/g/b.txt", "bbbb")
 	cache := NewHashCache()
 	if _, err := f.sync(t, SyncOptions{Hashes: cache}); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/atomicfile"
 )
 
 // The Sync API's handlers return their failures; one place, render, writes
@@ -62,6 +63,8 @@ func shortCause(err error) string {
 		msg = le.Err.Error()
 	case errors.As(err, &se):
 		msg = se.Err.Error()
+	case errors.Is(err, atomicfile.ErrNotRegular):
+		return "a link or a special file stands where the file would go"
 	default:
 		return "the server could not write it"
 	}

@@ -440,7 +440,7 @@ func TestStalledUploadCutOff(t *testing.T) {
 	}
 	// The handler's end (and its temporary's removal) follows the answer.
 	e.srv.store.Close()
-	m, _ := filepath.Glob(filepath.Join(e.games, "example.com/arena/.hoster-upload-*"))
+	m, _ := filepath.Glob(filepath.Join(e.games, "example.com/arena/.slow.bin.tmp-*"))
 	if len(m) > 0 {
 		t.Fatalf("temporary left: %v", m)
 	}
@@ -463,8 +463,14 @@ func TestFailuresTellAShortCause(t *testing.T) {
 			if resp.StatusCode != wantStatus || !strings.Contains(body, `"error":"a file and a folder of the same name stand in each other's way (not a directory)"`) {
 				t.Fatalf("answer:\n%s", body)
 			}
-			if strings.Contains(body, ".hoster-upload") || strings.Contains(body, e.games) || strings.Contains(body, "a.com/g") {
+			if strings.Contains(body, ".tmp-") || strings.Contains(body, e.games) || strings.Contains(body, "a.com/g") {
 				t.Fatalf("the answer names the server's files:\n%s", body)
+			}
+			// A link planted where the file would go is not written over.
+			os.Symlink("x", filepath.Join(e.games, "a.com/g/link"))
+			resp = e.do(t, "PUT", fileQuery("a.com/g/link"), token, strings.NewReader("over a link"))
+			if body := dump(t, resp); resp.StatusCode != wantStatus || !strings.Contains(body, `"error":"a link or a special file stands where the file would go"`) {
+				t.Fatalf("answer over a link:\n%s", body)
 			}
 		})
 	}

@@ -2,7 +2,7 @@
 // and delete under {hosting_root}/hoster-games goes through it, confined by an
 // [os.Root] so that no path and no symlink planted in the tree can reach a byte
 // outside. Writes are atomic (a temporary file beside the target, renamed into
-// place); the tree of sha256 hashes is computed from disk on every request,
+// place, by pkg/atomicfile); the tree of sha256 hashes is computed from disk on every request,
 // with a cache that is trusted only while each file's inode, size, mtime and
 // ctime are unchanged to the nanosecond.
 package store
@@ -59,7 +59,7 @@ func checkDepth(p string, min int) ([]string, error) {
 		return nil, ErrInvalidPath
 	}
 	// The server's own temporary files are never addressed by a client.
-	if strings.HasPrefix(segs[len(segs)-1], tempPrefix) {
+	if isTemporary(segs[len(segs)-1]) {
 		return nil, ErrInvalidPath
 	}
 	return segs, nil

@@ -1,23 +1,27 @@
 package store
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/hoster-dev/hoster/pkg/filehash"
 	"io"
 	"io/fs"
 	"os"
 	"path"
 	"strings"
 	"sync"
+
+	"github.com/hoster-dev/hoster/pkg/atomicfile"
+	"github.com/hoster-dev/hoster/pkg/filehash"
 )
 
-// tempPrefix starts the name of every in-flight upload. The tree skips such
-// files, and clients can never address them.
-const tempPrefix = ".hoster-upload-"
+// isTemporary reports whether name is an in-flight upload's: pkg/atomicfile's
+// naming. The tree skips such files, and clients can never address them.
+func isTemporary(name string) bool {
+	_, ok := atomicfile.TargetOf(name)
+	return ok
+}
 
 // ErrTooLarge is returned by Write when the body exceeds the limit.
 var ErrTooLarge = errors.New("upload exceeds the size limit")
@@ -57,7 +61,7 @@ func (s *Store) removeTemporaries() {
 		if err != nil {
 			return nil // unreadable: left for the next start
 		}
-		if e.Type().IsRegular() && strings.HasPrefix(e.Name(), tempPrefix) {
+		if e.Type().IsRegular() && isTemporary(e.Name()) {
 			s.root.Remove(p)
 		}
 		return nil
@@ -73,11 +77,14 @@ func (s *Store) Close() error {
 }
 
 // Write stores the bytes of body at rel (at least <domain>/<game>/<file>),
-// creating parent directories and replacing any existing file. The body goes
-// to a temporary file in the target's directory that is renamed into place
-// only once it is complete, so a reader sees the old file or the new one,
-// never a part; a failed or cut upload leaves the old file as it was. A body
-// longer than limit bytes (when limit > 0) fails with ErrTooLarge.
+// creating parent directories and replacing any regular file there; a
+// folder, a symlink or any other kind of file at rel is refused
+// ([atomicfile.ErrNotRegular]). The body goes to a temporary file in the
+// target's directory ([atomicfile.Pending]) that is renamed into place only
+// once it is complete, so a reader sees the old file or the new one, never a
+// part; a failed or cut upload leaves the old file as it was and removes the
+// temporary. A body longer than limit bytes (when limit > 0) fails with
+// ErrTooLarge.
 //
 // The file is not fsynced: the rename makes it visible atomically, and a
 // crash may at worst lose the newest uploads, which the next sync sends again.
@@ -94,13 +101,12 @@ func (s *Store) Write(rel string, body io.Reader, limit int64) (int64, error) {
 	defer s.writes.Done()
 	dir, base := path.Split(rel)
 	dir = strings.TrimSuffix(dir, "/")
-	tmp := tempPrefix + randomSuffix()
 	d, err := s.dirs.get(s.root, dir)
 	if err != nil {
 		return 0, fmt.Errorf("opening the folder of %s: %w", rel, err)
 	}
 	defer func() { s.dirs.put(d) }() // d may be replaced below
-	f, err := d.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := atomicfile.CreateIn(d.root, base, 0o644)
 	if errors.Is(err, fs.ErrNotExist) {
 		// The folder was removed since its handle was opened: open it afresh.
 		s.dirs.forget(d)
@@ -110,18 +116,12 @@ func (s *Store) Write(rel string, body io.Reader, limit int64) (int64, error) {
 		}
 		s.dirs.put(d)
 		d = fresh
-		f, err = d.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err = atomicfile.CreateIn(d.root, base, 0o644)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("writing %s: %w", rel, err)
 	}
-	committed := false
-	defer func() {
-		if !committed {
-			f.Close()
-			d.root.Remove(tmp)
-		}
-	}()
+	defer f.Discard()
 	src := body
 	if limit > 0 {
 		src = io.LimitReader(body, limit+1)
@@ -136,15 +136,11 @@ func (s *Store) Write(rel string, body io.Reader, limit int64) (int64, error) {
 	if limit > 0 && n > limit {
 		return 0, ErrTooLarge
 	}
-	if err := d.root.Rename(tmp, base); err != nil {
+	fi, err := f.Commit(false)
+	if err != nil {
 		return 0, fmt.Errorf("writing %s: %w", rel, err)
 	}
-	committed = true
-	fi, statErr := f.Stat() // after the rename, which may move ctime
-	if err := f.Close(); err != nil {
-		return 0, fmt.Errorf("writing %s: %w", rel, err)
-	}
-	if statErr != nil {
+	if fi == nil {
 		return n, nil // the next tree request hashes it
 	}
 	if st, ok := filehash.StampOf(fi); ok {
@@ -195,10 +191,4 @@ func (s *Store) removeEmptyParents(rel string) {
 		}
 		s.dirs.drop(dir)
 	}
-}
-
-func randomSuffix() string {
-	b := make([]byte, 8)
-	rand.Read(b)
-	return hex.EncodeToString(b)
 }

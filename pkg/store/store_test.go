@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/hoster-dev/hoster/pkg/atomicfile"
 	"github.com/hoster-dev/hoster/pkg/filehash"
 	"io"
 	"io/fs"
@@ -59,7 +60,7 @@ func TestDepthRules(t *testing.T) {
 			t.Errorf("Write(%q) = %v, want ErrInvalidPath", p, err)
 		}
 	}
-	if _, err := s.Write("a/b/"+tempPrefix+"x", strings.NewReader("x"), 0); !errors.Is(err, ErrInvalidPath) {
+	if _, err := s.Write("a/b/.x.tmp-123", strings.NewReader("x"), 0); !errors.Is(err, ErrInvalidPath) {
 		t.Errorf("a client must not address the store's temporary files: %v", err)
 	}
 	os.MkdirAll(filepath.Join(dir, "example.com", "arena"), 0o755)
@@ -179,7 +180,7 @@ func TestCutOrOversizedUploadKeepsOldFile(t *testing.T) {
 	}
 	entries, _ := os.ReadDir(filepath.Join(dir, "example.com/arena"))
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), tempPrefix) {
+		if isTemporary(e.Name()) {
 			t.Fatalf("temporary file left behind: %s", e.Name())
 		}
 	}
@@ -203,6 +204,13 @@ func TestSymlinksNeverLeadOutside(t *testing.T) {
 		if _, err := s.Write(p, strings.NewReader("pwned"), 0); err == nil {
 			t.Errorf("Write(%q) through a symlink succeeded", p)
 		}
+	}
+	// A file link is not written over: not through, not in its place.
+	if _, err := s.Write("example.com/arena/secret-link", strings.NewReader("pwned"), 0); !errors.Is(err, atomicfile.ErrNotRegular) {
+		t.Errorf("Write over a symlink: %v, want ErrNotRegular", err)
+	}
+	if fi, err := os.Lstat(filepath.Join(game, "secret-link")); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Errorf("the symlink was replaced: %v", err)
 	}
 	for _, p := range []string{"example.com/arena/out/secret", "evil.com/x"} {
 		s.Delete(p)
@@ -702,13 +710,13 @@ func TestStaleTemporariesRemovedAtOpen(t *testing.T) {
 	deep := filepath.Join(dir, "example.com/arena/assets/img")
 	os.MkdirAll(deep, 0o755)
 	stale := []string{
-		filepath.Join(dir, "example.com/arena", tempPrefix+"0123456789abcdef"),
-		filepath.Join(deep, tempPrefix+"fedcba9876543210"),
+		filepath.Join(dir, "example.com/arena", ".index.html.tmp-1234567890"),
+		filepath.Join(deep, ".sprite.png.tmp-42"),
 	}
 	for _, p := range stale {
 		os.WriteFile(p, bytes.Repeat([]byte("x"), 1000), 0o644)
 	}
-	kept := filepath.Join(deep, "hoster-upload-not-ours.png")
+	kept := filepath.Join(deep, "sprite.png.tmp-not-ours")
 	os.WriteFile(kept, []byte("keep"), 0o644)
 	s, err := Open(dir)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/hoster-dev/hoster/pkg/filehash"
@@ -69,7 +68,7 @@ func (s *Store) Tree() (map[string]string, error) {
 				if err != nil {
 					return err
 				}
-			case e.Type().IsRegular() && !strings.HasPrefix(e.Name(), tempPrefix):
+			case e.Type().IsRegular() && !isTemporary(e.Name()):
 				fi, err := dir.Lstat(e.Name())
 				if err != nil || !fi.Mode().IsRegular() {
 					continue

@@ -70,6 +70,23 @@ func (e *env) get(t *testing.T, path string, rng string) (*http.Response, string
 	return resp, string(b)
 }
 
+// plantAll plants pairs of a path under root and its content, with the
+// time of planting.
+func plantAll(t *testing.T, root string, pathsAndBodies ...string) {
+	t.Helper()
+	for i := 0; i+1 < len(pathsAndBodies); i += 2 {
+		plant(t, root, pathsAndBodies[i], pathsAndBodies[i+1], time.Time{})
+	}
+}
+
+// wantListing fails unless route answers the JSON want.
+func (e *env) wantListing(t *testing.T, route, want string) {
+	t.Helper()
+	if _, body := e.get(t, route, ""); strings.TrimSpace(body) != want {
+		t.Fatalf("%s listing\n%s\nwant\n%s", route, body, want)
+	}
+}
+
 func TestListings(t *testing.T) {
 	e := start(t, api.Variant1)
 	base := time.UnixMilli(1790000000000)
@@ -82,11 +99,7 @@ func TestListings(t *testing.T) {
 	plant(t, e.logs, "web-logs/access-old.log.gz", "no", time.Time{})
 	os.Symlink("/etc/passwd", filepath.Join(e.logs, "web-logs/access-link.log"))
 
-	_, body := e.get(t, "/api/v1/logs", "")
-	want := `{"active":{"size":7},"rotated":[{"ts":1790000000000,"size":6},{"ts":1790003600000,"size":7},{"ts":1790007200000,"size":2},{"ts":1790007200001,"size":3}]}`
-	if strings.TrimSpace(body) != want {
-		t.Fatalf("logs listing\n%s\nwant\n%s", body, want)
-	}
+	e.wantListing(t, "/api/v1/logs", `{"active":{"size":7},"rotated":[{"ts":1790000000000,"size":6},{"ts":1790003600000,"size":7},{"ts":1790007200000,"size":2},{"ts":1790007200001,"size":3}]}`)
 	if _, b := e.get(t, "/api/v1/logs/file?which=1790000000000", ""); b != "first\n" {
 		t.Fatalf("rotated by ts: %q", b)
 	}
@@ -94,28 +107,19 @@ func TestListings(t *testing.T) {
 		t.Fatalf("same-ms file: %q", b)
 	}
 
-	plant(t, e.logs, "server-logs/cpu-2026-11-21.log", "c1\n", time.Time{})
-	plant(t, e.logs, "server-logs/memory-2026-11-22.log", "m\n", time.Time{})
-	plant(t, e.logs, "server-logs/cpu-2026-13-40.log", "bad date", time.Time{})
-	plant(t, e.logs, "server-logs/gpu-2026-11-21.log", "unknown type", time.Time{})
-	_, body = e.get(t, "/api/v1/stats", "")
-	want = `{"interval":15000,"files":[{"name":"cpu-2026-11-21.log","type":"cpu","date":"2026-11-21","size":3},{"name":"memory-2026-11-22.log","type":"memory","date":"2026-11-22","size":2}]}`
-	if strings.TrimSpace(body) != want {
-		t.Fatalf("stats listing\n%s\nwant\n%s", body, want)
-	}
+	plantAll(t, e.logs, "server-logs/cpu-2026-11-21.log", "c1\n", "server-logs/memory-2026-11-22.log", "m\n",
+		"server-logs/cpu-2026-13-40.log", "bad date", "server-logs/gpu-2026-11-21.log", "unknown type")
+	e.wantListing(t, "/api/v1/stats", `{"interval":15000,"files":[{"name":"cpu-2026-11-21.log","type":"cpu","date":"2026-11-21","size":3},{"name":"memory-2026-11-22.log","type":"memory","date":"2026-11-22","size":2}]}`)
 	if _, b := e.get(t, "/api/v1/stats/now", ""); !strings.Contains(b, `"hostname":"h"`) {
 		t.Fatalf("stats/now: %s", b)
 	}
 
-	plant(t, e.logs, "hoster-logs/b.com/g/hoster-processes/0123456789ab/stats-2026-11-22-10.jsonl", "{}\n", time.Time{})
-	plant(t, e.logs, "hoster-logs/a.com/g/hoster-processes/0123456789ab/snapshot-2026-11-22-10.jsonl", "{}\n{}\n", time.Time{})
-	plant(t, e.logs, "hoster-logs/a.com/g/hoster-processes/NOTHEX/stats-2026-11-22-10.jsonl", "x", time.Time{})
-	plant(t, e.logs, "hoster-logs/a.com/g/elsewhere/0123456789ab/stats-2026-11-22-10.jsonl", "x", time.Time{})
-	_, body = e.get(t, "/api/v1/gamelogs", "")
-	want = `{"files":[{"path":"a.com/g/hoster-processes/0123456789ab/snapshot-2026-11-22-10.jsonl","size":6},{"path":"b.com/g/hoster-processes/0123456789ab/stats-2026-11-22-10.jsonl","size":3}]}`
-	if strings.TrimSpace(body) != want {
-		t.Fatalf("gamelogs listing\n%s\nwant\n%s", body, want)
-	}
+	plantAll(t, e.logs,
+		"hoster-logs/b.com/g/hoster-processes/0123456789ab/stats-2026-11-22-10.jsonl", "{}\n",
+		"hoster-logs/a.com/g/hoster-processes/0123456789ab/snapshot-2026-11-22-10.jsonl", "{}\n{}\n",
+		"hoster-logs/a.com/g/hoster-processes/NOTHEX/stats-2026-11-22-10.jsonl", "x",
+		"hoster-logs/a.com/g/elsewhere/0123456789ab/stats-2026-11-22-10.jsonl", "x")
+	e.wantListing(t, "/api/v1/gamelogs", `{"files":[{"path":"a.com/g/hoster-processes/0123456789ab/snapshot-2026-11-22-10.jsonl","size":6},{"path":"b.com/g/hoster-processes/0123456789ab/stats-2026-11-22-10.jsonl","size":3}]}`)
 }
 
 func TestEmptyListings(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/hoster-dev/hoster/internal/socktest"
 	"github.com/hoster-dev/hoster/pkg/deploy"
 )
 
@@ -49,48 +50,11 @@ func TestWatchReloadsLive(t *testing.T) {
 	defer conn.Close()
 	var welcome struct{ Player string }
 	conn.ReadJSON(&welcome)
-	names := make(chan string, 100)
-	go func() {
-		defer close(names)
-		for {
-			var m struct {
-				Appear, Change []struct {
-					ID string
-					F  map[string]any
-				}
-			}
-			if conn.ReadJSON(&m) != nil {
-				return
-			}
-			for _, c := range append(m.Appear, m.Change...) {
-				if name, ok := c.F["name"].(string); ok && c.ID == welcome.Player {
-					names <- name
-				}
-			}
-		}
-	}()
+	names := socktest.Names(conn, welcome.Player)
 
 	// The author makes a move rename the player, and saves.
 	run := filepath.Join(sites, "example.com", "arena", "hoster-commands", "move", "run.js")
 	os.WriteFile(run, []byte(`export default function run(instance, player, args) { player.name = "edited"; }`), 0o644)
-	saved := time.Now()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(20 * time.Second)
-	for {
-		select {
-		case <-tick.C:
-			conn.WriteJSON(map[string]any{"c": "move", "a": map[string]any{"dx": 0, "dy": 0}})
-		case name, ok := <-names:
-			if !ok {
-				t.Fatal("the socket closed during the reload")
-			}
-			if name == "edited" {
-				t.Logf("the new code answered %v after the save, on the same socket", time.Since(saved).Round(10*time.Millisecond))
-				return
-			}
-		case <-deadline:
-			t.Fatal("the edited hook never ran")
-		}
-	}
+	took := socktest.MoveUntilNamed(t, conn, names, "edited", 100*time.Millisecond)
+	t.Logf("the new code answered %v after the save, on the same socket", took.Round(10*time.Millisecond))
 }
