@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
+	"github.com/hoster-dev/hoster/internal/compact"
 )
 
 // maxQueued is how many bytes may wait for a slow socket before it is cut.
@@ -42,6 +43,12 @@ type conn struct {
 	ws   *websocket.Conn
 	rt   *Runtime
 	seat *seat
+	// compact: the client negotiated the compact encoding (its updates are
+	// binary frames); lastTime is the time of its previous update, which
+	// the next one's header counts from (only the instance goroutine
+	// touches it).
+	compact  bool
+	lastTime int64
 
 	mu       sync.Mutex
 	queue    [][]byte
@@ -58,6 +65,8 @@ var upgrader = websocket.Upgrader{
 	WriteBufferSize: 4096,
 	// The game's origins are checked before the upgrade, in serveSocket.
 	CheckOrigin: func(*http.Request) bool { return true },
+	// A client asking for none gets the JSON text frames of DESIGN.md.
+	Subprotocols: []string{compact.Protocol},
 }
 
 // serveSocket checks the Origin, upgrades, and seats the player: on its
@@ -80,7 +89,7 @@ func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) 
 	if err != nil {
 		return
 	}
-	c := &conn{ws: ws, rt: rt, wake: make(chan struct{}, 1), gone: make(chan struct{})}
+	c := &conn{ws: ws, rt: rt, wake: make(chan struct{}, 1), gone: make(chan struct{}), compact: ws.Subprotocol() == compact.Protocol}
 	go c.writeLoop()
 
 	q := r.URL.Query()
@@ -431,10 +440,19 @@ func (c *conn) writeLoop() {
 			c.queued -= len(msg)
 			c.mu.Unlock()
 			c.ws.SetWriteDeadline(time.Now().Add(timeout))
-			if err := c.ws.WriteMessage(websocket.TextMessage, msg); err != nil {
+			if err := c.ws.WriteMessage(frameType(msg), msg); err != nil {
 				c.drop() // stuck past the write deadline, or gone
 				return
 			}
 		}
 	}
+}
+
+// frameType is the WebSocket frame a queued message goes in: binary for a
+// compact update (its first byte is compact.Update), text for JSON.
+func frameType(msg []byte) int {
+	if len(msg) > 0 && msg[0] == compact.Update {
+		return websocket.BinaryMessage
+	}
+	return websocket.TextMessage
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dop251/goja"
+	"github.com/hoster-dev/hoster/internal/compact"
 	"github.com/hoster-dev/hoster/pkg/api"
 )
 
@@ -51,6 +52,7 @@ type Instance struct {
 	empty    *time.Timer
 	tel      counters
 	params   map[string]string // the first player's, for create
+	tables   json.RawMessage   // the compact encoding's field tables of the code it runs
 
 	// pending holds messages from instance.send and broadcast until their
 	// player's next update has been queued; only the instance goroutine
@@ -207,7 +209,7 @@ func (in *Instance) stop(code int, reason string) {
 type vm struct {
 	rt                              *goja.Runtime
 	init, tick, send, export, adopt goja.Callable
-	sizes, counts, snapshot         goja.Callable
+	sizes, counts, snapshot, tables goja.Callable
 	budget                          time.Duration
 }
 
@@ -275,7 +277,7 @@ func (in *Instance) newVM(prog *goja.Program) (*vm, error) {
 	if err != nil {
 		return nil, err
 	}
-	var ok [8]bool
+	var ok [9]bool
 	v.init, ok[0] = goja.AssertFunction(r.Get("__init"))
 	v.tick, ok[1] = goja.AssertFunction(r.Get("__tick"))
 	v.send, ok[2] = goja.AssertFunction(r.Get("__send"))
@@ -284,7 +286,8 @@ func (in *Instance) newVM(prog *goja.Program) (*vm, error) {
 	v.sizes, ok[5] = goja.AssertFunction(r.Get("__sizes"))
 	v.counts, ok[6] = goja.AssertFunction(r.Get("__takeCounts"))
 	v.snapshot, ok[7] = goja.AssertFunction(r.Get("__snapshot"))
-	if ok != [8]bool{true, true, true, true, true, true, true, true} {
+	v.tables, ok[8] = goja.AssertFunction(r.Get("__tables"))
+	if ok != [9]bool{true, true, true, true, true, true, true, true, true} {
 		return nil, errors.New("the runtime prelude is broken")
 	}
 	return v, nil
@@ -302,6 +305,13 @@ func (in *Instance) start() (*vm, error) {
 	if _, err := v.call(v.init, v.rt.ToValue(in.id), v.rt.ToValue(time.Now().UnixMilli()), v.rt.ToValue(string(params))); err != nil {
 		return nil, fmt.Errorf("create: %w", err)
 	}
+	tables, err := v.call(v.tables)
+	if err != nil {
+		return nil, fmt.Errorf("listing the field tables: %w", err)
+	}
+	in.mu.Lock()
+	in.tables = json.RawMessage(tables.String())
+	in.mu.Unlock()
 	return v, nil
 }
 
@@ -327,8 +337,20 @@ func (in *Instance) upgrade(old *vm, g *version) (*vm, error) {
 	if _, err := v.call(v.adopt, dump, v.rt.ToValue(time.Now().UnixMilli())); err != nil {
 		return old, fmt.Errorf("restoring with the new code: %w", err)
 	}
+	tables, err := v.call(v.tables)
+	if err != nil {
+		return old, fmt.Errorf("listing the new code's field tables: %w", err)
+	}
 	in.mu.Lock()
 	in.ver = g
+	in.tables = json.RawMessage(tables.String())
+	// Compact clients decode the updates from now on by the new tables.
+	msg, _ := json.Marshal(map[string]any{"t": "types", "types": in.tables})
+	for _, c := range in.conns {
+		if c.compact {
+			c.enqueue(msg, false)
+		}
+	}
 	in.mu.Unlock()
 	return v, nil
 }
@@ -563,10 +585,14 @@ func (in *Instance) welcome(ev event) {
 		defer old.closeWith(4002, "replaced by a newer connection of the same player")
 	}
 	in.conns[ev.player] = ev.conn
+	tables := in.tables
 	in.mu.Unlock()
 	m := map[string]any{
 		"t": "welcome", "game": in.domain + "/" + in.name, "instance": in.id, "player": ev.player,
 		"tickRate": cfg.TickRate, "sendRate": cfg.SendRate, "resume": ev.seat.token,
+	}
+	if ev.conn.compact {
+		m["types"] = tables
 	}
 	if in.room != "" {
 		m["room"] = in.room
@@ -579,11 +605,13 @@ func (in *Instance) welcome(ev event) {
 func (in *Instance) sendRound(v *vm) error {
 	in.mu.Lock()
 	ready := make([]any, 0, len(in.conns))
+	compacts := make([]any, 0, len(in.conns)) // whether ready[i] takes the compact encoding
 	skipped := 0
 	for id, c := range in.conns {
 		switch c.state() {
 		case connReady:
 			ready = append(ready, id)
+			compacts = append(compacts, c.compact)
 		case connBusy:
 			skipped++
 		}
@@ -597,17 +625,32 @@ func (in *Instance) sendRound(v *vm) error {
 	if len(ready) == 0 {
 		return nil
 	}
-	res, err := v.call(v.send, v.rt.ToValue(ready))
+	res, err := v.call(v.send, v.rt.ToValue(ready), v.rt.ToValue(compacts))
 	if err != nil {
 		return err
 	}
 	out, _ := res.Export().([]any)
+	now := v.rt.Get("__now").ToInteger()
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	for i := 0; i+1 < len(out); i += 2 {
 		id, _ := out[i].(string)
-		msg, _ := out[i+1].(string)
-		if c := in.conns[id]; c != nil && c.enqueue([]byte(msg), true) {
+		c := in.conns[id]
+		if c == nil {
+			continue
+		}
+		var msg []byte
+		switch m := out[i+1].(type) {
+		case string:
+			msg = []byte(m)
+		case []any: // [seq, body]: a compact update, framed here for this viewer
+			seq, _ := m[0].(int64)
+			body, _ := m[1].(goja.ArrayBuffer)
+			msg = compact.AppendHeader(make([]byte, 0, 8+len(body.Bytes())), uint64(seq), now, c.lastTime)
+			msg = append(msg, body.Bytes()...)
+			c.lastTime = now
+		}
+		if c.enqueue(msg, true) {
 			in.tel.updBytes.Sum += float64(len(msg))
 			in.tel.updBytes.Count++
 		}

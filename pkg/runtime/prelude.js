@@ -188,7 +188,7 @@ function __takeOut() {
 // has a serialise hook) or its state object as it is.
 function __export() {
   var out = { id: __inst.id, players: __inst.players, entities: __inst.entities, viewers: __viewers,
-    round: __round, recs: __recs, tombs: __tombs, visible: !!__R.player.visible, nextEntity: __nextEntity };
+    round: __round, recs: __recs, tombs: __tombs, visible: !!__R.player.visible, nextEntity: __nextEntity, nextHandle: __nextHandle };
   if (__R.instance.serialise) out.saved = __R.instance.serialise(__inst);
   else out.state = __inst.state;
   return JSON.stringify(out);
@@ -211,6 +211,7 @@ function __adopt(json, now) {
   __ntombs = Object.keys(__tombs).length;
   if (x.visible !== !!__R.player.visible) __switchMode();
   __nextEntity = x.nextEntity;
+  __nextHandle = x.nextHandle || 0;
   for (var vid in __viewers) delete __viewers[vid].pv; // the private fields may differ: all sent again
   if ("saved" in x && __R.instance.restore) {
     __inst.state = {};
@@ -304,10 +305,12 @@ function __object(fields, values) {
 // received, and returns [viewer id, message, ...] for those with changes.
 // A viewer not ready this round keeps what it last received, so its next
 // update merges everything it missed.
-function __send(ready) {
+// compact[i] is true when ready[i] takes the compact encoding: its message
+// is then [seq, body], the body an ArrayBuffer that Go frames (see __cbody).
+function __send(ready, compact) {
   var prev = __round, round = ++__round;
   var d = __advance(round);
-  var out = __R.player.visible ? __sendVisible(ready, round) : __sendShared(ready, prev, round, d);
+  var out = __R.player.visible ? __sendVisible(ready, compact, round) : __sendShared(ready, compact, prev, round, d);
   __prune();
   return out;
 }
@@ -322,9 +325,13 @@ function __send(ready) {
 // encoded once for all; one that is behind gets everything newer than its
 // round, merged from the records. Nothing is copied per viewer or per round.
 var __round = 0;
-var __recs = {};  // thing id -> {type, fields, v: [values], fr: [field rounds], a: appear round, seen: round}
+var __recs = {};  // thing id -> {type, fields, v: [values], fr: [field rounds], a: appear round, seen: round, h: handle}
 var __nrecs = 0;
-var __tombs = {}; // thing id -> {a: appear round, r: round it went}
+var __tombs = {}; // thing id -> {a: appear round, r: round it went, h: handle}
+// A delta is {appear: [{id, type, f}], change: [{id, f}], gone: [id]} (the
+// JSON of an update) with, for the compact encoding, the records of its
+// appears (ar) and changes (cr) and the handles of its gones (gh).
+function __delta() { return { appear: [], change: [], gone: [], ar: [], cr: [], gh: [] }; }
 var __ntombs = 0;
 
 function __norm(x) {
@@ -370,10 +377,11 @@ function __appear(id, type, obj, round, d) {
     else if (typeof v[n] === "number" && pq[n] !== 0) v[n] = __quant(v[n], pq[n]);
     fr[n] = round;
   }
-  __recs[id] = { type: type, fields: fields, ty: ty, pq: pq, v: v, fr: fr, a: round, seen: round };
+  var r = __recs[id] = { type: type, fields: fields, ty: ty, pq: pq, v: v, fr: fr, a: round, seen: round, h: ++__nextHandle };
   __nrecs++;
   if (__tombs[id]) { delete __tombs[id]; __ntombs--; }
   d.appear.push({ id: id, type: type, f: __object(fields, v) });
+  d.ar.push(r);
 }
 
 // __track brings the records of the things in objs (players when player is
@@ -383,7 +391,7 @@ function __appear(id, type, obj, round, d) {
 // thing that already has a record: in goja, globals and calls cost more
 // than the comparisons.
 function __track(objs, player, round, d) {
-  var recs = __recs, change = d.change, count = 0, id, obj, r, fs, rv, pq, f, n, x, t, c;
+  var recs = __recs, change = d.change, cr = d.cr, count = 0, id, obj, r, fs, rv, pq, f, n, x, t, c;
   for (id in objs) {
     count++;
     obj = objs[id];
@@ -411,20 +419,21 @@ function __track(objs, player, round, d) {
         f[fs[n]] = x;
       }
     }
-    if (f !== null) change.push({ id: id, f: f });
+    if (f !== null) { change.push({ id: id, f: f }); cr.push(r); }
   }
   return count;
 }
 
 // __advance moves the records to a new round and returns its delta.
 function __advance(round) {
-  var d = { appear: [], change: [], gone: [] }, id;
+  var d = __delta(), id;
   var seen = __track(__inst.players, true, round, d) + __track(__inst.entities, false, round, d);
   if (__nrecs > seen) {
     for (id in __recs) {
       if (__recs[id].seen !== round) {
-        __tombs[id] = { a: __recs[id].a, r: round };
+        __tombs[id] = { a: __recs[id].a, r: round, h: __recs[id].h };
         __ntombs++;
+        d.gh.push(__recs[id].h);
         delete __recs[id];
         __nrecs--;
         d.gone.push(id);
@@ -436,19 +445,20 @@ function __advance(round) {
 
 // __since is the merged delta for a viewer that last received round vr.
 function __since(vr) {
-  var d = { appear: [], change: [], gone: [] }, id, n;
+  var d = __delta(), id, n;
   for (id in __recs) {
     var r = __recs[id];
     if (r.a > vr) {
       d.appear.push({ id: id, type: r.type, f: __object(r.fields, r.v) });
+      d.ar.push(r);
       continue;
     }
     var f = null;
     for (n = 0; n < r.fields.length; n++) if (r.fr[n] > vr) (f = f || {})[r.fields[n]] = r.v[n];
-    if (f) d.change.push({ id: id, f: f });
+    if (f) { d.change.push({ id: id, f: f }); d.cr.push(r); }
   }
   if (vr >= 0) {
-    for (id in __tombs) if (__tombs[id].a <= vr && __tombs[id].r > vr) d.gone.push(id);
+    for (id in __tombs) if (__tombs[id].a <= vr && __tombs[id].r > vr) { d.gone.push(id); d.gh.push(__tombs[id].h); }
   }
   return d;
 }
@@ -479,11 +489,11 @@ function __switchMode() {
       // are told gone at its next update).
       var known = {};
       if (v.round >= 0) {
-        for (id in __recs) if (__recs[id].a <= v.round) known[id] = true;
-        for (id in __tombs) if (__tombs[id].a <= v.round && __tombs[id].r > v.round) known[id] = true;
+        for (id in __recs) if (__recs[id].a <= v.round) known[id] = __recs[id].h;
+        for (id in __tombs) if (__tombs[id].a <= v.round && __tombs[id].r > v.round) known[id] = __tombs[id].h;
       }
       if (v.stale) { // switched twice before its next update
-        for (id in v.stale) known[id] = true;
+        for (id in v.stale) known[id] = v.stale[id];
         delete v.stale;
       }
       v.known = known;
@@ -509,40 +519,41 @@ function __prune() {
   }
 }
 
-function __sendShared(ready, prev, round, d) {
-  var body = __body(d), out = [], inStep = 0;
+function __sendShared(ready, compact, prev, round, d) {
+  var body, cbody, out = [], inStep = 0; // the round's delta, encoded once per format when needed
   var viewers = __viewers, players = __inst.players;
   for (var i = 0; i < ready.length; i++) {
-    var vid = ready[i], v = viewers[vid];
+    var vid = ready[i], v = viewers[vid], c = !!(compact && compact[i]);
     if (!v || !players[vid]) continue;
     var b, src = d, pf = __pp.length ? __private(v, players[vid], v.round < 0) : null;
     if (v.round === prev) {
-      b = body;
+      if (c) b = cbody === undefined ? (cbody = __cbody(d)) : cbody;
+      else b = body === undefined ? (body = __body(d)) : body;
       if (b && !pf) inStep++;
     } else {
       var m = src = __since(v.round);
       if (v.stale) {
-        for (var sid in v.stale) if (!__recs[sid]) m.gone.push(sid);
+        for (var sid in v.stale) if (!__recs[sid]) { m.gone.push(sid); m.gh.push(v.stale[sid]); }
         delete v.stale;
       }
-      b = __body(m);
+      b = c ? __cbody(m) : __body(m);
       if (b && !pf) __count(m, 1);
     }
     if (pf) { // this viewer's own private fields ride with its delta
-      src = { appear: src.appear, change: src.change.concat([{ id: vid, f: pf }]), gone: src.gone };
-      b = __body(src);
+      src = { appear: src.appear, change: src.change.concat([{ id: vid, f: pf }]), gone: src.gone, ar: src.ar, cr: src.cr.concat([__privRec]), gh: src.gh };
+      b = c ? __cbody(src) : __body(src);
       __count(src, 1);
     }
     v.round = round;
-    if (b) out.push(vid, '{"t":"update","seq":' + (++v.seq) + ',"time":' + __now + b);
+    if (b) out.push(vid, c ? [++v.seq, b] : '{"t":"update","seq":' + (++v.seq) + ',"time":' + __now + b);
   }
   if (inStep) __count(d, inStep);
   return out;
 }
 
 // With a visibility hook every viewer gets its own delta: what it sees now
-// against the set of things it knows (v.known: id -> true) and its round.
-function __sendVisible(ready, round) {
+// against the set of things it knows (v.known: id -> handle) and its round.
+function __sendVisible(ready, compact, round) {
   var out = [], visible = __R.player.visible, recs = __recs, players = __inst.players, entities = __inst.entities;
   // The things, listed once for all viewers: for…in is slow in goja.
   var ids = [], rs = [], objs = [], id, k;
@@ -566,41 +577,208 @@ function __sendVisible(ready, round) {
     if (!v || !me) continue;
     // nk counts the ids in known, hits those still in the records: when they
     // differ, some known thing went, and only then is known walked.
-    var known = v.known, nk = v.nk || 0, hits = 0, vr = v.round, d = { appear: [], change: [], gone: [] }, n;
+    var known = v.known, nk = v.nk || 0, hits = 0, vr = v.round, d = __delta(), n;
     for (k = 0; k < ids.length; k++) {
       var r = rs[k];
       id = ids[k];
       if (!sees(me, objs[k])) {
-        if (known[id]) { d.gone.push(id); delete known[id]; nk--; }
+        if (known[id]) { d.gone.push(id); d.gh.push(known[id]); delete known[id]; nk--; }
         continue;
       }
       hits++;
       if (!known[id]) {
         d.appear.push({ id: id, type: r.type, f: __object(r.fields, r.v) });
-        known[id] = true;
+        d.ar.push(r);
+        known[id] = r.h;
         nk++;
         continue;
       }
       var f = null;
       for (n = 0; n < r.fields.length; n++) if (r.fr[n] > vr) (f = f || {})[r.fields[n]] = r.v[n];
-      if (f) d.change.push({ id: id, f: f });
+      if (f) { d.change.push({ id: id, f: f }); d.cr.push(r); }
     }
     if (nk > hits) {
-      for (id in known) if (!recs[id]) { d.gone.push(id); delete known[id]; nk--; }
+      for (id in known) if (!recs[id]) { d.gone.push(id); d.gh.push(known[id]); delete known[id]; nk--; }
     }
     if (__pp.length) {
       var pf = __private(v, me, vr < 0);
-      if (pf) d.change.push({ id: vid, f: pf });
+      if (pf) { d.change.push({ id: vid, f: pf }); d.cr.push(__privRec); }
     }
     v.nk = nk;
     v.round = round;
-    var body = __body(d);
+    var c = !!(compact && compact[i]), body = c ? __cbody(d) : __body(d);
     if (body) {
       __count(d, 1);
-      out.push(vid, '{"t":"update","seq":' + (++v.seq) + ',"time":' + __now + body);
+      out.push(vid, c ? [++v.seq, body] : '{"t":"update","seq":' + (++v.seq) + ',"time":' + __now + body);
     }
   }
   return out;
+}
+
+// The compact encoding of an update (docs/protocol.md): types and fields
+// are numbered by the tables of __tables, sent once in the welcome; a thing
+// is its handle (assigned when its record starts, its id sent once in its
+// appear); numbers go as varints at their precision. Go frames a body with
+// the viewer's seq and time.
+var __types = [], __tix = {}; // type names by number, and back: see __tables
+var __nextHandle = 0;
+// __privRec stands for a viewer's own private fields in a change: handle 0.
+var __privRec = { h: 0, fields: __pp, ty: __ty["player!"], pq: __pq["player!"] };
+var __cb = new Uint8Array(4096), __cn = 0, __has = [];
+var __dv = new DataView(new ArrayBuffer(8));
+
+// __tables is the JSON of the field tables: [{type, fields: [{name, type, q}]}],
+// the player first with its private fields; entity types sorted, then those
+// of things older code left that this code no longer declares (no fields).
+function __tables() {
+  function table(names, decl) {
+    return names.map(function (k) {
+      var f = decl[k], o = { name: k, type: __ftype(f) }, q = __fprec(f);
+      if (q) o.q = q;
+      return o;
+    });
+  }
+  __types = ["player"].concat(Object.keys(__R.entities).sort());
+  var extra = {}, id;
+  if (__inst) for (id in __inst.entities) if (!__R.entities[__inst.entities[id].type]) extra[__inst.entities[id].type] = true;
+  for (id in __recs) if (__recs[id].type !== "player" && !__R.entities[__recs[id].type]) extra[__recs[id].type] = true;
+  __types = __types.concat(Object.keys(extra).sort());
+  __tix = {};
+  __types.forEach(function (t, n) { __tix[t] = n; });
+  return JSON.stringify(__types.map(function (t, n) {
+    if (n === 0) return { type: t, fields: table(__pf, __R.player.fields), private: table(__pp, __R.player.fields) };
+    return { type: t, fields: __R.entities[t] ? table(__ef[t], __R.entities[t].fields) : [] };
+  }));
+}
+__tables();
+
+function __cgrow(k) {
+  var nb = new Uint8Array(Math.max(__cb.length * 2, __cn + k));
+  nb.set(__cb);
+  __cb = nb;
+}
+
+// __cuint writes n (a non-negative integer below 2^53) as a varint.
+function __cuint(n) {
+  if (__cn + 10 > __cb.length) __cgrow(10);
+  var b = __cb;
+  while (n > 2147483647) { b[__cn++] = (n % 128) + 128; n = Math.floor(n / 128); }
+  while (n > 127) { b[__cn++] = (n & 127) | 128; n >>>= 7; }
+  b[__cn++] = n;
+}
+
+// __cnum writes a number: 2 + zigzag(n) for an integer n (x itself, or
+// x / precision, when that gives x back exactly), else 1 and a float32
+// when that is exact, else 0 and a float64 (little-endian).
+function __cnum(x, q) {
+  var n = q === 0 ? x : q > 0 ? Math.round(x * q) : Math.round(x / -q);
+  if (n % 1 === 0 && n <= 281474976710656 && n >= -281474976710656 && (q === 0 || (q > 0 ? n / q : n * -q) === x)) {
+    __cuint(n >= 0 ? 2 * n + 2 : 1 - 2 * n);
+    return;
+  }
+  if (__cn + 9 > __cb.length) __cgrow(9);
+  var k, dv = __dv;
+  dv.setFloat32(0, x, true);
+  if (dv.getFloat32(0, true) === x) {
+    __cb[__cn++] = 1;
+    for (k = 0; k < 4; k++) __cb[__cn++] = dv.getUint8(k);
+    return;
+  }
+  dv.setFloat64(0, x, true);
+  __cb[__cn++] = 0;
+  for (k = 0; k < 8; k++) __cb[__cn++] = dv.getUint8(k);
+}
+
+// __cstr writes a string: its UTF-8 length as a varint, then its UTF-8 (a
+// lone surrogate becomes U+FFFD, as a JSON reader makes it).
+function __cstr(s) {
+  var i, c, d, len = 0, n = s.length;
+  for (i = 0; i < n; i++) {
+    c = s.charCodeAt(i);
+    if (c < 0x80) len++;
+    else if (c < 0x800) len += 2;
+    else if (c >= 0xd800 && c < 0xdc00 && i + 1 < n && (d = s.charCodeAt(i + 1)) >= 0xdc00 && d < 0xe000) { len += 4; i++; }
+    else len += 3;
+  }
+  __cuint(len);
+  if (__cn + len > __cb.length) __cgrow(len);
+  var b = __cb;
+  for (i = 0; i < n; i++) {
+    c = s.charCodeAt(i);
+    if (c < 0x80) b[__cn++] = c;
+    else if (c < 0x800) { b[__cn++] = 0xc0 | (c >> 6); b[__cn++] = 0x80 | (c & 63); }
+    else if (c >= 0xd800 && c < 0xdc00 && i + 1 < n && (d = s.charCodeAt(i + 1)) >= 0xdc00 && d < 0xe000) {
+      c = 0x10000 + ((c - 0xd800) << 10) + (d - 0xdc00);
+      i++;
+      b[__cn++] = 0xf0 | (c >> 18); b[__cn++] = 0x80 | ((c >> 12) & 63); b[__cn++] = 0x80 | ((c >> 6) & 63); b[__cn++] = 0x80 | (c & 63);
+    } else {
+      if (c >= 0xd800 && c < 0xe000) c = 0xfffd;
+      b[__cn++] = 0xe0 | (c >> 12); b[__cn++] = 0x80 | ((c >> 6) & 63); b[__cn++] = 0x80 | (c & 63);
+    }
+  }
+}
+
+// __cmask writes which fields k have __has[k] === want as a bit mask, bit
+// k + 1 for field k and bit 0 the flag, 7 bits a byte, the high bit set
+// on every byte but the last.
+function __cmask(nf, want, flag) {
+  var last = 0, k, j, b = flag ? 1 : 0;
+  for (k = nf - 1; k >= 0; k--) if (__has[k] === want) { last = k + 1; break; }
+  for (j = 1; j <= last; j++) {
+    if (j % 7 === 0) { if (__cn + 1 > __cb.length) __cgrow(1); __cb[__cn++] = b | 128; b = 0; }
+    if (__has[j - 1] === want) b |= 1 << (j % 7);
+  }
+  if (__cn + 1 > __cb.length) __cgrow(1);
+  __cb[__cn++] = b;
+}
+
+// __cfields writes the fields of f (a name -> value object) by record r's
+// table: the mask of those with a value (its flag: some are null), their
+// values in table order, then the mask of those that are null. A field f
+// lacks, or whose value is not of its type, is left out.
+function __cfields(r, f) {
+  var fs = r.fields, ty = r.ty, pq = r.pq, nf = fs.length, k, x, t, nulls = false;
+  for (k = 0; k < nf; k++) {
+    x = f[fs[k]];
+    if (x === null) { __has[k] = 2; nulls = true; continue; }
+    t = ty[k];
+    __has[k] = x !== undefined && (t === "number" || t === "integer" ? typeof x === "number" : typeof x === t) ? 1 : 0;
+  }
+  __cmask(nf, 1, nulls);
+  for (k = 0; k < nf; k++) {
+    if (__has[k] !== 1) continue;
+    x = f[fs[k]];
+    t = ty[k];
+    if (t === "string") __cstr(x);
+    else if (t === "boolean") __cuint(x ? 1 : 0);
+    else __cnum(x, pq[k]);
+  }
+  if (nulls) __cmask(nf, 2, false);
+}
+
+// __cbody encodes a delta compactly, null when it is empty: the appears
+// (handle, type number, id, fields), the changes (handle, fields), the
+// gones (handles), each list after its length.
+function __cbody(d) {
+  if (!d.appear.length && !d.change.length && !d.gone.length) return null;
+  __cn = 0;
+  var i, r;
+  __cuint(d.appear.length);
+  for (i = 0; i < d.appear.length; i++) {
+    r = d.ar[i];
+    __cuint(r.h);
+    __cuint(__tix[r.type] || 0);
+    __cstr(d.appear[i].id);
+    __cfields(r, d.appear[i].f);
+  }
+  __cuint(d.change.length);
+  for (i = 0; i < d.change.length; i++) {
+    __cuint(d.cr[i].h);
+    __cfields(d.cr[i], d.change[i].f);
+  }
+  __cuint(d.gone.length);
+  for (i = 0; i < d.gone.length; i++) __cuint(d.gh[i]);
+  return __cb.slice(0, __cn).buffer;
 }
 
 // __body encodes a delta without its seq: ',"appear":[...],...}'.
