@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/dop251/goja"
+	"github.com/hoster-dev/hoster/internal/compact"
 	"github.com/hoster-dev/hoster/pkg/gen"
 )
 
@@ -63,7 +64,9 @@ type known struct {
 // ready only at random, players join, leave and resume, and things appear,
 // change and go. After every round, each viewer that was ready must know
 // exactly what it sees, built only from the updates it received, with seq
-// going up by one per update; with and without a visibility hook.
+// going up by one per update; with and without a visibility hook. Every
+// other viewer takes the compact encoding, read back by internal/compact's
+// decoder.
 func TestDeltasConverge(t *testing.T) {
 	const hook = `export default function (i, me, thing) { return thing.id === me.id || (thing.x % 3) !== (me.x % 3); }`
 	for _, tc := range []struct {
@@ -74,8 +77,10 @@ func TestDeltasConverge(t *testing.T) {
 		{"visible", hook, hook},
 		{"reload adds visible", "", hook},
 		{"reload drops visible", hook, ""},
+		{"reload adds a field", "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			var v *vm
 			load := func(visible string) (*vm, goja.Callable) {
 				files := map[string]string{}
 				for k, v := range deltaGame {
@@ -83,6 +88,10 @@ func TestDeltasConverge(t *testing.T) {
 				}
 				if visible != "" {
 					files["hoster-player/visible.js"] = visible
+				}
+				if tc.name == "reload adds a field" && v != nil { // the new code: mobs have a z
+					files["hoster-entities/mob/fields.json"] = `{"x": "number", "y": "number", "z": "number"}`
+					files["hoster-entities/mob/tick.js"] = `export default function (i, e) { e.z = e.x + 0.5; }`
 				}
 				v := deltaVM(t, files)
 				if _, err := v.rt.RunString(truthJS); err != nil {
@@ -92,13 +101,22 @@ func TestDeltasConverge(t *testing.T) {
 				return v, truth
 			}
 			v, truth := load(tc.before)
+			decoders := map[string]*compact.Decoder{} // the viewers on the compact encoding
+			last := map[string]int64{}                // the time of each one's previous update
+			tables := func(v *vm) string {
+				res, err := v.call(v.tables)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return res.String()
+			}
 
 			rng := rand.New(rand.NewPCG(1, 2))
 			models := map[string]map[string]known{}
 			seqs := map[string]float64{}
 			inStep := map[string]bool{} // ready last round too: its changes must all be real changes
 			next := 0
-			var sent int
+			var sent, compactSent int
 			for round := 0; round < 400; round++ {
 				if round == 200 {
 					dump, err := v.call(v.export)
@@ -109,6 +127,11 @@ func TestDeltasConverge(t *testing.T) {
 					if _, err := v.call(v.adopt, dump); err != nil {
 						t.Fatal(err)
 					}
+					for _, d := range decoders {
+						if err := d.Text([]byte(`{"t":"types","types":` + tables(v) + `}`)); err != nil {
+							t.Fatal(err)
+						}
+					}
 					inStep = map[string]bool{} // a reload may resend what did not change
 				}
 				events := []any{}
@@ -117,12 +140,16 @@ func TestDeltasConverge(t *testing.T) {
 					id := fmt.Sprintf("p%d", next)
 					events = append(events, []any{"join", id, map[string]string{"name": "n" + id}})
 					models[id] = map[string]known{}
+					if next%2 == 1 {
+						decoders[id] = &compact.Decoder{}
+					}
 				}
 				for id := range models {
 					switch r := rng.Float64(); {
 					case r < 0.01:
 						events = append(events, []any{"leave", id})
 						delete(models, id)
+						delete(decoders, id)
 					case r < 0.02:
 						events = append(events, []any{"resume", id})
 						models[id] = map[string]known{} // the client starts over on a welcome
@@ -133,19 +160,47 @@ func TestDeltasConverge(t *testing.T) {
 				if _, err := v.call(v.tick, v.rt.ToValue(0.05), v.rt.ToValue(round), jsonValue(v.rt, string(ev))); err != nil {
 					t.Fatal(err)
 				}
-				var ready []any
+				for _, e := range events { // welcomed: a compact viewer's decoder starts over
+					e := e.([]any)
+					if d := decoders[e[1].(string)]; d != nil && (e[0] == "join" || e[0] == "resume") {
+						if err := d.Text([]byte(`{"t":"welcome","player":"` + e[1].(string) + `","types":` + tables(v) + `}`)); err != nil {
+							t.Fatal(err)
+						}
+						last[e[1].(string)] = 0
+					}
+				}
+				var ready, compacts []any
 				for id := range models {
 					if rng.Float64() < 0.6 {
 						ready = append(ready, id)
+						compacts = append(compacts, decoders[id] != nil)
 					}
 				}
-				res, err := v.call(v.send, v.rt.ToValue(ready))
+				res, err := v.call(v.send, v.rt.ToValue(ready), v.rt.ToValue(compacts))
 				if err != nil {
 					t.Fatal(err)
 				}
 				out := res.Export().([]any)
 				for i := 0; i+1 < len(out); i += 2 {
-					id, msg := out[i].(string), out[i+1].(string)
+					id, msg := out[i].(string), ""
+					switch x := out[i+1].(type) {
+					case string:
+						msg = x
+					case []any:
+						frame := compact.AppendHeader(nil, uint64(x[0].(int64)), int64(round), last[id])
+						frame = append(frame, x[1].(goja.ArrayBuffer).Bytes()...)
+						last[id] = int64(round)
+						u, err := decoders[id].Update(frame)
+						if err != nil {
+							t.Fatalf("round %d: %s could not decode its update: %v", round, id, err)
+						}
+						if u.Time != int64(round) {
+							t.Fatalf("round %d: %s decoded time %d", round, id, u.Time)
+						}
+						b, _ := json.Marshal(u)
+						msg = string(b)
+						compactSent++
+					}
 					var m struct {
 						T      string  `json:"t"`
 						Seq    float64 `json:"seq"`
@@ -212,7 +267,10 @@ func TestDeltasConverge(t *testing.T) {
 			if sent < 500 {
 				t.Fatalf("only %d updates in 400 rounds: the game is not exercising deltas", sent)
 			}
-			t.Logf("%d updates checked", sent)
+			if compactSent < 200 || sent-compactSent < 200 {
+				t.Fatalf("%d updates of %d compact: both encodings must be exercised", compactSent, sent)
+			}
+			t.Logf("%d updates checked, %d of them compact", sent, compactSent)
 		})
 	}
 }
