@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -105,6 +106,13 @@ type client struct {
 	things    map[string]map[string]any
 	closeCode int
 	applied   chan struct{} // a token after each message applied; closed with the socket
+	history   []seen        // what it knew after each update
+}
+
+// seen is what a client knew after an update at a time.
+type seen struct {
+	time   float64
+	things map[string]map[string]any
 }
 
 func (e *env) dial(t *testing.T, host, path string, h http.Header) (*client, *http.Response, error) {
@@ -162,6 +170,16 @@ func (e *env) dial(t *testing.T, host, path string, h http.Header) (*client, *ht
 				return
 			}
 			c.apply(m)
+			if m["t"] == "update" {
+				c.mu.Lock()
+				things := map[string]map[string]any{}
+				for id, f := range c.things {
+					things[id] = maps.Clone(f)
+				}
+				tm, _ := m["time"].(float64)
+				c.history = append(c.history, seen{tm, things})
+				c.mu.Unlock()
+			}
 			select {
 			case c.applied <- struct{}{}:
 			default:
