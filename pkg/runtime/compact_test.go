@@ -83,8 +83,8 @@ func TestCompactAndJSONViewersAgree(t *testing.T) {
 				{"x": 1.005, "hp": 4, "v": 0.5},       // a gem appears; note null
 				{"x": -2.5, "hp": -1 << 40, "v": 0.1}, // a float64, a big integer; note a number
 				{"x": 12345.678, "hp": 0, "v": 1000},  // hidden by the hook, if any
-				{"x": 0.0, "hp": 1, "v": 2},             // back in view
-				{"x": 7.0, "hp": 2, "v": -1},            // the gem goes
+				{"x": 0.0, "hp": 1, "v": 2},           // back in view
+				{"x": 7.0, "hp": 2, "v": -1},          // the gem goes
 				{"x": 1e-9, "hp": 3, "v": 1.0 / 3},    // x rounds to 0; a gem again
 			}
 			for i, a := range steps {
