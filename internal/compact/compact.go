@@ -29,6 +29,29 @@ func AppendHeader(b []byte, seq uint64, time, prevTime int64) []byte {
 	return binary.AppendVarint(b, time-prevTime)
 }
 
+// AppendNumber appends a number field's value x at the rounding q of its
+// table (0: none): the varint 2 + zigzag(n) for an integer n that gives x
+// back exactly (x itself, or x·q rounded when q > 0, x/−q rounded when
+// q < 0) with |n| ≤ 2^48; else 1 and the float32 when that is exact; else
+// 0 and the float64 (little-endian).
+func AppendNumber(b []byte, x, q float64) []byte {
+	n := x
+	switch {
+	case q > 0:
+		n = math.Round(x * q)
+	case q < 0:
+		n = math.Round(x / -q)
+	}
+	if n == math.Trunc(n) && math.Abs(n) <= 1<<48 && (q == 0 || q > 0 && n/q == x || q < 0 && n*-q == x) {
+		i := int64(n)
+		return binary.AppendUvarint(b, uint64(i<<1^i>>63)+2)
+	}
+	if float64(float32(x)) == x {
+		return binary.LittleEndian.AppendUint32(append(b, 1), math.Float32bits(float32(x)))
+	}
+	return binary.LittleEndian.AppendUint64(append(b, 0), math.Float64bits(x))
+}
+
 // Field is one field of a type's table.
 type Field struct {
 	Name string `json:"name"`

@@ -1,14 +1,23 @@
 package runtime
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"io/fs"
 	"maps"
 	"math"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
+	"github.com/hoster-dev/hoster/internal/compact"
 	"github.com/hoster-dev/hoster/pkg/gen"
 )
 
@@ -171,4 +180,82 @@ func TestCompactAndJSONViewersAgree(t *testing.T) {
 			t.Logf("%d updates compared", compared)
 		})
 	}
+}
+
+// twoViewers is the game of internal/compact/testdata/twoviewers and its
+// script, which connects a compact and a JSON viewer with the browser
+// library and compares what they know after every update.
+func twoViewers(t *testing.T) (files map[string]string, script string) {
+	dir := "../../internal/compact/testdata/twoviewers"
+	files = map[string]string{}
+	err := filepath.WalkDir(filepath.Join(dir, "game"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(filepath.Join(dir, "game"), p)
+		files[filepath.ToSlash(rel)] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files, filepath.Join(dir, "twoviewers.js")
+}
+
+// The browser library in Node: a viewer on the compact protocol and one on
+// JSON know the same after every update at the same time.
+func TestCompactLibraryInNode(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed: the browser library is not exercised here")
+	}
+	files, script := twoViewers(t)
+	e := start(t, map[string]map[string]string{"a.example/g": files})
+	// Node's WebSocket cannot set Host: a proxy stands where Caddy would.
+	target, _ := url.Parse(e.url)
+	proxy := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(target)
+		r.Out.Host = "a.example"
+	}})
+	defer proxy.Close()
+	lib := filepath.Join(e.root, "a.example", "g", gen.ClientFile)
+	abs, _ := filepath.Abs(script)
+	cmd := exec.Command(node, "--experimental-websocket", "--no-warnings", "-e", `
+const lib = require(process.argv[1]), twoViewers = require(process.argv[2]);
+setTimeout(() => { console.log("timeout"); process.exit(2); }, 30000).unref();
+twoViewers(lib, process.argv[3], globalThis.WebSocket, 3, (r) => { console.log(JSON.stringify(r)); process.exit(0); });
+`, lib, abs, "ws"+strings.TrimPrefix(proxy.URL, "http")+"/g")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node: %v\n%s\n%s", err, out, stderr.String())
+	}
+	checkTwoViewers(t, out)
+}
+
+// checkTwoViewers reads twoViewers's report.
+func checkTwoViewers(t *testing.T, report []byte) {
+	t.Helper()
+	var r struct {
+		Compared    int
+		Problems    []string
+		Protocols   []string
+		Updates     []int
+		MsPerUpdate []float64
+	}
+	if err := json.Unmarshal(report, &r); err != nil {
+		t.Fatalf("the report %q: %v", report, err)
+	}
+	if len(r.Problems) > 0 {
+		t.Fatalf("the two viewers disagree:\n%s", strings.Join(r.Problems, "\n"))
+	}
+	if r.Protocols[0] != compact.Protocol || r.Protocols[1] != "" {
+		t.Fatalf("protocols %q, want the compact one and none", r.Protocols)
+	}
+	if r.Compared < 10 {
+		t.Fatalf("only %d updates at the same time to compare (updates %v)", r.Compared, r.Updates)
+	}
+	t.Logf("%d updates compared; the library's cost per update: %.3f ms compact, %.3f ms JSON", r.Compared, r.MsPerUpdate[0], r.MsPerUpdate[1])
 }

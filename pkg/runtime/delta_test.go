@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -176,6 +177,7 @@ func TestDeltasConverge(t *testing.T) {
 						compacts = append(compacts, decoders[id] != nil)
 					}
 				}
+				v.bodies.reset()
 				res, err := v.call(v.send, v.rt.ToValue(ready), v.rt.ToValue(compacts))
 				if err != nil {
 					t.Fatal(err)
@@ -187,8 +189,7 @@ func TestDeltasConverge(t *testing.T) {
 					case string:
 						msg = x
 					case []any:
-						frame := compact.AppendHeader(nil, uint64(x[0].(int64)), int64(round), last[id])
-						frame = append(frame, x[1].(goja.ArrayBuffer).Bytes()...)
+						frame := v.bodies.frame(x[0], x[1], int64(round), last[id])
 						last[id] = int64(round)
 						u, err := decoders[id].Update(frame)
 						if err != nil {
@@ -318,23 +319,94 @@ func BenchmarkSendRound(b *testing.B) {
 			name = "visible"
 			files["hoster-player/visible.js"] = visible
 		}
-		b.Run(name, func(b *testing.B) {
-			v, ready := benchInstanceOf(b, files)
-			readyV := v.rt.ToValue(ready)
-			tick := func(i int) {
-				if _, err := v.call(v.tick, v.rt.ToValue(0.05), v.rt.ToValue(i), v.rt.NewArray()); err != nil {
+		for _, format := range []string{"json", "compact"} {
+			b.Run(name+"/"+format, func(b *testing.B) {
+				v, ready := benchInstanceOf(b, files)
+				readyV := v.rt.ToValue(ready)
+				compacts := make([]any, len(ready))
+				for i := range compacts {
+					compacts[i] = format == "compact"
+				}
+				compactsV := v.rt.ToValue(compacts)
+				tick := func(i int) {
+					if _, err := v.call(v.tick, v.rt.ToValue(0.05), v.rt.ToValue(i), v.rt.NewArray()); err != nil {
+						b.Fatal(err)
+					}
+				}
+				for i := 0; b.Loop(); i++ {
+					b.StopTimer()
+					tick(2 * i)
+					tick(2*i + 1)
+					b.StartTimer()
+					v.bodies.reset()
+					res, err := v.call(v.send, readyV, compactsV)
+					if err != nil {
+						b.Fatal(err)
+					}
+					// What sendRound does with the result: each viewer's frame.
+					out := res.Export().([]any)
+					for i := 0; i+1 < len(out); i += 2 {
+						switch m := out[i+1].(type) {
+						case string:
+							_ = []byte(m)
+						case []any:
+							_ = v.bodies.frame(m[0], m[1], int64(i), 0)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkCompactHandOver compares three ways a compact body can leave
+// JavaScript, with the load game's round (40 changes of a handle, a mask
+// and one or two numbers at precision 0.0001, about 150 varints): bytes
+// written into a Uint8Array in goja and exported as an ArrayBuffer; a plain
+// array of the numbers that Go writes as varints; or each varint handed to
+// a Go function as it is made (what the prelude does: compactWriter).
+func BenchmarkCompactHandOver(b *testing.B) {
+	const js = `var toks = []; for (var i = 0; i < 40; i++) { toks.push(i + 1, 6, 2 * (500000 + i * 7919) + 2); if (i < 20) toks.push(2 * (300000 + i) + 2); }
+var __cb = new Uint8Array(4096), __cn = 0;
+function __cuint(n) {
+  if (__cn + 10 > __cb.length) { var nb = new Uint8Array(__cb.length * 2); nb.set(__cb); __cb = nb; }
+  var b = __cb;
+  while (n > 2147483647) { b[__cn++] = (n % 128) + 128; n = Math.floor(n / 128); }
+  while (n > 127) { b[__cn++] = (n & 127) | 128; n >>>= 7; }
+  b[__cn++] = n;
+}
+function arraybuffer() { __cn = 0; for (var i = 0; i < toks.length; i++) __cuint(toks[i]); return __cb.slice(0, __cn).buffer; }
+function numbers() { var out = []; for (var i = 0; i < toks.length; i++) out.push(toks[i]); return out; }
+function gocalls() { for (var i = 0; i < toks.length; i++) __cu(toks[i]); return __cend(); }`
+	for _, way := range []string{"arraybuffer", "numbers", "gocalls"} {
+		b.Run(way, func(b *testing.B) {
+			r := goja.New()
+			var w compactWriter
+			w.install(r)
+			if _, err := r.RunString(js); err != nil {
+				b.Fatal(err)
+			}
+			fn, _ := goja.AssertFunction(r.Get(way))
+			var out []byte
+			for b.Loop() {
+				w.reset()
+				res, err := fn(goja.Undefined())
+				if err != nil {
 					b.Fatal(err)
 				}
-			}
-			for i := 0; b.Loop(); i++ {
-				b.StopTimer()
-				tick(2 * i)
-				tick(2*i + 1)
-				b.StartTimer()
-				if _, err := v.call(v.send, readyV); err != nil {
-					b.Fatal(err)
+				switch way {
+				case "arraybuffer":
+					out = append(out[:0], res.Export().(goja.ArrayBuffer).Bytes()...)
+				case "numbers":
+					out = out[:0]
+					for _, x := range res.Export().([]any) {
+						out = binary.AppendUvarint(out, uint64(x.(int64)))
+					}
+				default:
+					out = append(out[:0], w.body(res.Export())...)
 				}
 			}
+			b.ReportMetric(float64(len(out)), "bytes")
 		})
 	}
 }

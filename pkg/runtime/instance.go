@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/dop251/goja"
-	"github.com/hoster-dev/hoster/internal/compact"
 	"github.com/hoster-dev/hoster/pkg/api"
 )
 
@@ -211,6 +210,7 @@ type vm struct {
 	init, tick, send, export, adopt goja.Callable
 	sizes, counts, snapshot, tables goja.Callable
 	budget                          time.Duration
+	bodies                          compactWriter // the compact bodies of a send round
 }
 
 // call runs fn under the hook budget, counted in the call's own CPU time:
@@ -261,6 +261,7 @@ func (in *Instance) newVM(prog *goja.Program) (*vm, error) {
 	r := goja.New()
 	r.SetMaxCallStackSize(4096)
 	v := &vm{rt: r, budget: in.rt.o.HookBudget}
+	v.bodies.install(r)
 	r.Set("__log", func(call goja.FunctionCall) goja.Value {
 		msg := call.Argument(0).String()
 		if ok, held := in.g.logAllowed(in.rt.now()); ok {
@@ -625,6 +626,7 @@ func (in *Instance) sendRound(v *vm) error {
 	if len(ready) == 0 {
 		return nil
 	}
+	v.bodies.reset()
 	res, err := v.call(v.send, v.rt.ToValue(ready), v.rt.ToValue(compacts))
 	if err != nil {
 		return err
@@ -644,10 +646,7 @@ func (in *Instance) sendRound(v *vm) error {
 		case string:
 			msg = []byte(m)
 		case []any: // [seq, body]: a compact update, framed here for this viewer
-			seq, _ := m[0].(int64)
-			body, _ := m[1].(goja.ArrayBuffer)
-			msg = compact.AppendHeader(make([]byte, 0, 8+len(body.Bytes())), uint64(seq), now, c.lastTime)
-			msg = append(msg, body.Bytes()...)
+			msg = v.bodies.frame(m[0], m[1], now, c.lastTime)
 			c.lastTime = now
 		}
 		if c.enqueue(msg, true) {

@@ -306,7 +306,8 @@ function __object(fields, values) {
 // A viewer not ready this round keeps what it last received, so its next
 // update merges everything it missed.
 // compact[i] is true when ready[i] takes the compact encoding: its message
-// is then [seq, body], the body an ArrayBuffer that Go frames (see __cbody).
+// is then [seq, body], the body the number of one Go holds (see __cbody),
+// which Go frames.
 function __send(ready, compact) {
   var prev = __round, round = ++__round;
   var d = __advance(round);
@@ -624,8 +625,10 @@ var __types = [], __tix = {}; // type names by number, and back: see __tables
 var __nextHandle = 0;
 // __privRec stands for a viewer's own private fields in a change: handle 0.
 var __privRec = { h: 0, fields: __pp, ty: __ty["player!"], pq: __pq["player!"] };
-var __cb = new Uint8Array(4096), __cn = 0, __has = [];
-var __dv = new DataView(new ArrayBuffer(8));
+// The bytes are written by Go (see compactWriter): __cu(n...) varints,
+// __cbyte(b) a byte, __cnum(x, q) a number, __cstr(s) a string, and
+// __cend() ends the body and returns its number for Go to find it by.
+var __has = [];
 
 // __tables is the JSON of the field tables: [{type, fields: [{name, type, q}]}],
 // the player first with its private fields; entity types sorted, then those
@@ -652,72 +655,6 @@ function __tables() {
 }
 __tables();
 
-function __cgrow(k) {
-  var nb = new Uint8Array(Math.max(__cb.length * 2, __cn + k));
-  nb.set(__cb);
-  __cb = nb;
-}
-
-// __cuint writes n (a non-negative integer below 2^53) as a varint.
-function __cuint(n) {
-  if (__cn + 10 > __cb.length) __cgrow(10);
-  var b = __cb;
-  while (n > 2147483647) { b[__cn++] = (n % 128) + 128; n = Math.floor(n / 128); }
-  while (n > 127) { b[__cn++] = (n & 127) | 128; n >>>= 7; }
-  b[__cn++] = n;
-}
-
-// __cnum writes a number: 2 + zigzag(n) for an integer n (x itself, or
-// x / precision, when that gives x back exactly), else 1 and a float32
-// when that is exact, else 0 and a float64 (little-endian).
-function __cnum(x, q) {
-  var n = q === 0 ? x : q > 0 ? Math.round(x * q) : Math.round(x / -q);
-  if (n % 1 === 0 && n <= 281474976710656 && n >= -281474976710656 && (q === 0 || (q > 0 ? n / q : n * -q) === x)) {
-    __cuint(n >= 0 ? 2 * n + 2 : 1 - 2 * n);
-    return;
-  }
-  if (__cn + 9 > __cb.length) __cgrow(9);
-  var k, dv = __dv;
-  dv.setFloat32(0, x, true);
-  if (dv.getFloat32(0, true) === x) {
-    __cb[__cn++] = 1;
-    for (k = 0; k < 4; k++) __cb[__cn++] = dv.getUint8(k);
-    return;
-  }
-  dv.setFloat64(0, x, true);
-  __cb[__cn++] = 0;
-  for (k = 0; k < 8; k++) __cb[__cn++] = dv.getUint8(k);
-}
-
-// __cstr writes a string: its UTF-8 length as a varint, then its UTF-8 (a
-// lone surrogate becomes U+FFFD, as a JSON reader makes it).
-function __cstr(s) {
-  var i, c, d, len = 0, n = s.length;
-  for (i = 0; i < n; i++) {
-    c = s.charCodeAt(i);
-    if (c < 0x80) len++;
-    else if (c < 0x800) len += 2;
-    else if (c >= 0xd800 && c < 0xdc00 && i + 1 < n && (d = s.charCodeAt(i + 1)) >= 0xdc00 && d < 0xe000) { len += 4; i++; }
-    else len += 3;
-  }
-  __cuint(len);
-  if (__cn + len > __cb.length) __cgrow(len);
-  var b = __cb;
-  for (i = 0; i < n; i++) {
-    c = s.charCodeAt(i);
-    if (c < 0x80) b[__cn++] = c;
-    else if (c < 0x800) { b[__cn++] = 0xc0 | (c >> 6); b[__cn++] = 0x80 | (c & 63); }
-    else if (c >= 0xd800 && c < 0xdc00 && i + 1 < n && (d = s.charCodeAt(i + 1)) >= 0xdc00 && d < 0xe000) {
-      c = 0x10000 + ((c - 0xd800) << 10) + (d - 0xdc00);
-      i++;
-      b[__cn++] = 0xf0 | (c >> 18); b[__cn++] = 0x80 | ((c >> 12) & 63); b[__cn++] = 0x80 | ((c >> 6) & 63); b[__cn++] = 0x80 | (c & 63);
-    } else {
-      if (c >= 0xd800 && c < 0xe000) c = 0xfffd;
-      b[__cn++] = 0xe0 | (c >> 12); b[__cn++] = 0x80 | ((c >> 6) & 63); b[__cn++] = 0x80 | (c & 63);
-    }
-  }
-}
-
 // __cmask writes which fields k have __has[k] === want as a bit mask, bit
 // k + 1 for field k and bit 0 the flag, 7 bits a byte, the high bit set
 // on every byte but the last.
@@ -725,11 +662,10 @@ function __cmask(nf, want, flag) {
   var last = 0, k, j, b = flag ? 1 : 0;
   for (k = nf - 1; k >= 0; k--) if (__has[k] === want) { last = k + 1; break; }
   for (j = 1; j <= last; j++) {
-    if (j % 7 === 0) { if (__cn + 1 > __cb.length) __cgrow(1); __cb[__cn++] = b | 128; b = 0; }
+    if (j % 7 === 0) { __cbyte(b | 128); b = 0; }
     if (__has[j - 1] === want) b |= 1 << (j % 7);
   }
-  if (__cn + 1 > __cb.length) __cgrow(1);
-  __cb[__cn++] = b;
+  __cbyte(b);
 }
 
 // __cfields writes the fields of f (a name -> value object) by record r's
@@ -750,7 +686,7 @@ function __cfields(r, f) {
     x = f[fs[k]];
     t = ty[k];
     if (t === "string") __cstr(x);
-    else if (t === "boolean") __cuint(x ? 1 : 0);
+    else if (t === "boolean") __cbyte(x ? 1 : 0);
     else __cnum(x, pq[k]);
   }
   if (nulls) __cmask(nf, 2, false);
@@ -761,24 +697,22 @@ function __cfields(r, f) {
 // gones (handles), each list after its length.
 function __cbody(d) {
   if (!d.appear.length && !d.change.length && !d.gone.length) return null;
-  __cn = 0;
   var i, r;
-  __cuint(d.appear.length);
+  __cu(d.appear.length);
   for (i = 0; i < d.appear.length; i++) {
     r = d.ar[i];
-    __cuint(r.h);
-    __cuint(__tix[r.type] || 0);
+    __cu(r.h, __tix[r.type] || 0);
     __cstr(d.appear[i].id);
     __cfields(r, d.appear[i].f);
   }
-  __cuint(d.change.length);
+  __cu(d.change.length);
   for (i = 0; i < d.change.length; i++) {
-    __cuint(d.cr[i].h);
+    __cu(d.cr[i].h);
     __cfields(d.cr[i], d.change[i].f);
   }
-  __cuint(d.gone.length);
-  for (i = 0; i < d.gone.length; i++) __cuint(d.gh[i]);
-  return __cb.slice(0, __cn).buffer;
+  __cu(d.gone.length);
+  for (i = 0; i < d.gone.length; i++) __cu(d.gh[i]);
+  return __cend();
 }
 
 // __body encodes a delta without its seq: ',"appear":[...],...}'.

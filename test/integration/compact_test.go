@@ -1,0 +1,80 @@
+package integration
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hoster-dev/hoster/internal/compact"
+	"github.com/hoster-dev/hoster/pkg/gen"
+)
+
+// TestCompactProtocolInChromium: a page with two connections of the browser
+// library, one on the compact protocol and one on JSON, knows the same on
+// both after every update at the same time (internal/compact/testdata/
+// twoviewers: every kind of field and change). It logs the library's cost
+// per update on each, measured in the page (not asserted).
+func TestCompactProtocolInChromium(t *testing.T) {
+	if _, err := exec.LookPath("chromium"); err != nil {
+		t.Skip("chromium is not installed (make test-deps installs Debian's chromium as root); skipping the browser test")
+	}
+	testdata := filepath.Join(repoRoot(t), "internal", "compact", "testdata", "twoviewers")
+	root := filepath.Join(t.TempDir(), "games")
+	if err := os.CopyFS(filepath.Join(root, "two.example", "two"), os.DirFS(filepath.Join(testdata, "game"))); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := gen.Generate(root); err != nil || res.Failed() {
+		t.Fatalf("%v %v", err, res.Problems())
+	}
+	script, err := os.ReadFile(filepath.Join(testdata, "twoviewers.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := `<!doctype html><title>two viewers</title>
+<script src="hoster.client.js"></script>
+<script>` + string(script) + `
+twoViewers(Hoster, undefined, WebSocket, 4, (r) => fetch("report", { method: "POST", body: JSON.stringify(r) }));
+</script>`
+	reports := make(chan []byte, 1)
+	site := pageSite(t, root, "two.example", "two", page, func(r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		select {
+		case reports <- b:
+		default:
+		}
+	})
+	startChromium(t, site+"/two/play.html")
+	var report []byte
+	select {
+	case report = <-reports:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the page never reported")
+	}
+	var r struct {
+		Compared    int
+		Problems    []string
+		Protocols   []string
+		Updates     []int
+		MsPerUpdate []float64
+	}
+	if err := json.Unmarshal(report, &r); err != nil {
+		t.Fatalf("the report %q: %v", report, err)
+	}
+	if len(r.Problems) > 0 {
+		t.Fatalf("the two viewers disagree:\n%s", strings.Join(r.Problems, "\n"))
+	}
+	if r.Protocols[0] != compact.Protocol || r.Protocols[1] != "" {
+		t.Fatalf("protocols %q, want the compact one and none", r.Protocols)
+	}
+	if r.Compared < 10 {
+		t.Fatalf("only %d updates at the same time to compare (updates %v)", r.Compared, r.Updates)
+	}
+	t.Logf("%d updates compared; the library's cost per update in Chromium (decoding and applying, about 55 changes): %.3f ms compact, %.3f ms JSON",
+		r.Compared, r.MsPerUpdate[0], r.MsPerUpdate[1])
+}
