@@ -40,71 +40,91 @@
     return utf8Decoder.decode(b.subarray(pos, pos + n));
   }
 
+  // The compact decoder's reading state: the frame's bytes, a view of them,
+  // the position, and the last mask read (bits, as 0 and 1, and its length).
+  var rb = null, rv = null, rp = 0, bits = [], nbits = 0;
+  function fail(what) { throw new Error("hoster: a compact update " + what); }
+  function rbyte() { if (rp >= rb.length) fail("ends early"); return rb[rp++]; }
+  function ruint() {
+    var c = rbyte();
+    if (c < 128) return c;
+    var x = c & 127, mul = 128;
+    do { c = rbyte(); x += (c & 127) * mul; mul *= 128; } while (c & 128);
+    return x;
+  }
+  function unzigzag(z) { return z % 2 === 0 ? z / 2 : -(z + 1) / 2; }
+  function rstr() { var len = ruint(); if (rp + len > rb.length) fail("ends early"); var s = utf8(rb, rp, len); rp += len; return s; }
+  function rmask() {
+    var c, k;
+    nbits = 0;
+    do { c = rbyte(); for (k = 0; k < 7; k++) bits[nbits++] = (c >> k) & 1; } while (c & 128);
+  }
+  function rnum(q) {
+    var v = ruint(), x;
+    if (v === 0) { if (rp + 8 > rb.length) fail("ends early"); x = rv.getFloat64(rp, true); rp += 8; return x; }
+    if (v === 1) { if (rp + 4 > rb.length) fail("ends early"); x = rv.getFloat32(rp, true); rp += 4; return x; }
+    x = unzigzag(v - 2);
+    return q > 0 ? x / q : q < 0 ? x * -q : x;
+  }
+  // rfields reads a field set by a table: the values' mask, the values,
+  // and when its flag is set the nulls' mask.
+  function rfields(table) {
+    rmask();
+    var f = {}, k, t, n = Math.min(table.length, nbits - 1), nulls = bits[0];
+    for (k = 0; k < n; k++) {
+      if (!bits[k + 1]) continue;
+      t = table[k];
+      f[t.name] = t.type === "number" || t.type === "integer" ? rnum(t.q || 0) : t.type === "string" ? rstr() : ruint() === 1;
+    }
+    if (nulls) {
+      rmask();
+      n = Math.min(table.length, nbits - 1);
+      for (k = 0; k < n; k++) if (bits[k + 1]) f[table[k].name] = null;
+    }
+    return f;
+  }
+
   // decodeUpdate turns a compact update (an ArrayBuffer) into the JSON
   // protocol's message, by st: the field tables (types), what it knows by
   // handle (handles: handle -> [id, type number]), its player (me) and the
   // time of the previous update (time).
   function decodeUpdate(buf, st) {
-    var b = new Uint8Array(buf), dv = new DataView(buf), pos = 0, i, n;
-    function fail(what) { throw new Error("hoster: a compact update " + what); }
-    function byte() { if (pos >= b.length) fail("ends early"); return b[pos++]; }
-    function uint() { var x = 0, mul = 1, c; do { c = byte(); x += (c & 127) * mul; mul *= 128; } while (c & 128); return x; }
-    function zigzag(z) { return z % 2 === 0 ? z / 2 : -(z + 1) / 2; }
-    function str() { var len = uint(); if (pos + len > b.length) fail("ends early"); var s = utf8(b, pos, len); pos += len; return s; }
-    function mask() { var bits = [], c, k; do { c = byte(); for (k = 0; k < 7; k++) bits.push((c >> k) & 1); } while (c & 128); return bits; }
-    function num(q) {
-      var v = uint(), x;
-      if (v === 0) { x = dv.getFloat64(pos, true); pos += 8; return x; }
-      if (v === 1) { x = dv.getFloat32(pos, true); pos += 4; return x; }
-      x = zigzag(v - 2);
-      return q > 0 ? x / q : q < 0 ? x * -q : x;
-    }
-    function fields(table) {
-      var has = mask(), f = {}, k, t;
-      for (k = 0; k < table.length; k++) {
-        if (!has[k + 1]) continue;
-        t = table[k];
-        f[t.name] = t.type === "string" ? str() : t.type === "boolean" ? uint() === 1 : num(t.q || 0);
-      }
-      if (has[0]) {
-        var nulls = mask();
-        for (k = 0; k < table.length; k++) if (nulls[k + 1]) f[table[k].name] = null;
-      }
-      return f;
-    }
+    rb = new Uint8Array(buf); rv = new DataView(buf); rp = 0;
+    var i, n, list;
     if (!st.types) fail("came before the field tables");
-    if (byte() !== 1) fail("is of an unknown kind");
-    var m = { t: "update", seq: uint() }, list;
-    st.time += zigzag(uint());
+    if (rbyte() !== 1) fail("is of an unknown kind");
+    var m = { t: "update", seq: ruint() };
+    st.time += unzigzag(ruint());
     m.time = st.time;
-    if ((n = uint())) {
+    if ((n = ruint())) {
       list = m.appear = [];
       for (i = 0; i < n; i++) {
-        var h = uint(), ti = uint(), id = str(), type = st.types[ti];
+        var h = ruint(), ti = ruint(), id = rstr(), type = st.types[ti];
         if (!type) fail("names an unknown type");
         st.handles[h] = [id, ti];
-        list.push({ id: id, type: type.type, f: fields(type.fields) });
+        list.push({ id: id, type: type.type, f: rfields(type.fields) });
       }
     }
-    if ((n = uint())) {
+    if ((n = ruint())) {
       list = m.change = [];
       for (i = 0; i < n; i++) {
-        var hc = uint(), known = st.handles[hc];
-        if (hc === 0) list.push({ id: st.me, f: fields(st.types[0].private || []) });
-        else if (known) list.push({ id: known[0], f: fields(st.types[known[1]].fields) });
+        var hc = ruint(), known = st.handles[hc];
+        if (hc === 0) list.push({ id: st.me, f: rfields(st.types[0].private || []) });
+        else if (known) list.push({ id: known[0], f: rfields(st.types[known[1]].fields) });
         else fail("changes a thing it never told of");
       }
     }
-    if ((n = uint())) {
+    if ((n = ruint())) {
       list = m.gone = [];
       for (i = 0; i < n; i++) {
-        var hg = uint(), g = st.handles[hg];
+        var hg = ruint(), g = st.handles[hg];
         if (!g) fail("says gone a thing it never told of");
         delete st.handles[hg];
         list.push(g[0]);
       }
     }
-    if (pos !== b.length) fail("has bytes left over");
+    if (rp !== rb.length) fail("has bytes left over");
+    rb = rv = null;
     return m;
   }
 

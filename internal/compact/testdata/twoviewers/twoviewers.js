@@ -6,7 +6,7 @@
 // library's cost per update (its message handler: decoding and applying).
 // It runs in Node (the test in pkg/runtime) and in Chromium (test/integration).
 function twoViewers(lib, url, WS, seconds, report) {
-  const conns = [], hist = [new Map(), new Map()], cost = [0, 0], updates = [0, 0], protocols = ["", ""], problems = [];
+  const conns = [], hist = [new Map(), new Map()], cost = [0, 0], costs = [[], []], updates = [0, 0], protocols = ["", ""], problems = [];
   function header(buf) { // the compact update's time step: byte 1, seq, zigzag time step
     const b = new Uint8Array(buf);
     let pos = 1, v = 0, mul = 1, c;
@@ -45,6 +45,7 @@ function twoViewers(lib, url, WS, seconds, report) {
           }
           if (time === null) return;
           cost[k] += spent;
+          costs[k].push(spent);
           updates[k]++;
           hist[k].set(time, snapshot(conns[k]));
         };
@@ -62,7 +63,8 @@ function twoViewers(lib, url, WS, seconds, report) {
     }
     conns.forEach((g) => g.close());
     report({ compared, problems, protocols, updates,
-      msPerUpdate: [cost[0] / Math.max(updates[0], 1), cost[1] / Math.max(updates[1], 1)] });
+      msPerUpdate: [cost[0] / Math.max(updates[0], 1), cost[1] / Math.max(updates[1], 1)],
+      msMedian: costs.map((c) => c.sort((a, b) => a - b)[c.length >> 1] || 0) });
   }, seconds * 1000);
 }
 if (typeof module === "object" && module.exports) module.exports = twoViewers;
