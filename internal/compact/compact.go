@@ -275,6 +275,7 @@ func (r *reader) fields(table []Field) (map[string]any, error) {
 // Update decodes a binary update frame into the JSON protocol's message.
 // A change or gone of a handle the decoder does not know is an error: the
 // server only ever sends those for things it told this connection of.
+// After an error the decoder is only good for a new welcome.
 func (d *Decoder) Update(frame []byte) (*Message, error) {
 	if d.types == nil {
 		return nil, errors.New("an update before the welcome")
@@ -293,8 +294,7 @@ func (d *Decoder) Update(frame []byte) (*Message, error) {
 		return nil, errShort
 	}
 	r.pos += n
-	d.time += dt
-	m.Time = d.time
+	m.Time = d.time + dt
 	count, err := r.uint()
 	if err != nil {
 		return nil, err
@@ -362,5 +362,6 @@ func (d *Decoder) Update(frame []byte) (*Message, error) {
 	if r.pos != len(frame) {
 		return nil, fmt.Errorf("%d bytes after the update", len(frame)-r.pos)
 	}
+	d.time = m.Time
 	return m, nil
 }
