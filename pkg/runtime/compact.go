@@ -33,6 +33,16 @@ func (w *compactWriter) install(r *goja.Runtime) {
 		w.buf = compact.AppendNumber(w.buf, c.Argument(0).ToFloat(), c.Argument(1).ToFloat())
 		return goja.Undefined()
 	})
+	r.Set("__cnums", func(c goja.FunctionCall) goja.Value {
+		if h := c.Argument(0).ToInteger(); h >= 0 {
+			w.buf = binary.AppendUvarint(w.buf, uint64(h))
+		}
+		w.buf = append(w.buf, byte(c.Argument(1).ToInteger()))
+		for i := 2; i+1 < len(c.Arguments); i += 2 {
+			w.buf = compact.AppendNumber(w.buf, c.Arguments[i].ToFloat(), c.Arguments[i+1].ToFloat())
+		}
+		return goja.Undefined()
+	})
 	r.Set("__cstr", func(c goja.FunctionCall) goja.Value {
 		s := c.Argument(0).String() // UTF-8; a lone surrogate is U+FFFD
 		w.buf = append(binary.AppendUvarint(w.buf, uint64(len(s))), s...)

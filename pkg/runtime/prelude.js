@@ -626,8 +626,10 @@ var __nextHandle = 0;
 // __privRec stands for a viewer's own private fields in a change: handle 0.
 var __privRec = { h: 0, fields: __pp, ty: __ty["player!"], pq: __pq["player!"] };
 // The bytes are written by Go (see compactWriter): __cu(n...) varints,
-// __cbyte(b) a byte, __cnum(x, q) a number, __cstr(s) a string, and
-// __cend() ends the body and returns its number for Go to find it by.
+// __cbyte(b) a byte, __cnum(x, q) a number, __cstr(s) a string,
+// __cnums(h, mask, x, q, ...) a handle (if h >= 0), a one-byte mask and
+// numbers, and __cend() ends the body and returns its number for Go to
+// find it by.
 var __has = [];
 
 // __tables is the JSON of the field tables: [{type, fields: [{name, type, q}]}],
@@ -669,17 +671,37 @@ function __cmask(nf, want, flag) {
 }
 
 // __cfields writes the fields of f (a name -> value object) by record r's
-// table: the mask of those with a value (its flag: some are null), their
-// values in table order, then the mask of those that are null. A field f
-// lacks, or whose value is not of its type, is left out.
-function __cfields(r, f) {
-  var fs = r.fields, ty = r.ty, pq = r.pq, nf = fs.length, k, x, t, nulls = false;
+// table, after the handle h (none when h < 0): the mask of those with a
+// value (its flag: some are null), their values in table order, then the
+// mask of those that are null. A field f lacks, or whose value is not of
+// its type, is left out. The common case, a few numbers and no null, is
+// one call into Go (__cnums): each call costs more than the bytes.
+function __cfields(r, f, h) {
+  var fs = r.fields, ty = r.ty, pq = r.pq, nf = fs.length, k, x, t, nulls = false, plain = nf <= 6, m = 0, n = 0;
   for (k = 0; k < nf; k++) {
     x = f[fs[k]];
     if (x === null) { __has[k] = 2; nulls = true; continue; }
     t = ty[k];
     __has[k] = x !== undefined && (t === "number" || t === "integer" ? typeof x === "number" : typeof x === t) ? 1 : 0;
+    if (__has[k] === 1) {
+      if (typeof x !== "number") plain = false;
+      m |= 1 << (k + 1);
+      n++;
+    }
   }
+  if (plain && !nulls) {
+    var a = __nums;
+    for (k = 0, n = 0; k < nf; k++) if (__has[k] === 1) { a[n++] = f[fs[k]]; a[n++] = pq[k]; }
+    switch (n) {
+      case 0: __cnums(h, m); break;
+      case 2: __cnums(h, m, a[0], a[1]); break;
+      case 4: __cnums(h, m, a[0], a[1], a[2], a[3]); break;
+      case 6: __cnums(h, m, a[0], a[1], a[2], a[3], a[4], a[5]); break;
+      default: __cnums.apply(null, [h, m].concat(a.slice(0, n)));
+    }
+    return;
+  }
+  if (h >= 0) __cu(h);
   __cmask(nf, 1, nulls);
   for (k = 0; k < nf; k++) {
     if (__has[k] !== 1) continue;
@@ -691,6 +713,7 @@ function __cfields(r, f) {
   }
   if (nulls) __cmask(nf, 2, false);
 }
+var __nums = [];
 
 // __cbody encodes a delta compactly, null when it is empty: the appears
 // (handle, type number, id, fields), the changes (handle, fields), the
@@ -703,13 +726,10 @@ function __cbody(d) {
     r = d.ar[i];
     __cu(r.h, __tix[r.type] || 0);
     __cstr(d.appear[i].id);
-    __cfields(r, d.appear[i].f);
+    __cfields(r, d.appear[i].f, -1);
   }
   __cu(d.change.length);
-  for (i = 0; i < d.change.length; i++) {
-    __cu(d.cr[i].h);
-    __cfields(d.cr[i], d.change[i].f);
-  }
+  for (i = 0; i < d.change.length; i++) __cfields(d.cr[i], d.change[i].f, d.cr[i].h);
   __cu(d.gone.length);
   for (i = 0; i < d.gone.length; i++) __cu(d.gh[i]);
   return __cend();
