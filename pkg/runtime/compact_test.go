@@ -16,6 +16,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hoster-dev/hoster/internal/compact"
 	"github.com/hoster-dev/hoster/pkg/gen"
@@ -204,7 +205,8 @@ func twoViewers(t *testing.T) (files map[string]string, script string) {
 }
 
 // The browser library in Node: a viewer on the compact protocol and one on
-// JSON know the same after every update at the same time.
+// JSON know the same after every update at the same time, through a hot
+// reload that gives mobs a new field.
 func TestCompactLibraryInNode(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -224,19 +226,54 @@ func TestCompactLibraryInNode(t *testing.T) {
 	cmd := exec.Command(node, "--experimental-websocket", "--no-warnings", "-e", `
 const lib = require(process.argv[1]), twoViewers = require(process.argv[2]);
 setTimeout(() => { console.log("timeout"); process.exit(2); }, 30000).unref();
-twoViewers(lib, process.argv[3], globalThis.WebSocket, 3, (r) => { console.log(JSON.stringify(r)); process.exit(0); });
+twoViewers(lib, process.argv[3], globalThis.WebSocket, 4, (r) => { console.log(JSON.stringify(r)); process.exit(0); });
 `, lib, abs, "ws"+strings.TrimPrefix(proxy.URL, "http")+"/g")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node: %v\n%s\n%s", err, out, stderr.String())
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
 	}
-	checkTwoViewers(t, out)
+	// Once both are in, new code gives mobs a field.
+	g := e.rt.lookup("a.example", "g")
+	viewers := func() int {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		n := 0
+		for _, in := range g.instances {
+			in.mu.Lock()
+			n += len(in.conns)
+			in.mu.Unlock()
+		}
+		return n
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	for deadline := time.Now().Add(20 * time.Second); viewers() < 2; <-tick.C {
+		if time.Now().After(deadline) {
+			t.Fatal("the two viewers never joined")
+		}
+	}
+	tick.Stop()
+	dir := filepath.Join(e.root, "a.example", "g", "hoster-entities", "mob")
+	os.WriteFile(filepath.Join(dir, "fields.json"), []byte(`{"x": {"type": "number", "precision": 0.0001}, "y": {"type": "number", "precision": 0.0001}, "lvl": "integer"}`), 0o644)
+	os.WriteFile(filepath.Join(dir, "tick.js"), []byte(`export default function (i, e) { e.lvl = 7; }`), 0o644)
+	if res, err := gen.Generate(e.root); err != nil || res.Failed() {
+		t.Fatal(err, res.Problems())
+	}
+	e.rt.Reload("a.example", "g")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("node: %v\n%s\n%s", err, stdout.String(), stderr.String())
+	}
+	last := checkTwoViewers(t, stdout.Bytes())
+	for _, s := range last {
+		if !strings.Contains(s, `"lvl":7`) {
+			t.Fatalf("a viewer never saw the field the reload added: %s", s)
+		}
+	}
 }
 
-// checkTwoViewers reads twoViewers's report.
-func checkTwoViewers(t *testing.T, report []byte) {
+// checkTwoViewers reads twoViewers's report and returns what each viewer
+// knew last.
+func checkTwoViewers(t *testing.T, report []byte) []string {
 	t.Helper()
 	var r struct {
 		Compared    int
@@ -245,6 +282,7 @@ func checkTwoViewers(t *testing.T, report []byte) {
 		Updates     []int
 		MsPerUpdate []float64
 		MsMedian    []float64
+		Last        []string
 	}
 	if err := json.Unmarshal(report, &r); err != nil {
 		t.Fatalf("the report %q: %v", report, err)
@@ -259,4 +297,5 @@ func checkTwoViewers(t *testing.T, report []byte) {
 		t.Fatalf("only %d updates at the same time to compare (updates %v)", r.Compared, r.Updates)
 	}
 	t.Logf("%d updates compared; the library's cost per update: mean %.3f ms compact, %.3f ms JSON; median %.3f ms, %.3f ms", r.Compared, r.MsPerUpdate[0], r.MsPerUpdate[1], r.MsMedian[0], r.MsMedian[1])
+	return r.Last
 }

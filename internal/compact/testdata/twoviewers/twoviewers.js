@@ -64,7 +64,8 @@ function twoViewers(lib, url, WS, seconds, report) {
     conns.forEach((g) => g.close());
     report({ compared, problems, protocols, updates,
       msPerUpdate: [cost[0] / Math.max(updates[0], 1), cost[1] / Math.max(updates[1], 1)],
-      msMedian: costs.map((c) => c.sort((a, b) => a - b)[c.length >> 1] || 0) });
+      msMedian: costs.map((c) => c.sort((a, b) => a - b)[c.length >> 1] || 0),
+      last: hist.map((h) => Array.from(h.values()).pop() || "") });
   }, seconds * 1000);
 }
 if (typeof module === "object" && module.exports) module.exports = twoViewers;
