@@ -45,12 +45,13 @@ func TestCompactProtocol(t *testing.T) {
 var compactGame = map[string]string{
 	"hoster-game.json": `{"tickRate": 20, "sendRate": 10, "capacity": 4, "origins": ["*"]}`,
 	"hoster-player/fields.json": `{"x": {"type": "number", "precision": 0.01}, "hp": "integer", "name": "string", "alive": "boolean",
-  "note": "number", "secret": {"type": "number", "private": true}}`,
-	"hoster-player/join.js":           `export default function (i, p, a) { p.x = 1 / 3; p.hp = 3; p.name = a.name; p.alive = true; p.secret = p.id.length; }`,
+  "note": "number", "secret": {"type": "number", "private": true}, "z1": "number", "z2": "integer", "z3": "boolean"}`,
+	"hoster-player/join.js":           `export default function (i, p, a) { p.x = 1 / 3; p.hp = 3; p.name = a.name; p.alive = true; p.secret = p.id.length; p.z1 = 0.25; p.z2 = -7; p.z3 = false; }`,
 	"hoster-entities/gem/fields.json": `{"v": "number", "tag": "string"}`,
 	"hoster-commands/set/args.json":   `{"x": "number", "hp": "integer", "v": "number"}`,
 	"hoster-commands/set/run.js": `export default function (i, p, a) {
   p.x = a.x; p.hp = a.hp; p.alive = !p.alive; p.note = p.alive ? a.x * 1e6 : NaN; p.secret += 1;
+  p.z1 = p.alive ? a.v : undefined; p.z2 = a.hp * 3; p.z3 = !p.z3; // past the first byte of a field mask
   if (a.v < 0) { for (const id in i.entities) i.remove(id); return; }
   for (const id in i.entities) { i.entities[id].v = a.v; return; }
   i.spawn("gem", {v: a.v, tag: "é😀\u0000" + p.name});
@@ -109,7 +110,7 @@ func TestCompactAndJSONViewersAgree(t *testing.T) {
 			// A hot reload adds a field.
 			dir := filepath.Join(e.root, "a.example", "g")
 			os.WriteFile(filepath.Join(dir, "hoster-player/fields.json"), []byte(`{"x": {"type": "number", "precision": 0.01}, "hp": "integer", "name": "string", "alive": "boolean",
-  "note": "number", "secret": {"type": "number", "private": true}, "lvl": "integer"}`), 0o644)
+  "note": "number", "secret": {"type": "number", "private": true}, "z1": "number", "z2": "integer", "z3": "boolean", "lvl": "integer"}`), 0o644)
 			os.MkdirAll(filepath.Join(dir, "hoster-instance"), 0o755)
 			os.WriteFile(filepath.Join(dir, "hoster-instance/tick.js"), []byte(`export default function (i) { for (const id in i.players) i.players[id].lvl = 7; }`), 0o644)
 			if res, err := gen.Generate(e.root); err != nil || res.Failed() {

@@ -13,5 +13,6 @@ export default function (i, dt) {
     p.x = n / 7; p.y = -n * 1.5; p.alive = n % 4 < 2; p.hp = n % 5 === 0 ? 2 ** 40 + n : n;
     p.note = n % 3 === 0 ? NaN : n % 3 === 1 ? 0.1 * n : 0.5;
     p.secret = n * 2 + p.name.length;
+    p.z1 = n % 2 ? n * 0.25 : undefined; p.z2 = n % 3 === 0; // fields past the first byte of a mask
   }
 }
