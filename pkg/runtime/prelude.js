@@ -677,21 +677,20 @@ function __cmask(nf, want, flag) {
 // its type, is left out. The common case, a few numbers and no null, is
 // one call into Go (__cnums): each call costs more than the bytes.
 function __cfields(r, f, h) {
-  var fs = r.fields, ty = r.ty, pq = r.pq, nf = fs.length, k, x, t, nulls = false, plain = nf <= 6, m = 0, n = 0;
+  var fs = r.fields, ty = r.ty, pq = r.pq, nf = fs.length, k, x, t, nulls = false, plain = nf <= 6, m = 0, n = 0, a = __nums;
   for (k = 0; k < nf; k++) {
     x = f[fs[k]];
     if (x === null) { __has[k] = 2; nulls = true; continue; }
     t = ty[k];
-    __has[k] = x !== undefined && (t === "number" || t === "integer" ? typeof x === "number" : typeof x === t) ? 1 : 0;
-    if (__has[k] === 1) {
+    if (x !== undefined && (t === "number" || t === "integer" ? typeof x === "number" : typeof x === t)) {
+      __has[k] = 1;
       if (typeof x !== "number") plain = false;
       m |= 1 << (k + 1);
-      n++;
-    }
+      a[n++] = x;
+      a[n++] = pq[k];
+    } else __has[k] = 0;
   }
   if (plain && !nulls) {
-    var a = __nums;
-    for (k = 0, n = 0; k < nf; k++) if (__has[k] === 1) { a[n++] = f[fs[k]]; a[n++] = pq[k]; }
     switch (n) {
       case 0: __cnums(h, m); break;
       case 2: __cnums(h, m, a[0], a[1]); break;
