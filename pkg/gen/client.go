@@ -304,7 +304,7 @@ var clientTemplate = template.Must(template.New("client").Delims("[[", "]]").Par
       Object.keys(params).forEach(function (k) { q.push(encodeURIComponent(k) + "=" + encodeURIComponent(params[k])); });
       if (resume) q.push("resume=" + encodeURIComponent(resume));
       var u = url + (q.length ? (url.indexOf("?") < 0 ? "?" : "&") + q.join("&") : ""), opened = false;
-      ws = plain ? new WS(u) : new WS(u, PROTOCOL);
+      var sock = ws = plain ? new WS(u) : new WS(u, PROTOCOL);
       ws.binaryType = "arraybuffer";
       ws.onopen = function () { opened = true; conn.connected = true; emit("open"); };
       ws.onmessage = function (ev) {
@@ -313,7 +313,7 @@ var clientTemplate = template.Must(template.New("client").Delims("[[", "]]").Par
           try { m = decodeUpdate(ev.data, st); } catch (e) {
             // Not what the server meant: start over on a new socket.
             if (root.console) root.console.warn(e.message);
-            ws.close(3000, "undecodable update");
+            sock.close(3000, "undecodable update");
             return;
           }
         } else {
@@ -366,12 +366,12 @@ var clientTemplate = template.Must(template.New("client").Delims("[[", "]]").Par
       };
       var ended = false;
       // Node's WebSocket fails a handshake with an error and no close.
-      ws.onerror = function () { if (!opened) ws.onclose({ code: 1006, reason: "" }); };
+      ws.onerror = function () { if (!opened) sock.onclose({ code: 1006, reason: "" }); };
       ws.onclose = function (ev) {
         if (ended) return;
         ended = true;
         conn.connected = false;
-        if (!opened && !plain) {
+        if (!opened && !plain && !closing) {
           // A server that does not take the compact encoding may fail the
           // handshake: ask again at once for none, and say nothing.
           plain = true;
