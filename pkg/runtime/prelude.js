@@ -630,8 +630,6 @@ var __privRec = { h: 0, fields: __pp, ty: __ty["player!"], pq: __pq["player!"] }
 // __cnums(h, mask, x, q, ...) a handle (if h >= 0), a one-byte mask and
 // numbers, and __cend() ends the body and returns its number for Go to
 // find it by.
-var __has = [];
-
 // __tables is the JSON of the field tables: [{type, fields: [{name, type, q}]}],
 // the player first with its private fields; entity types sorted, then those
 // of things older code left that this code no longer declares (no fields).
@@ -657,82 +655,87 @@ function __tables() {
 }
 __tables();
 
-// __cmask writes which fields k have __has[k] === want as a bit mask, bit
-// k + 1 for field k and bit 0 the flag, 7 bits a byte, the high bit set
-// on every byte but the last.
-function __cmask(nf, want, flag) {
-  var last = 0, k, j, b = flag ? 1 : 0;
-  for (k = nf - 1; k >= 0; k--) if (__has[k] === want) { last = k + 1; break; }
-  for (j = 1; j <= last; j++) {
-    if (j % 7 === 0) { __cbyte(b | 128); b = 0; }
-    if (__has[j - 1] === want) b |= 1 << (j % 7);
-  }
-  __cbyte(b);
-}
-
-// __cfields writes the fields of f (a name -> value object) by record r's
-// table, after the handle h (none when h < 0): the mask of those with a
-// value (its flag: some are null), their values in table order, then the
-// mask of those that are null. A field f lacks, or whose value is not of
-// its type, is left out. The common case, a few numbers and no null, is
-// one call into Go (__cnums): each call costs more than the bytes.
-function __cfields(r, f, h) {
-  var fs = r.fields, ty = r.ty, pq = r.pq, nf = fs.length, k, x, t, nulls = false, plain = nf <= 6, m = 0, n = 0, a = __nums;
-  for (k = 0; k < nf; k++) {
-    x = f[fs[k]];
-    if (x === null) { __has[k] = 2; nulls = true; continue; }
-    t = ty[k];
-    if (x !== undefined && (t === "number" || t === "integer" ? typeof x === "number" : typeof x === t)) {
-      __has[k] = 1;
-      if (typeof x !== "number") plain = false;
-      m |= 1 << (k + 1);
-      a[n++] = x;
-      a[n++] = pq[k];
-    } else __has[k] = 0;
-  }
-  if (plain && !nulls) {
-    switch (n) {
-      case 0: __cnums(h, m); break;
-      case 2: __cnums(h, m, a[0], a[1]); break;
-      case 4: __cnums(h, m, a[0], a[1], a[2], a[3]); break;
-      case 6: __cnums(h, m, a[0], a[1], a[2], a[3], a[4], a[5]); break;
-      default: __cnums.apply(null, [h, m].concat(a.slice(0, n)));
-    }
-    return;
-  }
-  if (h >= 0) __cu(h);
-  __cmask(nf, 1, nulls);
-  for (k = 0; k < nf; k++) {
-    if (__has[k] !== 1) continue;
-    x = f[fs[k]];
-    t = ty[k];
-    if (t === "string") __cstr(x);
-    else if (t === "boolean") __cbyte(x ? 1 : 0);
-    else __cnum(x, pq[k]);
-  }
-  if (nulls) __cmask(nf, 2, false);
-}
-var __nums = [];
-
 // __cbody encodes a delta compactly, null when it is empty: the appears
 // (handle, type number, id, fields), the changes (handle, fields), the
-// gones (handles), each list after its length.
-function __cbody(d) {
-  if (!d.appear.length && !d.change.length && !d.gone.length) return null;
-  var i, r;
-  __cu(d.appear.length);
-  for (i = 0; i < d.appear.length; i++) {
-    r = d.ar[i];
-    __cu(r.h, __tix[r.type] || 0);
-    __cstr(d.appear[i].id);
-    __cfields(r, d.appear[i].f, -1);
+// gones (handles), each list after its length. It and its helpers keep to
+// closure variables: in goja a global costs a map lookup at every use.
+var __cbody = (function () {
+  var has = [], nums = [], cu = __cu, cbyte = __cbyte, cnum = __cnum, cnums = __cnums, cstr = __cstr, cend = __cend;
+
+  // mask writes which fields k have has[k] === want as a bit mask, bit k + 1
+  // for field k and bit 0 the flag, 7 bits a byte, the high bit set on
+  // every byte but the last.
+  function mask(nf, want, flag) {
+    var last = 0, k, j, b = flag ? 1 : 0;
+    for (k = nf - 1; k >= 0; k--) if (has[k] === want) { last = k + 1; break; }
+    for (j = 1; j <= last; j++) {
+      if (j % 7 === 0) { cbyte(b | 128); b = 0; }
+      if (has[j - 1] === want) b |= 1 << (j % 7);
+    }
+    cbyte(b);
   }
-  __cu(d.change.length);
-  for (i = 0; i < d.change.length; i++) __cfields(d.cr[i], d.change[i].f, d.cr[i].h);
-  __cu(d.gone.length);
-  for (i = 0; i < d.gone.length; i++) __cu(d.gh[i]);
-  return __cend();
-}
+
+  // fields writes the fields of f (a name -> value object) by record r's
+  // table, after the handle h (none when h < 0): the mask of those with a
+  // value (its flag: some are null), their values in table order, then the
+  // mask of those that are null. A field f lacks, or whose value is not of
+  // its type, is left out. The common case, a few numbers and no null, is
+  // one call into Go (cnums): each call costs more than the bytes.
+  function fields(r, f, h) {
+    var fs = r.fields, ty = r.ty, pq = r.pq, nf = fs.length, k, x, t, nulls = false, plain = nf <= 6, m = 0, n = 0, a = nums;
+    for (k = 0; k < nf; k++) {
+      x = f[fs[k]];
+      if (x === null) { has[k] = 2; nulls = true; continue; }
+      t = ty[k];
+      if (x !== undefined && (t === "number" || t === "integer" ? typeof x === "number" : typeof x === t)) {
+        has[k] = 1;
+        if (typeof x !== "number") plain = false;
+        m |= 1 << (k + 1);
+        a[n++] = x;
+        a[n++] = pq[k];
+      } else has[k] = 0;
+    }
+    if (plain && !nulls) {
+      switch (n) {
+        case 0: cnums(h, m); break;
+        case 2: cnums(h, m, a[0], a[1]); break;
+        case 4: cnums(h, m, a[0], a[1], a[2], a[3]); break;
+        case 6: cnums(h, m, a[0], a[1], a[2], a[3], a[4], a[5]); break;
+        default: cnums.apply(null, [h, m].concat(a.slice(0, n)));
+      }
+      return;
+    }
+    if (h >= 0) cu(h);
+    mask(nf, 1, nulls);
+    for (k = 0; k < nf; k++) {
+      if (has[k] !== 1) continue;
+      x = f[fs[k]];
+      t = ty[k];
+      if (t === "string") cstr(x);
+      else if (t === "boolean") cbyte(x ? 1 : 0);
+      else cnum(x, pq[k]);
+    }
+    if (nulls) mask(nf, 2, false);
+  }
+
+  return function (d) {
+    var appear = d.appear, change = d.change, gone = d.gone, i, r;
+    if (!appear.length && !change.length && !gone.length) return null;
+    cu(appear.length);
+    for (i = 0; i < appear.length; i++) {
+      r = d.ar[i];
+      cu(r.h, __tix[r.type] || 0);
+      cstr(appear[i].id);
+      fields(r, appear[i].f, -1);
+    }
+    cu(change.length);
+    var cr = d.cr;
+    for (i = 0; i < change.length; i++) fields(cr[i], change[i].f, cr[i].h);
+    cu(gone.length);
+    for (i = 0; i < gone.length; i++) cu(d.gh[i]);
+    return cend();
+  };
+})();
 
 // __body encodes a delta without its seq: ',"appear":[...],...}'.
 function __body(d) {
