@@ -15,6 +15,10 @@ import (
 type compactWriter struct {
 	buf  []byte
 	ends []int // where each finished body ends in buf
+	// The round's plain changes, written while the records are brought up
+	// to date (__cchg), for the round's body (__cpre).
+	chg  []byte
+	nchg int
 }
 
 // install gives r the encoder's functions (see prelude.js).
@@ -43,6 +47,20 @@ func (w *compactWriter) install(r *goja.Runtime) {
 		}
 		return goja.Undefined()
 	})
+	r.Set("__cchg", func(c goja.FunctionCall) goja.Value {
+		w.chg = binary.AppendUvarint(w.chg, uint64(c.Argument(0).ToInteger()))
+		w.chg = append(w.chg, byte(c.Argument(1).ToInteger()))
+		for i := 2; i+1 < len(c.Arguments); i += 2 {
+			w.chg = compact.AppendNumber(w.chg, c.Arguments[i].ToFloat(), c.Arguments[i+1].ToFloat())
+		}
+		w.nchg++
+		return goja.Undefined()
+	})
+	r.Set("__cpre", func(c goja.FunctionCall) goja.Value {
+		w.buf = binary.AppendUvarint(w.buf, uint64(w.nchg)+uint64(c.Argument(0).ToInteger()))
+		w.buf = append(w.buf, w.chg...)
+		return goja.Undefined()
+	})
 	r.Set("__cstr", func(c goja.FunctionCall) goja.Value {
 		s := c.Argument(0).String() // UTF-8; a lone surrogate is U+FFFD
 		w.buf = append(binary.AppendUvarint(w.buf, uint64(len(s))), s...)
@@ -56,7 +74,7 @@ func (w *compactWriter) install(r *goja.Runtime) {
 
 // reset forgets the bodies of the last round (their bytes are reused).
 func (w *compactWriter) reset() {
-	w.buf, w.ends = w.buf[:0], w.ends[:0]
+	w.buf, w.ends, w.chg, w.nchg = w.buf[:0], w.ends[:0], w.chg[:0], 0
 }
 
 // body is the body numbered n (as __cend returned it), nil if none.

@@ -309,8 +309,9 @@ function __object(fields, values) {
 // is then [seq, body], the body the number of one Go holds (see __cbody),
 // which Go frames.
 function __send(ready, compact) {
-  var prev = __round, round = ++__round;
-  var d = __advance(round);
+  var prev = __round, round = ++__round, pre = false;
+  if (compact && !__R.player.visible) for (var i = 0; i < compact.length && !pre; i++) pre = compact[i];
+  var d = __advance(round, pre);
   var out = __R.player.visible ? __sendVisible(ready, compact, round) : __sendShared(ready, compact, prev, round, d);
   __prune();
   return out;
@@ -332,7 +333,10 @@ var __tombs = {}; // thing id -> {a: appear round, r: round it went, h: handle}
 // A delta is {appear: [{id, type, f}], change: [{id, f}], gone: [id]} (the
 // JSON of an update) with, for the compact encoding, the records of its
 // appears (ar) and changes (cr) and the handles of its gones (gh).
-function __delta() { return { appear: [], change: [], gone: [], ar: [], cr: [], gh: [] }; }
+// A round's delta with pre set has its plain changes (a few numbers, no
+// null) already encoded for the compact body, by __track into Go; slow
+// lists (by index) those it left to __cbody.
+function __delta() { return { appear: [], change: [], gone: [], ar: [], cr: [], gh: [], pre: false, slow: [] }; }
 var __ntombs = 0;
 
 function __norm(x) {
@@ -393,6 +397,7 @@ function __appear(id, type, obj, round, d) {
 // than the comparisons.
 function __track(objs, player, round, d) {
   var recs = __recs, change = d.change, cr = d.cr, count = 0, id, obj, r, fs, rv, pq, f, n, x, t, c;
+  var pre = d.pre, a = __preVals, cchg = __cchg, m = 0, na = 0, plain = false; // see __delta
   for (id in objs) {
     count++;
     obj = objs[id];
@@ -406,6 +411,7 @@ function __track(objs, player, round, d) {
     rv = r.v;
     pq = r.pq;
     f = null;
+    if (pre) { m = 0; na = 0; plain = fs.length <= 6; }
     for (n = 0; n < fs.length; n++) {
       x = obj[fs[n]];
       if (x === undefined || (typeof x === "number" && (x !== x || x === Infinity || x === -Infinity))) x = null;
@@ -418,16 +424,30 @@ function __track(objs, player, round, d) {
         r.fr[n] = round;
         if (f === null) f = {};
         f[fs[n]] = x;
+        if (pre) {
+          if (typeof x !== "number") plain = false;
+          else { m |= 1 << (n + 1); a[na++] = x; a[na++] = pq[n]; }
+        }
       }
     }
-    if (f !== null) { change.push({ id: id, f: f }); cr.push(r); }
+    if (f !== null) {
+      change.push({ id: id, f: f });
+      cr.push(r);
+      if (pre) {
+        if (!plain) d.slow.push(change.length - 1);
+        else if (na === 2) cchg(r.h, m, a[0], a[1]);
+        else if (na === 4) cchg(r.h, m, a[0], a[1], a[2], a[3]);
+        else cchg.apply(null, [r.h, m].concat(a.slice(0, na)));
+      }
+    }
   }
   return count;
 }
 
 // __advance moves the records to a new round and returns its delta.
-function __advance(round) {
+function __advance(round, pre) {
   var d = __delta(), id;
+  d.pre = !!pre;
   var seen = __track(__inst.players, true, round, d) + __track(__inst.entities, false, round, d);
   if (__nrecs > seen) {
     for (id in __recs) {
@@ -625,11 +645,14 @@ var __types = [], __tix = {}; // type names by number, and back: see __tables
 var __nextHandle = 0;
 // __privRec stands for a viewer's own private fields in a change: handle 0.
 var __privRec = { h: 0, fields: __pp, ty: __ty["player!"], pq: __pq["player!"] };
+var __preVals = []; // __track's values of one change, for __cchg
 // The bytes are written by Go (see compactWriter): __cu(n...) varints,
 // __cbyte(b) a byte, __cnum(x, q) a number, __cstr(s) a string,
 // __cnums(h, mask, x, q, ...) a handle (if h >= 0), a one-byte mask and
 // numbers, and __cend() ends the body and returns its number for Go to
-// find it by.
+// find it by. __cchg(h, mask, x, q, ...) writes a change as __cnums does
+// but aside, for the round's body, and __cpre(n) puts the count of those
+// and n more there, then them.
 // __tables is the JSON of the field tables: [{type, fields: [{name, type, q}]}],
 // the player first with its private fields; entity types sorted, then those
 // of things older code left that this code no longer declares (no fields).
@@ -660,7 +683,7 @@ __tables();
 // gones (handles), each list after its length. It and its helpers keep to
 // closure variables: in goja a global costs a map lookup at every use.
 var __cbody = (function () {
-  var has = [], nums = [], cu = __cu, cbyte = __cbyte, cnum = __cnum, cnums = __cnums, cstr = __cstr, cend = __cend;
+  var has = [], nums = [], cu = __cu, cbyte = __cbyte, cnum = __cnum, cnums = __cnums, cstr = __cstr, cend = __cend, cpre = __cpre;
 
   // mask writes which fields k have has[k] === want as a bit mask, bit k + 1
   // for field k and bit 0 the flag, 7 bits a byte, the high bit set on
@@ -728,9 +751,14 @@ var __cbody = (function () {
       cstr(appear[i].id);
       fields(r, appear[i].f, -1);
     }
-    cu(change.length);
-    var cr = d.cr;
-    for (i = 0; i < change.length; i++) fields(cr[i], change[i].f, cr[i].h);
+    var cr = d.cr, k;
+    if (d.pre) { // the plain changes are written already; the others follow them
+      cpre(d.slow.length);
+      for (k = 0; k < d.slow.length; k++) { i = d.slow[k]; fields(cr[i], change[i].f, cr[i].h); }
+    } else {
+      cu(change.length);
+      for (i = 0; i < change.length; i++) fields(cr[i], change[i].f, cr[i].h);
+    }
     cu(gone.length);
     for (i = 0; i < gone.length; i++) cu(d.gh[i]);
     return cend();
