@@ -11,7 +11,8 @@
 # Environment: SECS (measured window, default 20), VISIBLE=1 (each player
 # sees only what is within 25 units: hoster's visibility hook against
 # Colyseus's StateView), FIRST=colyseus (run Colyseus first at each size),
-# RUNS (runs at each size, default 1).
+# RUNS (runs at each size, default 1), FORMAT (what hoster's bots ask for:
+# compact, the default, as the browser library does, or json).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,6 +20,7 @@ players=("$@")
 [ ${#players[@]} -gt 0 ] || players=(200 500 1000 2000)
 secs=${SECS:-20}
 runs=${RUNS:-1}
+format=${FORMAT:-compact}
 extra=()
 [ "${VISIBLE:-}" = 1 ] && extra+=(-visible)
 order=(hoster colyseus)
@@ -42,7 +44,7 @@ for n in "${players[@]}"; do
 	for ((r = 1; r <= runs; r++)); do
 		for peer in "${order[@]}"; do
 			echo "== $peer, $n players, run $r" >&2
-			res=$(bin/bench-load -peer "$peer" -players "$n" -seconds "$secs" "${extra[@]}" \
+			res=$(bin/bench-load -peer "$peer" -format "$format" -players "$n" -seconds "$secs" "${extra[@]}" \
 				-server-bin bin/hoster-server -colyseus-dir bench/colyseus 2>/dev/null) || true
 			echo "$res" >&2
 			grep '^RESULT' <<<"$res" >>"$out" || true
@@ -51,7 +53,7 @@ for n in "${players[@]}"; do
 done
 
 echo
-echo "hoster-server / Colyseus, $(nproc) cores, ${secs} s windows$([ "${VISIBLE:-}" = 1 ] && echo ', visibility hook / StateView')"
+echo "hoster-server ($format) / Colyseus, $(nproc) cores, ${secs} s windows$([ "${VISIBLE:-}" = 1 ] && echo ', visibility hook / StateView')"
 echo
 awk '
 function v(line, key,   m) { if (match(line, " " key "=[^ ]*")) { m = substr(line, RSTART + length(key) + 2, RLENGTH - length(key) - 2); return m } return "" }

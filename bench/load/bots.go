@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/hoster-dev/hoster/internal/compact"
 )
 
 // A protocol is how a bot speaks to one kind of server: how it joins, what a
@@ -164,19 +165,29 @@ func runBots(ctx context.Context, p protocol, n, moveRate, sendRate int) (st *bo
 	return st, wg.Wait
 }
 
-// hosterProtocol is the JSON protocol of DESIGN.md: one socket, a welcome,
-// then updates.
+// hosterProtocol is the game socket of DESIGN.md: one socket, a welcome,
+// then updates; JSON text frames, or with compact the updates in binary
+// frames of the compact protocol (docs/protocol.md), counted, not decoded.
 type hosterProtocol struct {
-	url  string // ws://addr/load
-	host string
+	url     string // ws://addr/load
+	host    string
+	compact bool
 }
 
 var dialer = websocket.Dialer{HandshakeTimeout: 30 * time.Second}
 
 func (h hosterProtocol) join(ctx context.Context) (*websocket.Conn, string, error) {
-	ws, _, err := dialer.DialContext(ctx, h.url+"?name=bot", http.Header{"Host": {h.host}})
+	hdr := http.Header{"Host": {h.host}}
+	if h.compact {
+		hdr.Set("Sec-WebSocket-Protocol", compact.Protocol)
+	}
+	ws, _, err := dialer.DialContext(ctx, h.url+"?name=bot", hdr)
 	if err != nil {
 		return nil, "", fmt.Errorf("dialing: %w", err)
+	}
+	if h.compact && ws.Subprotocol() != compact.Protocol {
+		ws.Close()
+		return nil, "", fmt.Errorf("dialing: the server did not take %s", compact.Protocol)
 	}
 	var welcome struct {
 		T        string `json:"t"`
@@ -196,7 +207,7 @@ func (hosterProtocol) move() (int, []byte) {
 }
 
 func (hosterProtocol) isUpdate(data []byte) bool {
-	return len(data) > 6 && data[6] == 'u' // {"t":"update"
+	return len(data) > 0 && data[0] == compact.Update || len(data) > 6 && data[6] == 'u' // {"t":"update"
 }
 
 func (hosterProtocol) answer([]byte) []byte { return nil }

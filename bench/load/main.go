@@ -38,6 +38,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hoster-dev/hoster/internal/compact"
 	"github.com/hoster-dev/hoster/pkg/gen"
 	"github.com/hoster-dev/hoster/pkg/runtime"
 )
@@ -50,6 +51,7 @@ func main() {
 	sendRate := flag.Int("send", 10, "send rate")
 	moveRate := flag.Int("moves", 10, "moves each bot sends a second")
 	precision := flag.Float64("precision", 0.0001, "the precision the game declares for x and y (0: none); Colyseus's number type sends a float as float32 when that loses less than 1e-4")
+	format := flag.String("format", "compact", `the encoding hoster's bots ask for: "compact" (the subprotocol `+compact.Protocol+`, as the browser library does) or "json"`)
 	visible := flag.Bool("visible", false, "give the game a visibility hook: each player sees what is within 25 units of it")
 	seconds := flag.Int("seconds", 20, "how long to measure, after all bots joined")
 	peer := flag.String("peer", "", `run the server in its own process and measure it from outside: "hoster" (-server-bin) or "colyseus" (-colyseus-dir); "" runs the runtime in this process`)
@@ -60,7 +62,10 @@ func main() {
 	flag.Parse()
 	debug.SetGCPercent(*gogc)
 
-	g := loadGame{tick: *tickRate, send: *sendRate, capacity: *capacity, entities: *entities, visible: *visible, precision: *precision}
+	if *format != "compact" && *format != "json" {
+		log.Fatalf("reading -format: %q is not compact or json", *format)
+	}
+	g := loadGame{tick: *tickRate, send: *sendRate, capacity: *capacity, entities: *entities, visible: *visible, precision: *precision, compact: *format == "compact"}
 	switch *peer {
 	case "":
 		inProcess(g, *players, *moveRate, *seconds, *cpuprofile)
@@ -114,7 +119,7 @@ func inProcess(g loadGame, players, moveRate, seconds int, cpuprofile string) {
 	defer srv.Close()
 
 	ctx, cancel := context.WithCancel(context.Background())
-	st, wait := runBots(ctx, hosterProtocol{url: "ws" + strings.TrimPrefix(srv.URL, "http") + "/load", host: "load.example"}, players, moveRate, g.send)
+	st, wait := runBots(ctx, hosterProtocol{url: "ws" + strings.TrimPrefix(srv.URL, "http") + "/load", host: "load.example", compact: g.compact}, players, moveRate, g.send)
 	time.Sleep(2 * time.Second) // let the joins settle
 	mu.Lock()
 	ticks, sends = ticks[:0], sends[:0]
@@ -186,7 +191,7 @@ func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serve
 		if err != nil {
 			log.Fatal(err)
 		}
-		proto = hosterProtocol{url: "ws://" + addr + "/load", host: "load.example"}
+		proto = hosterProtocol{url: "ws://" + addr + "/load", host: "load.example", compact: g.compact}
 	case "colyseus":
 		_, port, _ := net.SplitHostPort(addr)
 		visible := "0"
@@ -254,8 +259,15 @@ func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serve
 	}
 	fmt.Printf("thrown out     %d players whose connection the server ended; %d got no update while measured; %d instances closed by the server\n", thrownWhileMeasured, st.silent.Load(), closed)
 	// One line for bench/vs-colyseus.sh to read.
-	fmt.Printf("RESULT peer=%s players=%d connected=%d rooms=%d cpu=%.3f rss_mib=%d ups=%.2f bpu=%.0f thrown=%d silent=%d closed=%d runq=%d\n",
-		peer, players, n, len(st.rooms), cores, rss>>20, float64(st.updates.Load())/float64(max(n, 1))/wall.Seconds(),
+	format := "json"
+	if g.compact {
+		format = "compact"
+	}
+	if peer != "hoster" {
+		format = peer
+	}
+	fmt.Printf("RESULT format=%s peer=%s players=%d connected=%d rooms=%d cpu=%.3f rss_mib=%d ups=%.2f bpu=%.0f thrown=%d silent=%d closed=%d runq=%d\n",
+		format, peer, players, n, len(st.rooms), cores, rss>>20, float64(st.updates.Load())/float64(max(n, 1))/wall.Seconds(),
 		float64(st.received.Load())/float64(max(st.updates.Load(), 1)), thrownWhileMeasured, st.silent.Load(), closed, runq)
 }
 
@@ -289,6 +301,7 @@ type loadGame struct {
 	tick, send, capacity, entities int
 	visible                        bool
 	precision                      float64
+	compact                        bool // hoster's bots ask for the compact protocol
 }
 
 // write writes the game under gamesRoot and generates it.

@@ -92,7 +92,7 @@ func runNode(t *testing.T, cmd *exec.Cmd) (out []byte, stderr string) {
 func TestClientLibraryInNode(t *testing.T) {
 	node, lib := exampleClient(t)
 
-	resumes := make(chan string, 4)
+	resumes := make(chan string, 8) // the subprotocol asked for and the resume token, per socket
 	upgrader := websocket.Upgrader{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		conn, err := upgrader.Upgrade(w, r, nil)
@@ -100,7 +100,7 @@ func TestClientLibraryInNode(t *testing.T) {
 			return
 		}
 		defer conn.Close()
-		resumes <- r.URL.Query().Get("resume")
+		resumes <- r.Header.Get("Sec-WebSocket-Protocol") + "|" + r.URL.Query().Get("resume")
 		if r.URL.Query().Get("name") != "ada" {
 			t.Errorf("params not passed: %s", r.URL.RawQuery)
 		}
@@ -182,7 +182,77 @@ func TestClientLibraryInNode(t *testing.T) {
 	if serverMsg(say, `{"text":"ééééé"}`) != "" {
 		t.Fatal("code points, not bytes, must be counted")
 	}
-	if first, second := <-resumes, <-resumes; first != "" || second != "tok1" {
-		t.Fatalf("resume tokens sent: %q then %q, want none then tok1", first, second)
+	// This server takes no subprotocol, which fails Node's handshake: the
+	// library asks again for none, and keeps to JSON.
+	if got := []string{<-resumes, <-resumes, <-resumes}; strings.Join(got, " ") != "hoster.compact.1| | |tok1" {
+		t.Fatalf("sockets asked for (subprotocol|resume token): %q, want the compact protocol, then none, then none with tok1", got)
+	}
+}
+
+// A compact update the library cannot decode ends its socket (close 3000)
+// and it resumes on a new one, which starts over; a good one is decoded
+// into the same events as JSON.
+func TestClientLibraryResumesAfterAnUndecodableUpdate(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed: the browser library is not exercised here")
+	}
+	root := copyTree(t, "../../examples/sites")
+	if res, err := Generate(root); err != nil || res.Failed() {
+		t.Fatalf("%v %v", err, res.Problems())
+	}
+	lib := filepath.Join(root, "example.com/arena", ClientFile)
+	closes := make(chan int, 4)
+	upgrader := websocket.Upgrader{Subprotocols: []string{"hoster.compact.1"}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, err := upgrader.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		if conn.Subprotocol() != "hoster.compact.1" {
+			t.Errorf("the library did not ask for the compact protocol")
+			return
+		}
+		resumed := r.URL.Query().Get("resume") == "tok1"
+		conn.WriteMessage(websocket.TextMessage, []byte(`{"t":"welcome","game":"example.com/arena","instance":"0a0b0c0d0e0f","player":"p1","tickRate":20,"sendRate":10,"resume":"tok1",
+"types":[{"type":"player","fields":[{"name":"name","type":"string"},{"name":"x","type":"number","q":100}],"private":[]}]}`))
+		if !resumed {
+			// A change of handle 5, never told of.
+			conn.WriteMessage(websocket.BinaryMessage, []byte{1, 1, 0, 0, 1, 5, 0b10, 4, 0})
+		} else {
+			// p1 appears: handle 1, type 0, "p1", name "ada" and x 0.5.
+			conn.WriteMessage(websocket.BinaryMessage, []byte{1, 1, 0, 1, 1, 0, 2, 'p', '1', 0b110, 3, 'a', 'd', 'a', 102, 0, 0})
+		}
+		_, _, err = conn.ReadMessage()
+		if ce, ok := err.(*websocket.CloseError); ok {
+			closes <- ce.Code
+		}
+	}))
+	defer srv.Close()
+	cmd := exec.Command(node, "--experimental-websocket", "--no-warnings", "-e", `
+const lib = require(process.argv[1]);
+setTimeout(() => { console.log("timeout"); process.exit(2); }, 20000).unref();
+const g = lib.connect(process.argv[2], {}, { WebSocket: globalThis.WebSocket });
+g.on("close", (c) => console.log(JSON.stringify({ ev: "close", code: c.code, reconnecting: c.reconnecting })));
+g.on("appear", (o) => { console.log(JSON.stringify({ ev: "appear", o })); g.close(); process.exit(0); });
+`, lib, "ws"+strings.TrimPrefix(srv.URL, "http")+"/arena")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node: %v\n%s\n%s", err, out, stderr.String())
+	}
+	want := `{"ev":"close","code":3000,"reconnecting":true}
+{"ev":"appear","o":{"id":"p1","type":"player","name":"ada","x":0.5}}
+`
+	if string(out) != want {
+		t.Fatalf("node saw:\n%s\nwant:\n%s\nstderr: %s", out, want, stderr.String())
+	}
+	if code := <-closes; code != 3000 {
+		t.Fatalf("the library closed the socket with %d, want 3000", code)
+	}
+	if !strings.Contains(stderr.String(), "changes a thing it never told of") {
+		t.Fatalf("the library did not say why: %s", stderr.String())
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
+	"github.com/hoster-dev/hoster/internal/compact"
 )
 
 // maxQueued is how many bytes may wait for a slow socket before it is cut.
@@ -51,6 +52,12 @@ type conn struct {
 	sock *wire // nil for a TestGame's players: nothing is written
 	rt   *Runtime
 	seat *seat
+	// compact: the client negotiated the compact encoding (its updates are
+	// binary frames); lastTime is the time of its previous update, which
+	// the next one's header counts from (only the instance goroutine
+	// touches it).
+	compact  bool
+	lastTime int64
 
 	mu      sync.Mutex
 	queue   []outFrame // not yet taken by a writer
@@ -71,6 +78,8 @@ var upgrader = websocket.Upgrader{
 	WriteBufferPool: &sync.Pool{},
 	// The game's origins are checked before the upgrade, in serveSocket.
 	CheckOrigin: func(*http.Request) bool { return true },
+	// A client asking for none gets the JSON text frames of DESIGN.md.
+	Subprotocols: []string{compact.Protocol},
 }
 
 // serveSocket checks the Origin, upgrades, and seats the player: on its
@@ -95,7 +104,7 @@ func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) 
 		return
 	}
 	sock.markUpgraded()
-	c := &conn{ws: ws, sock: sock, rt: rt, wake: make(chan struct{}, 1), gone: make(chan struct{})}
+	c := &conn{ws: ws, sock: sock, rt: rt, wake: make(chan struct{}, 1), gone: make(chan struct{}), compact: ws.Subprotocol() == compact.Protocol}
 	go c.writeLoop()
 
 	q := r.URL.Query()
@@ -519,4 +528,13 @@ func (c *conn) writeLoop() {
 			return
 		}
 	}
+}
+
+// frameOp is the WebSocket frame an update goes in: binary for a compact
+// update (its first byte is compact.Update), text for JSON.
+func frameOp(msg []byte) byte {
+	if len(msg) > 0 && msg[0] == compact.Update {
+		return opBinary
+	}
+	return opText
 }

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/dop251/goja"
+	"github.com/hoster-dev/hoster/internal/compact"
 	"github.com/hoster-dev/hoster/pkg/gen"
 )
 
@@ -63,7 +65,9 @@ type known struct {
 // ready only at random, players join, leave and resume, and things appear,
 // change and go. After every round, each viewer that was ready must know
 // exactly what it sees, built only from the updates it received, with seq
-// going up by one per update; with and without a visibility hook.
+// going up by one per update; with and without a visibility hook. Every
+// other viewer takes the compact encoding, read back by internal/compact's
+// decoder.
 func TestDeltasConverge(t *testing.T) {
 	const hook = `export default function (i, me, thing) { return thing.id === me.id || (thing.x % 3) !== (me.x % 3); }`
 	for _, tc := range []struct {
@@ -74,8 +78,10 @@ func TestDeltasConverge(t *testing.T) {
 		{"visible", hook, hook},
 		{"reload adds visible", "", hook},
 		{"reload drops visible", hook, ""},
+		{"reload adds a field", "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			var v *vm
 			load := func(visible string) (*vm, goja.Callable) {
 				files := map[string]string{}
 				for k, v := range deltaGame {
@@ -83,6 +89,10 @@ func TestDeltasConverge(t *testing.T) {
 				}
 				if visible != "" {
 					files["hoster-player/visible.js"] = visible
+				}
+				if tc.name == "reload adds a field" && v != nil { // the new code: mobs have a z
+					files["hoster-entities/mob/fields.json"] = `{"x": "number", "y": "number", "z": "number"}`
+					files["hoster-entities/mob/tick.js"] = `export default function (i, e) { e.z = e.x + 0.5; }`
 				}
 				v := deltaVM(t, files)
 				if _, err := v.rt.RunString(truthJS); err != nil {
@@ -92,13 +102,22 @@ func TestDeltasConverge(t *testing.T) {
 				return v, truth
 			}
 			v, truth := load(tc.before)
+			decoders := map[string]*compact.Decoder{} // the viewers on the compact encoding
+			last := map[string]int64{}                // the time of each one's previous update
+			tables := func(v *vm) string {
+				res, err := v.call(v.tables)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return res.String()
+			}
 
 			rng := rand.New(rand.NewPCG(1, 2))
 			models := map[string]map[string]known{}
 			seqs := map[string]float64{}
 			inStep := map[string]bool{} // ready last round too: its changes must all be real changes
 			next := 0
-			var sent int
+			var sent, compactSent int
 			for round := 0; round < 400; round++ {
 				if round == 200 {
 					dump, err := v.call(v.export)
@@ -109,6 +128,11 @@ func TestDeltasConverge(t *testing.T) {
 					if _, err := v.call(v.adopt, dump); err != nil {
 						t.Fatal(err)
 					}
+					for _, d := range decoders {
+						if err := d.Text([]byte(`{"t":"types","types":` + tables(v) + `}`)); err != nil {
+							t.Fatal(err)
+						}
+					}
 					inStep = map[string]bool{} // a reload may resend what did not change
 				}
 				events := []any{}
@@ -117,12 +141,16 @@ func TestDeltasConverge(t *testing.T) {
 					id := fmt.Sprintf("p%d", next)
 					events = append(events, []any{"join", id, map[string]string{"name": "n" + id}})
 					models[id] = map[string]known{}
+					if next%2 == 1 {
+						decoders[id] = &compact.Decoder{}
+					}
 				}
 				for id := range models {
 					switch r := rng.Float64(); {
 					case r < 0.01:
 						events = append(events, []any{"leave", id})
 						delete(models, id)
+						delete(decoders, id)
 					case r < 0.02:
 						events = append(events, []any{"resume", id})
 						models[id] = map[string]known{} // the client starts over on a welcome
@@ -133,19 +161,47 @@ func TestDeltasConverge(t *testing.T) {
 				if _, err := v.call(v.tick, v.rt.ToValue(0.05), v.rt.ToValue(round), jsonValue(v.rt, string(ev))); err != nil {
 					t.Fatal(err)
 				}
-				var ready []any
+				for _, e := range events { // welcomed: a compact viewer's decoder starts over
+					e := e.([]any)
+					if d := decoders[e[1].(string)]; d != nil && (e[0] == "join" || e[0] == "resume") {
+						if err := d.Text([]byte(`{"t":"welcome","player":"` + e[1].(string) + `","types":` + tables(v) + `}`)); err != nil {
+							t.Fatal(err)
+						}
+						last[e[1].(string)] = 0
+					}
+				}
+				var ready, compacts []any
 				for id := range models {
 					if rng.Float64() < 0.6 {
 						ready = append(ready, id)
+						compacts = append(compacts, decoders[id] != nil)
 					}
 				}
-				res, err := v.call(v.send, v.rt.ToValue(ready))
+				v.bodies.reset()
+				res, err := v.call(v.send, v.rt.ToValue(ready), v.rt.ToValue(compacts))
 				if err != nil {
 					t.Fatal(err)
 				}
 				out := res.Export().([]any)
 				for i := 0; i+1 < len(out); i += 2 {
-					id, msg := out[i].(string), out[i+1].(string)
+					id, msg := out[i].(string), ""
+					switch x := out[i+1].(type) {
+					case string:
+						msg = x
+					case []any:
+						frame := v.bodies.frame(x[0], x[1], int64(round), last[id])
+						last[id] = int64(round)
+						u, err := decoders[id].Update(frame)
+						if err != nil {
+							t.Fatalf("round %d: %s could not decode its update: %v", round, id, err)
+						}
+						if u.Time != int64(round) {
+							t.Fatalf("round %d: %s decoded time %d", round, id, u.Time)
+						}
+						b, _ := json.Marshal(u)
+						msg = string(b)
+						compactSent++
+					}
 					var m struct {
 						T      string  `json:"t"`
 						Seq    float64 `json:"seq"`
@@ -212,7 +268,10 @@ func TestDeltasConverge(t *testing.T) {
 			if sent < 500 {
 				t.Fatalf("only %d updates in 400 rounds: the game is not exercising deltas", sent)
 			}
-			t.Logf("%d updates checked", sent)
+			if compactSent < 200 || sent-compactSent < 200 {
+				t.Fatalf("%d updates of %d compact: both encodings must be exercised", compactSent, sent)
+			}
+			t.Logf("%d updates checked, %d of them compact", sent, compactSent)
 		})
 	}
 }
@@ -260,23 +319,94 @@ func BenchmarkSendRound(b *testing.B) {
 			name = "visible"
 			files["hoster-player/visible.js"] = visible
 		}
-		b.Run(name, func(b *testing.B) {
-			v, ready := benchInstanceOf(b, files)
-			readyV := v.rt.ToValue(ready)
-			tick := func(i int) {
-				if _, err := v.call(v.tick, v.rt.ToValue(0.05), v.rt.ToValue(i), v.rt.NewArray()); err != nil {
+		for _, format := range []string{"json", "compact"} {
+			b.Run(name+"/"+format, func(b *testing.B) {
+				v, ready := benchInstanceOf(b, files)
+				readyV := v.rt.ToValue(ready)
+				compacts := make([]any, len(ready))
+				for i := range compacts {
+					compacts[i] = format == "compact"
+				}
+				compactsV := v.rt.ToValue(compacts)
+				tick := func(i int) {
+					if _, err := v.call(v.tick, v.rt.ToValue(0.05), v.rt.ToValue(i), v.rt.NewArray()); err != nil {
+						b.Fatal(err)
+					}
+				}
+				for i := 0; b.Loop(); i++ {
+					b.StopTimer()
+					tick(2 * i)
+					tick(2*i + 1)
+					b.StartTimer()
+					v.bodies.reset()
+					res, err := v.call(v.send, readyV, compactsV)
+					if err != nil {
+						b.Fatal(err)
+					}
+					// What sendRound does with the result: each viewer's frame.
+					out := res.Export().([]any)
+					for i := 0; i+1 < len(out); i += 2 {
+						switch m := out[i+1].(type) {
+						case string:
+							_ = []byte(m)
+						case []any:
+							_ = v.bodies.frame(m[0], m[1], int64(i), 0)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkCompactHandOver compares three ways a compact body can leave
+// JavaScript, with the load game's round (40 changes of a handle, a mask
+// and one or two numbers at precision 0.0001, about 150 varints): bytes
+// written into a Uint8Array in goja and exported as an ArrayBuffer; a plain
+// array of the numbers that Go writes as varints; or each varint handed to
+// a Go function as it is made (what the prelude does: compactWriter).
+func BenchmarkCompactHandOver(b *testing.B) {
+	const js = `var toks = []; for (var i = 0; i < 40; i++) { toks.push(i + 1, 6, 2 * (500000 + i * 7919) + 2); if (i < 20) toks.push(2 * (300000 + i) + 2); }
+var __cb = new Uint8Array(4096), __cn = 0;
+function __cuint(n) {
+  if (__cn + 10 > __cb.length) { var nb = new Uint8Array(__cb.length * 2); nb.set(__cb); __cb = nb; }
+  var b = __cb;
+  while (n > 2147483647) { b[__cn++] = (n % 128) + 128; n = Math.floor(n / 128); }
+  while (n > 127) { b[__cn++] = (n & 127) | 128; n >>>= 7; }
+  b[__cn++] = n;
+}
+function arraybuffer() { __cn = 0; for (var i = 0; i < toks.length; i++) __cuint(toks[i]); return __cb.slice(0, __cn).buffer; }
+function numbers() { var out = []; for (var i = 0; i < toks.length; i++) out.push(toks[i]); return out; }
+function gocalls() { for (var i = 0; i < toks.length; i++) __cu(toks[i]); return __cend(); }`
+	for _, way := range []string{"arraybuffer", "numbers", "gocalls"} {
+		b.Run(way, func(b *testing.B) {
+			r := goja.New()
+			var w compactWriter
+			w.install(r)
+			if _, err := r.RunString(js); err != nil {
+				b.Fatal(err)
+			}
+			fn, _ := goja.AssertFunction(r.Get(way))
+			var out []byte
+			for b.Loop() {
+				w.reset()
+				res, err := fn(goja.Undefined())
+				if err != nil {
 					b.Fatal(err)
 				}
-			}
-			for i := 0; b.Loop(); i++ {
-				b.StopTimer()
-				tick(2 * i)
-				tick(2*i + 1)
-				b.StartTimer()
-				if _, err := v.call(v.send, readyV); err != nil {
-					b.Fatal(err)
+				switch way {
+				case "arraybuffer":
+					out = append(out[:0], res.Export().(goja.ArrayBuffer).Bytes()...)
+				case "numbers":
+					out = out[:0]
+					for _, x := range res.Export().([]any) {
+						out = binary.AppendUvarint(out, uint64(x.(int64)))
+					}
+				default:
+					out = append(out[:0], w.body(res.Export())...)
 				}
 			}
+			b.ReportMetric(float64(len(out)), "bytes")
 		})
 	}
 }

@@ -51,6 +51,7 @@ type Instance struct {
 	empty    *time.Timer
 	tel      counters
 	params   map[string]string // the first player's, for create
+	tables   json.RawMessage   // the compact encoding's field tables of the code it runs
 
 	// pending holds messages from instance.send and broadcast until their
 	// player's next update has been queued; only the instance goroutine
@@ -207,8 +208,9 @@ func (in *Instance) stop(code int, reason string) {
 type vm struct {
 	rt                              *goja.Runtime
 	init, tick, send, export, adopt goja.Callable
-	sizes, counts, snapshot         goja.Callable
+	sizes, counts, snapshot, tables goja.Callable
 	budget                          time.Duration
+	bodies                          compactWriter // the compact bodies of a send round
 }
 
 // call runs fn under the hook budget, counted in the call's own CPU time:
@@ -259,6 +261,7 @@ func (in *Instance) newVM(prog *goja.Program) (*vm, error) {
 	r := goja.New()
 	r.SetMaxCallStackSize(4096)
 	v := &vm{rt: r, budget: in.rt.o.HookBudget}
+	v.bodies.install(r)
 	r.Set("__log", func(call goja.FunctionCall) goja.Value {
 		msg := call.Argument(0).String()
 		if ok, held := in.g.logAllowed(in.rt.now()); ok {
@@ -275,7 +278,7 @@ func (in *Instance) newVM(prog *goja.Program) (*vm, error) {
 	if err != nil {
 		return nil, err
 	}
-	var ok [8]bool
+	var ok [9]bool
 	v.init, ok[0] = goja.AssertFunction(r.Get("__init"))
 	v.tick, ok[1] = goja.AssertFunction(r.Get("__tick"))
 	v.send, ok[2] = goja.AssertFunction(r.Get("__send"))
@@ -284,7 +287,8 @@ func (in *Instance) newVM(prog *goja.Program) (*vm, error) {
 	v.sizes, ok[5] = goja.AssertFunction(r.Get("__sizes"))
 	v.counts, ok[6] = goja.AssertFunction(r.Get("__takeCounts"))
 	v.snapshot, ok[7] = goja.AssertFunction(r.Get("__snapshot"))
-	if ok != [8]bool{true, true, true, true, true, true, true, true} {
+	v.tables, ok[8] = goja.AssertFunction(r.Get("__tables"))
+	if ok != [9]bool{true, true, true, true, true, true, true, true, true} {
 		return nil, errors.New("the runtime prelude is broken")
 	}
 	return v, nil
@@ -303,6 +307,13 @@ func (in *Instance) start(now time.Time) (*vm, error) {
 	if _, err := v.call(v.init, v.rt.ToValue(in.id), v.rt.ToValue(now.UnixMilli()), v.rt.ToValue(string(params))); err != nil {
 		return nil, fmt.Errorf("create: %w", err)
 	}
+	tables, err := v.call(v.tables)
+	if err != nil {
+		return nil, fmt.Errorf("listing the field tables: %w", err)
+	}
+	in.mu.Lock()
+	in.tables = json.RawMessage(tables.String())
+	in.mu.Unlock()
 	return v, nil
 }
 
@@ -328,8 +339,20 @@ func (in *Instance) upgrade(old *vm, g *version, now time.Time) (*vm, error) {
 	if _, err := v.call(v.adopt, dump, v.rt.ToValue(now.UnixMilli())); err != nil {
 		return old, fmt.Errorf("restoring with the new code: %w", err)
 	}
+	tables, err := v.call(v.tables)
+	if err != nil {
+		return old, fmt.Errorf("listing the new code's field tables: %w", err)
+	}
 	in.mu.Lock()
 	in.ver = g
+	in.tables = json.RawMessage(tables.String())
+	// Compact clients decode the updates from now on by the new tables.
+	msg, _ := json.Marshal(map[string]any{"t": "types", "types": in.tables})
+	for _, c := range in.conns {
+		if c.compact {
+			c.enqueue(msg, false)
+		}
+	}
 	in.mu.Unlock()
 	return v, nil
 }
@@ -569,10 +592,14 @@ func (in *Instance) welcome(ev event) {
 		defer old.closeWith(4002, "replaced by a newer connection of the same player")
 	}
 	in.conns[ev.player] = ev.conn
+	tables := in.tables
 	in.mu.Unlock()
 	m := map[string]any{
 		"t": "welcome", "game": in.domain + "/" + in.name, "instance": in.id, "player": ev.player,
 		"tickRate": cfg.TickRate, "sendRate": cfg.SendRate, "resume": ev.seat.token,
+	}
+	if ev.conn.compact {
+		m["types"] = tables
 	}
 	if in.room != "" {
 		m["room"] = in.room
@@ -585,11 +612,13 @@ func (in *Instance) welcome(ev event) {
 func (in *Instance) sendRound(v *vm) error {
 	in.mu.Lock()
 	ready := make([]any, 0, len(in.conns))
+	compacts := make([]any, 0, len(in.conns)) // whether ready[i] takes the compact encoding
 	skipped := 0
 	for id, c := range in.conns {
 		switch c.state() {
 		case connReady:
 			ready = append(ready, id)
+			compacts = append(compacts, c.compact)
 		case connBusy:
 			skipped++
 		}
@@ -603,17 +632,30 @@ func (in *Instance) sendRound(v *vm) error {
 	if len(ready) == 0 {
 		return nil
 	}
-	res, err := v.call(v.send, v.rt.ToValue(ready))
+	v.bodies.reset()
+	res, err := v.call(v.send, v.rt.ToValue(ready), v.rt.ToValue(compacts))
 	if err != nil {
 		return err
 	}
 	out, _ := res.Export().([]any)
+	now := v.rt.Get("__now").ToInteger()
 	in.mu.Lock()
 	due := make([]*conn, 0, len(ready))
 	for i := 0; i+1 < len(out); i += 2 {
 		id, _ := out[i].(string)
-		msg, _ := out[i+1].(string)
-		if c := in.conns[id]; c != nil && c.add(outFrame{opText, []byte(msg)}, true) {
+		c := in.conns[id]
+		if c == nil {
+			continue
+		}
+		var msg []byte
+		switch m := out[i+1].(type) {
+		case string:
+			msg = []byte(m)
+		case []any: // [seq, body]: a compact update, framed here for this viewer
+			msg = v.bodies.frame(m[0], m[1], now, c.lastTime)
+			c.lastTime = now
+		}
+		if c.add(outFrame{frameOp(msg), msg}, true) {
 			in.tel.updBytes.Sum += float64(len(msg))
 			in.tel.updBytes.Count++
 		}

@@ -188,7 +188,7 @@ function __takeOut() {
 // has a serialise hook) or its state object as it is.
 function __export() {
   var out = { id: __inst.id, players: __inst.players, entities: __inst.entities, viewers: __viewers,
-    round: __round, recs: __recs, tombs: __tombs, visible: !!__R.player.visible, nextEntity: __nextEntity };
+    round: __round, recs: __recs, tombs: __tombs, visible: !!__R.player.visible, nextEntity: __nextEntity, nextHandle: __nextHandle };
   if (__R.instance.serialise) out.saved = __R.instance.serialise(__inst);
   else out.state = __inst.state;
   return JSON.stringify(out);
@@ -211,6 +211,7 @@ function __adopt(json, now) {
   __ntombs = Object.keys(__tombs).length;
   if (x.visible !== !!__R.player.visible) __switchMode();
   __nextEntity = x.nextEntity;
+  __nextHandle = x.nextHandle || 0;
   for (var vid in __viewers) delete __viewers[vid].pv; // the private fields may differ: all sent again
   if ("saved" in x && __R.instance.restore) {
     __inst.state = {};
@@ -304,10 +305,14 @@ function __object(fields, values) {
 // received, and returns [viewer id, message, ...] for those with changes.
 // A viewer not ready this round keeps what it last received, so its next
 // update merges everything it missed.
-function __send(ready) {
-  var prev = __round, round = ++__round;
-  var d = __advance(round);
-  var out = __R.player.visible ? __sendVisible(ready, round) : __sendShared(ready, prev, round, d);
+// compact[i] is true when ready[i] takes the compact encoding: its message
+// is then [seq, body], the body the number of one Go holds (see __cbody),
+// which Go frames.
+function __send(ready, compact) {
+  var prev = __round, round = ++__round, pre = false;
+  if (compact && !__R.player.visible) for (var i = 0; i < compact.length && !pre; i++) pre = compact[i];
+  var d = __advance(round, pre);
+  var out = __R.player.visible ? __sendVisible(ready, compact, round) : __sendShared(ready, compact, prev, round, d);
   __prune();
   return out;
 }
@@ -322,9 +327,16 @@ function __send(ready) {
 // encoded once for all; one that is behind gets everything newer than its
 // round, merged from the records. Nothing is copied per viewer or per round.
 var __round = 0;
-var __recs = {};  // thing id -> {type, fields, v: [values], fr: [field rounds], a: appear round, seen: round}
+var __recs = {};  // thing id -> {type, fields, v: [values], fr: [field rounds], a: appear round, seen: round, h: handle}
 var __nrecs = 0;
-var __tombs = {}; // thing id -> {a: appear round, r: round it went}
+var __tombs = {}; // thing id -> {a: appear round, r: round it went, h: handle}
+// A delta is {appear: [{id, type, f}], change: [{id, f}], gone: [id]} (the
+// JSON of an update) with, for the compact encoding, the records of its
+// appears (ar) and changes (cr) and the handles of its gones (gh).
+// A round's delta with pre set has its plain changes (a few numbers, no
+// null) already encoded for the compact body, by __track into Go; slow
+// lists (by index) those it left to __cbody.
+function __delta() { return { appear: [], change: [], gone: [], ar: [], cr: [], gh: [], pre: false, slow: [] }; }
 var __ntombs = 0;
 
 function __norm(x) {
@@ -370,10 +382,11 @@ function __appear(id, type, obj, round, d) {
     else if (typeof v[n] === "number" && pq[n] !== 0) v[n] = __quant(v[n], pq[n]);
     fr[n] = round;
   }
-  __recs[id] = { type: type, fields: fields, ty: ty, pq: pq, v: v, fr: fr, a: round, seen: round };
+  var r = __recs[id] = { type: type, fields: fields, ty: ty, pq: pq, v: v, fr: fr, a: round, seen: round, h: ++__nextHandle };
   __nrecs++;
   if (__tombs[id]) { delete __tombs[id]; __ntombs--; }
   d.appear.push({ id: id, type: type, f: __object(fields, v) });
+  d.ar.push(r);
 }
 
 // __track brings the records of the things in objs (players when player is
@@ -383,7 +396,8 @@ function __appear(id, type, obj, round, d) {
 // thing that already has a record: in goja, globals and calls cost more
 // than the comparisons.
 function __track(objs, player, round, d) {
-  var recs = __recs, change = d.change, count = 0, id, obj, r, fs, rv, pq, f, n, x, t, c;
+  var recs = __recs, change = d.change, cr = d.cr, count = 0, id, obj, r, fs, rv, pq, f, n, x, t, c;
+  var pre = d.pre, a = __preVals, cchg = __cchg, m = 0, na = 0, plain = false; // see __delta
   for (id in objs) {
     count++;
     obj = objs[id];
@@ -397,6 +411,7 @@ function __track(objs, player, round, d) {
     rv = r.v;
     pq = r.pq;
     f = null;
+    if (pre) { m = 0; na = 0; plain = fs.length <= 6; }
     for (n = 0; n < fs.length; n++) {
       x = obj[fs[n]];
       if (x === undefined || (typeof x === "number" && (x !== x || x === Infinity || x === -Infinity))) x = null;
@@ -409,22 +424,37 @@ function __track(objs, player, round, d) {
         r.fr[n] = round;
         if (f === null) f = {};
         f[fs[n]] = x;
+        if (pre) {
+          if (typeof x !== "number") plain = false;
+          else { m |= 1 << (n + 1); a[na++] = x; a[na++] = pq[n]; }
+        }
       }
     }
-    if (f !== null) change.push({ id: id, f: f });
+    if (f !== null) {
+      change.push({ id: id, f: f });
+      cr.push(r);
+      if (pre) {
+        if (!plain) d.slow.push(change.length - 1);
+        else if (na === 2) cchg(r.h, m, a[0], a[1]);
+        else if (na === 4) cchg(r.h, m, a[0], a[1], a[2], a[3]);
+        else cchg.apply(null, [r.h, m].concat(a.slice(0, na)));
+      }
+    }
   }
   return count;
 }
 
 // __advance moves the records to a new round and returns its delta.
-function __advance(round) {
-  var d = { appear: [], change: [], gone: [] }, id;
+function __advance(round, pre) {
+  var d = __delta(), id;
+  d.pre = !!pre;
   var seen = __track(__inst.players, true, round, d) + __track(__inst.entities, false, round, d);
   if (__nrecs > seen) {
     for (id in __recs) {
       if (__recs[id].seen !== round) {
-        __tombs[id] = { a: __recs[id].a, r: round };
+        __tombs[id] = { a: __recs[id].a, r: round, h: __recs[id].h };
         __ntombs++;
+        d.gh.push(__recs[id].h);
         delete __recs[id];
         __nrecs--;
         d.gone.push(id);
@@ -436,19 +466,20 @@ function __advance(round) {
 
 // __since is the merged delta for a viewer that last received round vr.
 function __since(vr) {
-  var d = { appear: [], change: [], gone: [] }, id, n;
+  var d = __delta(), id, n;
   for (id in __recs) {
     var r = __recs[id];
     if (r.a > vr) {
       d.appear.push({ id: id, type: r.type, f: __object(r.fields, r.v) });
+      d.ar.push(r);
       continue;
     }
     var f = null;
     for (n = 0; n < r.fields.length; n++) if (r.fr[n] > vr) (f = f || {})[r.fields[n]] = r.v[n];
-    if (f) d.change.push({ id: id, f: f });
+    if (f) { d.change.push({ id: id, f: f }); d.cr.push(r); }
   }
   if (vr >= 0) {
-    for (id in __tombs) if (__tombs[id].a <= vr && __tombs[id].r > vr) d.gone.push(id);
+    for (id in __tombs) if (__tombs[id].a <= vr && __tombs[id].r > vr) { d.gone.push(id); d.gh.push(__tombs[id].h); }
   }
   return d;
 }
@@ -479,11 +510,11 @@ function __switchMode() {
       // are told gone at its next update).
       var known = {};
       if (v.round >= 0) {
-        for (id in __recs) if (__recs[id].a <= v.round) known[id] = true;
-        for (id in __tombs) if (__tombs[id].a <= v.round && __tombs[id].r > v.round) known[id] = true;
+        for (id in __recs) if (__recs[id].a <= v.round) known[id] = __recs[id].h;
+        for (id in __tombs) if (__tombs[id].a <= v.round && __tombs[id].r > v.round) known[id] = __tombs[id].h;
       }
       if (v.stale) { // switched twice before its next update
-        for (id in v.stale) known[id] = true;
+        for (id in v.stale) known[id] = v.stale[id];
         delete v.stale;
       }
       v.known = known;
@@ -509,40 +540,41 @@ function __prune() {
   }
 }
 
-function __sendShared(ready, prev, round, d) {
-  var body = __body(d), out = [], inStep = 0;
+function __sendShared(ready, compact, prev, round, d) {
+  var body, cbody, out = [], inStep = 0; // the round's delta, encoded once per format when needed
   var viewers = __viewers, players = __inst.players;
   for (var i = 0; i < ready.length; i++) {
-    var vid = ready[i], v = viewers[vid];
+    var vid = ready[i], v = viewers[vid], c = !!(compact && compact[i]);
     if (!v || !players[vid]) continue;
     var b, src = d, pf = __pp.length ? __private(v, players[vid], v.round < 0) : null;
     if (v.round === prev) {
-      b = body;
+      if (c) b = cbody === undefined ? (cbody = __cbody(d)) : cbody;
+      else b = body === undefined ? (body = __body(d)) : body;
       if (b && !pf) inStep++;
     } else {
       var m = src = __since(v.round);
       if (v.stale) {
-        for (var sid in v.stale) if (!__recs[sid]) m.gone.push(sid);
+        for (var sid in v.stale) if (!__recs[sid]) { m.gone.push(sid); m.gh.push(v.stale[sid]); }
         delete v.stale;
       }
-      b = __body(m);
+      b = c ? __cbody(m) : __body(m);
       if (b && !pf) __count(m, 1);
     }
     if (pf) { // this viewer's own private fields ride with its delta
-      src = { appear: src.appear, change: src.change.concat([{ id: vid, f: pf }]), gone: src.gone };
-      b = __body(src);
+      src = { appear: src.appear, change: src.change.concat([{ id: vid, f: pf }]), gone: src.gone, ar: src.ar, cr: src.cr.concat([__privRec]), gh: src.gh };
+      b = c ? __cbody(src) : __body(src);
       __count(src, 1);
     }
     v.round = round;
-    if (b) out.push(vid, '{"t":"update","seq":' + (++v.seq) + ',"time":' + __now + b);
+    if (b) out.push(vid, c ? [++v.seq, b] : '{"t":"update","seq":' + (++v.seq) + ',"time":' + __now + b);
   }
   if (inStep) __count(d, inStep);
   return out;
 }
 
 // With a visibility hook every viewer gets its own delta: what it sees now
-// against the set of things it knows (v.known: id -> true) and its round.
-function __sendVisible(ready, round) {
+// against the set of things it knows (v.known: id -> handle) and its round.
+function __sendVisible(ready, compact, round) {
   var out = [], visible = __R.player.visible, recs = __recs, players = __inst.players, entities = __inst.entities;
   // The things, listed once for all viewers: for…in is slow in goja.
   var ids = [], rs = [], objs = [], id, k;
@@ -566,42 +598,172 @@ function __sendVisible(ready, round) {
     if (!v || !me) continue;
     // nk counts the ids in known, hits those still in the records: when they
     // differ, some known thing went, and only then is known walked.
-    var known = v.known, nk = v.nk || 0, hits = 0, vr = v.round, d = { appear: [], change: [], gone: [] }, n;
+    var known = v.known, nk = v.nk || 0, hits = 0, vr = v.round, d = __delta(), n;
     for (k = 0; k < ids.length; k++) {
       var r = rs[k];
       id = ids[k];
       if (!sees(me, objs[k])) {
-        if (known[id]) { d.gone.push(id); delete known[id]; nk--; }
+        if (known[id]) { d.gone.push(id); d.gh.push(known[id]); delete known[id]; nk--; }
         continue;
       }
       hits++;
       if (!known[id]) {
         d.appear.push({ id: id, type: r.type, f: __object(r.fields, r.v) });
-        known[id] = true;
+        d.ar.push(r);
+        known[id] = r.h;
         nk++;
         continue;
       }
       var f = null;
       for (n = 0; n < r.fields.length; n++) if (r.fr[n] > vr) (f = f || {})[r.fields[n]] = r.v[n];
-      if (f) d.change.push({ id: id, f: f });
+      if (f) { d.change.push({ id: id, f: f }); d.cr.push(r); }
     }
     if (nk > hits) {
-      for (id in known) if (!recs[id]) { d.gone.push(id); delete known[id]; nk--; }
+      for (id in known) if (!recs[id]) { d.gone.push(id); d.gh.push(known[id]); delete known[id]; nk--; }
     }
     if (__pp.length) {
       var pf = __private(v, me, vr < 0);
-      if (pf) d.change.push({ id: vid, f: pf });
+      if (pf) { d.change.push({ id: vid, f: pf }); d.cr.push(__privRec); }
     }
     v.nk = nk;
     v.round = round;
-    var body = __body(d);
+    var c = !!(compact && compact[i]), body = c ? __cbody(d) : __body(d);
     if (body) {
       __count(d, 1);
-      out.push(vid, '{"t":"update","seq":' + (++v.seq) + ',"time":' + __now + body);
+      out.push(vid, c ? [++v.seq, body] : '{"t":"update","seq":' + (++v.seq) + ',"time":' + __now + body);
     }
   }
   return out;
 }
+
+// The compact encoding of an update (docs/protocol.md): types and fields
+// are numbered by the tables of __tables, sent once in the welcome; a thing
+// is its handle (assigned when its record starts, its id sent once in its
+// appear); numbers go as varints at their precision. Go frames a body with
+// the viewer's seq and time.
+var __types = [], __tix = {}; // type names by number, and back: see __tables
+var __nextHandle = 0;
+// __privRec stands for a viewer's own private fields in a change: handle 0.
+var __privRec = { h: 0, fields: __pp, ty: __ty["player!"], pq: __pq["player!"] };
+var __preVals = []; // __track's values of one change, for __cchg
+// The bytes are written by Go (see compactWriter): __cu(n...) varints,
+// __cbyte(b) a byte, __cnum(x, q) a number, __cstr(s) a string,
+// __cnums(h, mask, x, q, ...) a handle (if h >= 0), a one-byte mask and
+// numbers, and __cend() ends the body and returns its number for Go to
+// find it by. __cchg(h, mask, x, q, ...) writes a change as __cnums does
+// but aside, for the round's body, and __cpre(n) puts the count of those
+// and n more there, then them.
+// __tables is the JSON of the field tables: [{type, fields: [{name, type, q}]}],
+// the player first with its private fields; entity types sorted, then those
+// of things older code left that this code no longer declares (no fields).
+function __tables() {
+  function table(names, decl) {
+    return names.map(function (k) {
+      var f = decl[k], o = { name: k, type: __ftype(f) }, q = __fprec(f);
+      if (q) o.q = q;
+      return o;
+    });
+  }
+  __types = ["player"].concat(Object.keys(__R.entities).sort());
+  var extra = {}, id;
+  if (__inst) for (id in __inst.entities) if (!__R.entities[__inst.entities[id].type]) extra[__inst.entities[id].type] = true;
+  for (id in __recs) if (__recs[id].type !== "player" && !__R.entities[__recs[id].type]) extra[__recs[id].type] = true;
+  __types = __types.concat(Object.keys(extra).sort());
+  __tix = {};
+  __types.forEach(function (t, n) { __tix[t] = n; });
+  return JSON.stringify(__types.map(function (t, n) {
+    if (n === 0) return { type: t, fields: table(__pf, __R.player.fields), private: table(__pp, __R.player.fields) };
+    return { type: t, fields: __R.entities[t] ? table(__ef[t], __R.entities[t].fields) : [] };
+  }));
+}
+__tables();
+
+// __cbody encodes a delta compactly, null when it is empty: the appears
+// (handle, type number, id, fields), the changes (handle, fields), the
+// gones (handles), each list after its length. It and its helpers keep to
+// closure variables: in goja a global costs a map lookup at every use.
+var __cbody = (function () {
+  var has = [], nums = [], cu = __cu, cbyte = __cbyte, cnum = __cnum, cnums = __cnums, cstr = __cstr, cend = __cend, cpre = __cpre;
+
+  // mask writes which fields k have has[k] === want as a bit mask, bit k + 1
+  // for field k and bit 0 the flag, 7 bits a byte, the high bit set on
+  // every byte but the last.
+  function mask(nf, want, flag) {
+    var last = 0, k, j, b = flag ? 1 : 0;
+    for (k = nf - 1; k >= 0; k--) if (has[k] === want) { last = k + 1; break; }
+    for (j = 1; j <= last; j++) {
+      if (j % 7 === 0) { cbyte(b | 128); b = 0; }
+      if (has[j - 1] === want) b |= 1 << (j % 7);
+    }
+    cbyte(b);
+  }
+
+  // fields writes the fields of f (a name -> value object) by record r's
+  // table, after the handle h (none when h < 0): the mask of those with a
+  // value (its flag: some are null), their values in table order, then the
+  // mask of those that are null. A field f lacks, or whose value is not of
+  // its type, is left out. The common case, a few numbers and no null, is
+  // one call into Go (cnums): each call costs more than the bytes.
+  function fields(r, f, h) {
+    var fs = r.fields, ty = r.ty, pq = r.pq, nf = fs.length, k, x, t, nulls = false, plain = nf <= 6, m = 0, n = 0, a = nums;
+    for (k = 0; k < nf; k++) {
+      x = f[fs[k]];
+      if (x === null) { has[k] = 2; nulls = true; continue; }
+      t = ty[k];
+      if (x !== undefined && (t === "number" || t === "integer" ? typeof x === "number" : typeof x === t)) {
+        has[k] = 1;
+        if (typeof x !== "number") plain = false;
+        m |= 1 << (k + 1);
+        a[n++] = x;
+        a[n++] = pq[k];
+      } else has[k] = 0;
+    }
+    if (plain && !nulls) {
+      switch (n) {
+        case 0: cnums(h, m); break;
+        case 2: cnums(h, m, a[0], a[1]); break;
+        case 4: cnums(h, m, a[0], a[1], a[2], a[3]); break;
+        case 6: cnums(h, m, a[0], a[1], a[2], a[3], a[4], a[5]); break;
+        default: cnums.apply(null, [h, m].concat(a.slice(0, n)));
+      }
+      return;
+    }
+    if (h >= 0) cu(h);
+    mask(nf, 1, nulls);
+    for (k = 0; k < nf; k++) {
+      if (has[k] !== 1) continue;
+      x = f[fs[k]];
+      t = ty[k];
+      if (t === "string") cstr(x);
+      else if (t === "boolean") cbyte(x ? 1 : 0);
+      else cnum(x, pq[k]);
+    }
+    if (nulls) mask(nf, 2, false);
+  }
+
+  return function (d) {
+    var appear = d.appear, change = d.change, gone = d.gone, i, r;
+    if (!appear.length && !change.length && !gone.length) return null;
+    cu(appear.length);
+    for (i = 0; i < appear.length; i++) {
+      r = d.ar[i];
+      cu(r.h, __tix[r.type] || 0);
+      cstr(appear[i].id);
+      fields(r, appear[i].f, -1);
+    }
+    var cr = d.cr, k;
+    if (d.pre) { // the plain changes are written already; the others follow them
+      cpre(d.slow.length);
+      for (k = 0; k < d.slow.length; k++) { i = d.slow[k]; fields(cr[i], change[i].f, cr[i].h); }
+    } else {
+      cu(change.length);
+      for (i = 0; i < change.length; i++) fields(cr[i], change[i].f, cr[i].h);
+    }
+    cu(gone.length);
+    for (i = 0; i < gone.length; i++) cu(d.gh[i]);
+    return cend();
+  };
+})();
 
 // __body encodes a delta without its seq: ',"appear":[...],...}'.
 function __body(d) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/hoster-dev/hoster/internal/compact"
 	"github.com/hoster-dev/hoster/pkg/gen"
 )
 
@@ -88,6 +90,10 @@ func startWith(t *testing.T, games map[string]map[string]string, opt func(*Optio
 	return &env{rt: rt, url: ts.URL, root: root}
 }
 
+// dialCompact makes dial ask for the compact protocol (and read its frames
+// back as the JSON protocol's), to run a test on both.
+var dialCompact bool
+
 type client struct {
 	t      *testing.T
 	ws     *websocket.Conn
@@ -100,6 +106,13 @@ type client struct {
 	things    map[string]map[string]any
 	closeCode int
 	applied   chan struct{} // a token after each message applied; closed with the socket
+	history   []seen        // what it knew after each update
+}
+
+// seen is what a client knew after an update at a time.
+type seen struct {
+	time   float64
+	things map[string]map[string]any
 }
 
 func (e *env) dial(t *testing.T, host, path string, h http.Header) (*client, *http.Response, error) {
@@ -108,9 +121,16 @@ func (e *env) dial(t *testing.T, host, path string, h http.Header) (*client, *ht
 		h = http.Header{}
 	}
 	h.Set("Host", host)
+	if dialCompact && h.Get("Sec-WebSocket-Protocol") == "" {
+		h.Set("Sec-WebSocket-Protocol", compact.Protocol)
+	}
 	ws, resp, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(e.url, "http")+path, h)
 	if err != nil {
 		return nil, resp, err
+	}
+	var dec *compact.Decoder // the compact protocol's frames, read back as JSON ones
+	if ws.Subprotocol() == compact.Protocol {
+		dec = &compact.Decoder{}
 	}
 	c := &client{t: t, ws: ws, msgs: make(chan map[string]any, 1000), things: map[string]map[string]any{}, applied: make(chan struct{}, 1)}
 	go func() {
@@ -118,10 +138,28 @@ func (e *env) dial(t *testing.T, host, path string, h http.Header) (*client, *ht
 		defer close(c.applied)
 		for {
 			var m map[string]any
-			_, raw, err := ws.ReadMessage()
+			kind, raw, err := ws.ReadMessage()
 			if err == nil {
-				err = json.Unmarshal(raw, &m)
-				m["_bytes"] = len(raw) // the frame's size, for telemetry checks
+				frame := raw
+				switch {
+				case dec != nil && kind == websocket.BinaryMessage:
+					var u *compact.Message
+					if u, err = dec.Update(raw); err == nil {
+						frame, _ = json.Marshal(u)
+					} else {
+						t.Errorf("decoding a compact update: %v", err)
+					}
+				case dec != nil:
+					if err = dec.Text(raw); err != nil {
+						t.Errorf("a text frame of the compact protocol: %v", err)
+					}
+				case kind != websocket.TextMessage:
+					t.Errorf("a binary frame on the JSON protocol")
+				}
+				if err == nil {
+					err = json.Unmarshal(frame, &m)
+					m["_bytes"] = len(raw) // the frame's size, for telemetry checks
+				}
 			}
 			if err != nil {
 				if ce, ok := err.(*websocket.CloseError); ok {
@@ -132,6 +170,16 @@ func (e *env) dial(t *testing.T, host, path string, h http.Header) (*client, *ht
 				return
 			}
 			c.apply(m)
+			if m["t"] == "update" {
+				c.mu.Lock()
+				things := map[string]map[string]any{}
+				for id, f := range c.things {
+					things[id] = maps.Clone(f)
+				}
+				tm, _ := m["time"].(float64)
+				c.history = append(c.history, seen{tm, things})
+				c.mu.Unlock()
+			}
 			select {
 			case c.applied <- struct{}{}:
 			default:

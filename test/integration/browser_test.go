@@ -105,8 +105,9 @@ func TestExampleGameInChromium(t *testing.T) {
 // Caddy stands for one game: /<game> and /<game>/hoster.client.js go to the
 // runtime with the game's domain as Host (and its origin), /<game>/play.html
 // is html, and /<game>/report hands each request to report. It returns the
-// site's URL; everything stops at the end of the test.
-func pageSite(t *testing.T, root, domain, game, html string, report func(*http.Request)) string {
+// site's URL; everything stops at the end of the test. rewrite, if given,
+// changes the requests the runtime gets further.
+func pageSite(t *testing.T, root, domain, game, html string, report func(*http.Request), rewrite ...func(*httputil.ProxyRequest)) string {
 	t.Helper()
 	rt, err := runtime.New(runtime.Options{GamesRoot: root})
 	if err != nil {
@@ -119,6 +120,9 @@ func pageSite(t *testing.T, root, domain, game, html string, report func(*http.R
 		r.SetURL(target)
 		r.Out.Host = domain
 		r.Out.Header.Set("Origin", "https://"+domain)
+		for _, f := range rewrite {
+			f(r)
+		}
 	}}
 	mux := http.NewServeMux()
 	mux.Handle("/"+game, proxy)

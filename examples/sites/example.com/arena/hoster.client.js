@@ -25,6 +25,108 @@
     Object.keys(SCHEMA.entities || {}).forEach(function (t) { INTERPOLATE[t] = pick(SCHEMA.entities[t]); });
   })();
   var script = root.document && root.document.currentScript && root.document.currentScript.src;
+  // PROTOCOL is the compact encoding of updates (docs/protocol.md), asked
+  // for as a WebSocket subprotocol; a server that does not take it speaks
+  // JSON.
+  var PROTOCOL = "hoster.compact.1";
+
+  // utf8 reads n bytes of b from pos as UTF-8.
+  var utf8Decoder = typeof TextDecoder !== "undefined" ? new TextDecoder() : null;
+  function utf8(b, pos, n) {
+    var s = "", i;
+    for (i = pos; i < pos + n && b[i] < 0x80; i++) s += String.fromCharCode(b[i]);
+    if (i === pos + n) return s;
+    if (!utf8Decoder) throw new Error("hoster: no TextDecoder to read a string");
+    return utf8Decoder.decode(b.subarray(pos, pos + n));
+  }
+
+  // The compact decoder's reading state: the frame's bytes, a view of them,
+  // the position, and the last mask read (bits, as 0 and 1, and its length).
+  var rb = null, rv = null, rp = 0, bits = [], nbits = 0;
+  function fail(what) { throw new Error("hoster: a compact update " + what); }
+  function rbyte() { if (rp >= rb.length) fail("ends early"); return rb[rp++]; }
+  function ruint() {
+    var c = rbyte();
+    if (c < 128) return c;
+    var x = c & 127, mul = 128;
+    do { c = rbyte(); x += (c & 127) * mul; mul *= 128; } while (c & 128);
+    return x;
+  }
+  function unzigzag(z) { return z % 2 === 0 ? z / 2 : -(z + 1) / 2; }
+  function rstr() { var len = ruint(); if (rp + len > rb.length) fail("ends early"); var s = utf8(rb, rp, len); rp += len; return s; }
+  function rmask() {
+    var c, k;
+    nbits = 0;
+    do { c = rbyte(); for (k = 0; k < 7; k++) bits[nbits++] = (c >> k) & 1; } while (c & 128);
+  }
+  function rnum(q) {
+    var v = ruint(), x;
+    if (v === 0) { if (rp + 8 > rb.length) fail("ends early"); x = rv.getFloat64(rp, true); rp += 8; return x; }
+    if (v === 1) { if (rp + 4 > rb.length) fail("ends early"); x = rv.getFloat32(rp, true); rp += 4; return x; }
+    x = unzigzag(v - 2);
+    return q > 0 ? x / q : q < 0 ? x * -q : x;
+  }
+  // rfields reads a field set by a table: the values' mask, the values,
+  // and when its flag is set the nulls' mask.
+  function rfields(table) {
+    rmask();
+    var f = {}, k, t, n = Math.min(table.length, nbits - 1), nulls = bits[0];
+    for (k = 0; k < n; k++) {
+      if (!bits[k + 1]) continue;
+      t = table[k];
+      f[t.name] = t.type === "number" || t.type === "integer" ? rnum(t.q || 0) : t.type === "string" ? rstr() : ruint() === 1;
+    }
+    if (nulls) {
+      rmask();
+      n = Math.min(table.length, nbits - 1);
+      for (k = 0; k < n; k++) if (bits[k + 1]) f[table[k].name] = null;
+    }
+    return f;
+  }
+
+  // decodeUpdate turns a compact update (an ArrayBuffer) into the JSON
+  // protocol's message, by st: the field tables (types), what it knows by
+  // handle (handles: handle -> [id, type number]), its player (me) and the
+  // time of the previous update (time).
+  function decodeUpdate(buf, st) {
+    rb = new Uint8Array(buf); rv = new DataView(buf); rp = 0;
+    var i, n, list;
+    if (!st.types) fail("came before the field tables");
+    if (rbyte() !== 1) fail("is of an unknown kind");
+    var m = { t: "update", seq: ruint() };
+    st.time += unzigzag(ruint());
+    m.time = st.time;
+    if ((n = ruint())) {
+      list = m.appear = [];
+      for (i = 0; i < n; i++) {
+        var h = ruint(), ti = ruint(), id = rstr(), type = st.types[ti];
+        if (!type) fail("names an unknown type");
+        st.handles[h] = [id, ti];
+        list.push({ id: id, type: type.type, f: rfields(type.fields) });
+      }
+    }
+    if ((n = ruint())) {
+      list = m.change = [];
+      for (i = 0; i < n; i++) {
+        var hc = ruint(), known = st.handles[hc];
+        if (hc === 0) list.push({ id: st.me, f: rfields(st.types[0].private || []) });
+        else if (known) list.push({ id: known[0], f: rfields(st.types[known[1]].fields) });
+        else fail("changes a thing it never told of");
+      }
+    }
+    if ((n = ruint())) {
+      list = m.gone = [];
+      for (i = 0; i < n; i++) {
+        var hg = ruint(), g = st.handles[hg];
+        if (!g) fail("says gone a thing it never told of");
+        delete st.handles[hg];
+        list.push(g[0]);
+      }
+    }
+    if (rp !== rb.length) fail("has bytes left over");
+    rb = rv = null;
+    return m;
+  }
 
   // validate applies the argument rule of the server, with its messages.
   function validate(schema, a) {
@@ -136,6 +238,10 @@
     });
 
     var ws = null, resume = null, attempt = 0, unwelcomed = 0, timer = null, closing = false;
+    // plain: ask for no subprotocol (JSON), after a socket that asked for
+    // the compact one closed before it opened (a server that does not
+    // take it may fail the handshake); st: the compact decoder's state.
+    var plain = false, st = { types: null, handles: {}, me: null, time: 0 };
     // Interpolation: per thing, per smoothed field, [t0, v0, t1, v1] in
     // server time; the clock offset is the smallest local-minus-server
     // difference of the recent updates (the least delayed one).
@@ -155,17 +261,41 @@
         try { fn(a, b); } catch (e) { setTimeout(function () { throw e; }); }
       });
     }
+    // unwelcome counts a socket that ended before its welcome; at the third
+    // in a row it says why that may be.
+    function unwelcome() {
+      if (++unwelcomed === 3 && root.console) {
+        // Refused before it opened, most likely: say why it may be.
+        root.console.warn("hoster: the socket to " + url + " closed before its welcome 3 times in a row: the server refuses it before it opens. " +
+          "Check that this page's origin" + (root.location ? " (" + root.location.origin + ")" : "") +
+          " is in the game's \"origins\" in hoster-game.json, and that the URL names a game the server has loaded.");
+      }
+    }
     function open() {
       var q = [];
       Object.keys(params).forEach(function (k) { q.push(encodeURIComponent(k) + "=" + encodeURIComponent(params[k])); });
       if (resume) q.push("resume=" + encodeURIComponent(resume));
-      ws = new WS(url + (q.length ? (url.indexOf("?") < 0 ? "?" : "&") + q.join("&") : ""));
-      ws.onopen = function () { conn.connected = true; emit("open"); };
+      var u = url + (q.length ? (url.indexOf("?") < 0 ? "?" : "&") + q.join("&") : ""), opened = false;
+      var sock = ws = plain ? new WS(u) : new WS(u, PROTOCOL);
+      ws.binaryType = "arraybuffer";
+      ws.onopen = function () { opened = true; conn.connected = true; emit("open"); };
       ws.onmessage = function (ev) {
         var m;
-        try { m = JSON.parse(ev.data); } catch (e) { return; }
-        if (m.t === "welcome") {
+        if (typeof ev.data !== "string") {
+          try { m = decodeUpdate(ev.data, st); } catch (e) {
+            // Not what the server meant: start over on a new socket.
+            if (root.console) root.console.warn(e.message);
+            sock.close(3000, "undecodable update");
+            return;
+          }
+        } else {
+          try { m = JSON.parse(ev.data); } catch (e) { return; }
+        }
+        if (m.t === "types") {
+          st.types = m.types; // a hot reload changed the field tables
+        } else if (m.t === "welcome") {
           attempt = 0; unwelcomed = 0;
+          st = { types: m.types || null, handles: {}, me: m.player, time: 0 };
           resume = m.resume || null;
           conn.me = m.player; conn.instance = m.instance;
           conn.players = {}; conn.entities = {};
@@ -206,20 +336,29 @@
           emit("message", m.type, m.data);
         }
       };
+      var ended = false;
+      // Node's WebSocket fails a handshake with an error and no close.
+      ws.onerror = function () { if (!opened) sock.onclose({ code: 1006, reason: "" }); };
       ws.onclose = function (ev) {
+        if (ended) return;
+        ended = true;
         conn.connected = false;
+        if (!opened && !plain && !closing) {
+          // A server that does not take the compact encoding may fail the
+          // handshake: ask again at once for none, and say nothing.
+          plain = true;
+          unwelcome();
+          timer = setTimeout(open, 0);
+          return;
+        }
+        if (!opened) plain = false; // not that either: next time as at first
         // Kicked (4000), the instance closed (4001), replaced (4002), or a
         // full or locked room (1013): coming back would not help.
         var final = ev.code === 4000 || ev.code === 4001 || ev.code === 4002 || ev.code === 1013;
         var again = !closing && !final;
         emit("close", { code: ev.code, reason: ev.reason, reconnecting: again });
         if (again) {
-          if (++unwelcomed === 3 && root.console) {
-            // Refused before it opened, most likely: say why it may be.
-            root.console.warn("hoster: the socket to " + url + " closed before its welcome 3 times in a row: the server refuses it before it opens. " +
-              "Check that this page's origin" + (root.location ? " (" + root.location.origin + ")" : "") +
-              " is in the game's \"origins\" in hoster-game.json, and that the URL names a game the server has loaded.");
-          }
+          unwelcome();
           var delay = Math.min(30000, 500 * Math.pow(2, attempt++));
           timer = setTimeout(open, delay / 2 + Math.random() * delay / 2);
         }

@@ -1,0 +1,138 @@
+package integration
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httputil"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hoster-dev/hoster/internal/compact"
+	"github.com/hoster-dev/hoster/pkg/gen"
+)
+
+// TestCompactProtocolInChromium: a page with two connections of the browser
+// library, one on the compact protocol and one on JSON, knows the same on
+// both after every update at the same time (internal/compact/testdata/
+// twoviewers: every kind of field and change). It logs the library's cost
+// per update on each, measured in the page (not asserted).
+func TestCompactProtocolInChromium(t *testing.T) {
+	if _, err := exec.LookPath("chromium"); err != nil {
+		t.Skip("chromium is not installed (make test-deps installs Debian's chromium as root); skipping the browser test")
+	}
+	testdata := filepath.Join(repoRoot(t), "internal", "compact", "testdata", "twoviewers")
+	root := filepath.Join(t.TempDir(), "games")
+	if err := os.CopyFS(filepath.Join(root, "two.example", "two"), os.DirFS(filepath.Join(testdata, "game"))); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := gen.Generate(root); err != nil || res.Failed() {
+		t.Fatalf("%v %v", err, res.Problems())
+	}
+	script, err := os.ReadFile(filepath.Join(testdata, "twoviewers.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := `<!doctype html><title>two viewers</title>
+<script src="hoster.client.js"></script>
+<script>` + string(script) + `
+twoViewers(Hoster, undefined, WebSocket, 8, (r) => fetch("report", { method: "POST", body: JSON.stringify(r) }));
+</script>`
+	reports := make(chan []byte, 1)
+	site := pageSite(t, root, "two.example", "two", page, func(r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		select {
+		case reports <- b:
+		default:
+		}
+	})
+	startChromium(t, site+"/two/play.html")
+	var report []byte
+	select {
+	case report = <-reports:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the page never reported")
+	}
+	var r struct {
+		Compared    int
+		Problems    []string
+		Protocols   []string
+		Updates     []int
+		MsPerUpdate []float64
+		MsMedian    []float64
+		ReplayMs    []float64
+	}
+	if err := json.Unmarshal(report, &r); err != nil {
+		t.Fatalf("the report %q: %v", report, err)
+	}
+	if len(r.Problems) > 0 {
+		t.Fatalf("the two viewers disagree:\n%s", strings.Join(r.Problems, "\n"))
+	}
+	if r.Protocols[0] != compact.Protocol || r.Protocols[1] != "" {
+		t.Fatalf("protocols %q, want the compact one and none", r.Protocols)
+	}
+	if r.Compared < 10 {
+		t.Fatalf("only %d updates at the same time to compare (updates %v)", r.Compared, r.Updates)
+	}
+	t.Logf("%d updates compared; the library's cost per update in Chromium (decoding and applying, about 55 changes): mean %.3f ms compact, %.3f ms JSON; median %.3f ms, %.3f ms; replayed 20 times: %.3f ms compact, %.3f ms JSON",
+		r.Compared, r.MsPerUpdate[0], r.MsPerUpdate[1], r.MsMedian[0], r.MsMedian[1], r.ReplayMs[0], r.ReplayMs[1])
+}
+
+// TestCompactFallbackInChromium: a server that does not take the compact
+// protocol (here a proxy drops the request for it, so the runtime answers
+// with no subprotocol, which fails Chromium's handshake) still serves the
+// browser library: it asks again at once for none and plays in JSON.
+func TestCompactFallbackInChromium(t *testing.T) {
+	if _, err := exec.LookPath("chromium"); err != nil {
+		t.Skip("chromium is not installed (make test-deps installs Debian's chromium as root); skipping the browser test")
+	}
+	testdata := filepath.Join(repoRoot(t), "internal", "compact", "testdata", "twoviewers")
+	root := filepath.Join(t.TempDir(), "games")
+	if err := os.CopyFS(filepath.Join(root, "two.example", "two"), os.DirFS(filepath.Join(testdata, "game"))); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := gen.Generate(root); err != nil || res.Failed() {
+		t.Fatalf("%v %v", err, res.Problems())
+	}
+	page := `<!doctype html><title>fallback</title>
+<script src="hoster.client.js"></script>
+<script>
+  const asked = [];
+  class Recorder extends WebSocket { constructor(u, p) { super(u, p); asked.push(p || ""); } }
+  const g = Hoster.connect({}, { WebSocket: Recorder });
+  let sent = false;
+  g.on("change", (t) => {
+    if (sent || t.type !== "mob") return;
+    sent = true;
+    fetch("report", { method: "POST", body: JSON.stringify({ asked, mobs: Object.keys(g.entities).length }) });
+  });
+</script>`
+	reports := make(chan []byte, 1)
+	site := pageSite(t, root, "two.example", "two", page, func(r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		select {
+		case reports <- b:
+		default:
+		}
+	}, func(r *httputil.ProxyRequest) { r.Out.Header.Del("Sec-WebSocket-Protocol") })
+	startChromium(t, site+"/two/play.html")
+	var r struct {
+		Asked []string
+		Mobs  int
+	}
+	select {
+	case b := <-reports:
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatalf("the report %q: %v", b, err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the page never saw a mob move")
+	}
+	if strings.Join(r.Asked, ",") != compact.Protocol+"," || r.Mobs != 50 {
+		t.Fatalf("sockets asked for %q and the page knows %d mobs; want the compact protocol, then none, and 50", r.Asked, r.Mobs)
+	}
+}
