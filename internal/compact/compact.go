@@ -140,6 +140,29 @@ func (r *reader) uint() (uint64, error) {
 	return v, nil
 }
 
+// each reads a count and then that many items with item.
+func (r *reader) each(item func() error) error {
+	count, err := r.uint()
+	if err != nil {
+		return err
+	}
+	for range count {
+		if err := item(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// known is the thing of handle h, which an appear must have told of.
+func (d *Decoder) known(h uint64, what string) (handle, error) {
+	t, ok := d.handles[h]
+	if !ok {
+		return handle{}, fmt.Errorf("%s of handle %d, which it was never told of", what, h)
+	}
+	return t, nil
+}
+
 func (r *reader) bytes(n uint64) ([]byte, error) {
 	if n > uint64(len(r.b)-r.pos) {
 		return nil, errShort
@@ -295,69 +318,65 @@ func (d *Decoder) Update(frame []byte) (*Message, error) {
 	}
 	r.pos += n
 	m.Time = d.time + dt
-	count, err := r.uint()
-	if err != nil {
-		return nil, err
-	}
-	for range count {
+	appear := func() error {
 		h, err := r.uint()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		ti, err := r.uint()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if h == 0 || ti >= uint64(len(d.types)) {
-			return nil, fmt.Errorf("an appear of handle %d, type %d", h, ti)
+			return fmt.Errorf("an appear of handle %d, type %d", h, ti)
 		}
 		id, err := r.string()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		f, err := r.fields(d.types[ti].Fields)
 		if err != nil {
-			return nil, fmt.Errorf("the appear of %s: %w", id, err)
+			return fmt.Errorf("the appear of %s: %w", id, err)
 		}
 		d.handles[h] = handle{id: id, typ: int(ti)}
 		m.Appear = append(m.Appear, Thing{ID: id, Type: d.types[ti].Type, F: f})
+		return nil
 	}
-	if count, err = r.uint(); err != nil {
-		return nil, err
-	}
-	for range count {
-		h, err := r.uint()
-		if err != nil {
-			return nil, err
-		}
+	change := func() error {
 		id, table := d.me, d.types[0].Private
-		if h != 0 {
-			t, ok := d.handles[h]
-			if !ok {
-				return nil, fmt.Errorf("a change of handle %d, which it was never told of", h)
+		if h, err := r.uint(); err != nil {
+			return err
+		} else if h != 0 { // 0: the viewer's own private fields
+			t, err := d.known(h, "a change")
+			if err != nil {
+				return err
 			}
 			id, table = t.id, d.types[t.typ].Fields
 		}
 		f, err := r.fields(table)
 		if err != nil {
-			return nil, fmt.Errorf("the change of %s: %w", id, err)
+			return fmt.Errorf("the change of %s: %w", id, err)
 		}
 		m.Change = append(m.Change, Thing{ID: id, F: f})
+		return nil
 	}
-	if count, err = r.uint(); err != nil {
-		return nil, err
-	}
-	for range count {
+	gone := func() error {
 		h, err := r.uint()
 		if err != nil {
-			return nil, err
+			return err
 		}
-		t, ok := d.handles[h]
-		if !ok {
-			return nil, fmt.Errorf("handle %d gone, which it was never told of", h)
+		t, err := d.known(h, "a gone")
+		if err != nil {
+			return err
 		}
 		delete(d.handles, h)
 		m.Gone = append(m.Gone, t.id)
+		return nil
+	}
+	for _, item := range []func() error{appear, change, gone} {
+		if err := r.each(item); err != nil {
+			return nil, err
+		}
 	}
 	if r.pos != len(frame) {
 		return nil, fmt.Errorf("%d bytes after the update", len(frame)-r.pos)

@@ -193,15 +193,7 @@ func TestClientLibraryInNode(t *testing.T) {
 // and it resumes on a new one, which starts over; a good one is decoded
 // into the same events as JSON.
 func TestClientLibraryResumesAfterAnUndecodableUpdate(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed: the browser library is not exercised here")
-	}
-	root := copyTree(t, "../../examples/sites")
-	if res, err := Generate(root); err != nil || res.Failed() {
-		t.Fatalf("%v %v", err, res.Problems())
-	}
-	lib := filepath.Join(root, "example.com/arena", ClientFile)
+	node, lib := exampleClient(t)
 	closes := make(chan int, 4)
 	upgrader := websocket.Upgrader{Subprotocols: []string{"hoster.compact.1"}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -18,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hoster-dev/hoster/internal/compact"
+	"github.com/hoster-dev/hoster/internal/socktest"
 	"github.com/hoster-dev/hoster/pkg/gen"
 )
 
@@ -264,41 +263,10 @@ twoViewers(lib, process.argv[3], globalThis.WebSocket, 4, (r) => { console.log(J
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("node: %v\n%s\n%s", err, stdout.String(), stderr.String())
 	}
-	last := checkTwoViewers(t, stdout.Bytes())
+	last := socktest.TwoViewers(t, stdout.Bytes(), "Node")
 	for _, s := range last {
 		if !strings.Contains(s, `"lvl":7`) {
 			t.Fatalf("a viewer never saw the field the reload added: %s", s)
 		}
 	}
-}
-
-// checkTwoViewers reads twoViewers's report and returns what each viewer
-// knew last.
-func checkTwoViewers(t *testing.T, report []byte) []string {
-	t.Helper()
-	var r struct {
-		Compared    int
-		Problems    []string
-		Protocols   []string
-		Updates     []int
-		MsPerUpdate []float64
-		MsMedian    []float64
-		ReplayMs    []float64
-		Last        []string
-	}
-	if err := json.Unmarshal(report, &r); err != nil {
-		t.Fatalf("the report %q: %v", report, err)
-	}
-	if len(r.Problems) > 0 {
-		t.Fatalf("the two viewers disagree:\n%s", strings.Join(r.Problems, "\n"))
-	}
-	if r.Protocols[0] != compact.Protocol || r.Protocols[1] != "" {
-		t.Fatalf("protocols %q, want the compact one and none", r.Protocols)
-	}
-	if r.Compared < 10 {
-		t.Fatalf("only %d updates at the same time to compare (updates %v)", r.Compared, r.Updates)
-	}
-	t.Logf("%d updates compared; the library's cost per update: mean %.3f ms compact, %.3f ms JSON; median %.3f ms, %.3f ms; replayed 20 times: %.3f ms compact, %.3f ms JSON",
-		r.Compared, r.MsPerUpdate[0], r.MsPerUpdate[1], r.MsMedian[0], r.MsMedian[1], r.ReplayMs[0], r.ReplayMs[1])
-	return r.Last
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hoster-dev/hoster/internal/compact"
+	"github.com/hoster-dev/hoster/internal/socktest"
 	"github.com/hoster-dev/hoster/pkg/gen"
 )
 
@@ -57,29 +58,7 @@ twoViewers(Hoster, undefined, WebSocket, 8, (r) => fetch("report", { method: "PO
 	case <-time.After(60 * time.Second):
 		t.Fatal("the page never reported")
 	}
-	var r struct {
-		Compared    int
-		Problems    []string
-		Protocols   []string
-		Updates     []int
-		MsPerUpdate []float64
-		MsMedian    []float64
-		ReplayMs    []float64
-	}
-	if err := json.Unmarshal(report, &r); err != nil {
-		t.Fatalf("the report %q: %v", report, err)
-	}
-	if len(r.Problems) > 0 {
-		t.Fatalf("the two viewers disagree:\n%s", strings.Join(r.Problems, "\n"))
-	}
-	if r.Protocols[0] != compact.Protocol || r.Protocols[1] != "" {
-		t.Fatalf("protocols %q, want the compact one and none", r.Protocols)
-	}
-	if r.Compared < 10 {
-		t.Fatalf("only %d updates at the same time to compare (updates %v)", r.Compared, r.Updates)
-	}
-	t.Logf("%d updates compared; the library's cost per update in Chromium (decoding and applying, about 55 changes): mean %.3f ms compact, %.3f ms JSON; median %.3f ms, %.3f ms; replayed 20 times: %.3f ms compact, %.3f ms JSON",
-		r.Compared, r.MsPerUpdate[0], r.MsPerUpdate[1], r.MsMedian[0], r.MsMedian[1], r.ReplayMs[0], r.ReplayMs[1])
+	socktest.TwoViewers(t, report, "Chromium (decoding and applying, about 55 changes)")
 }
 
 // TestCompactFallbackInChromium: a server that does not take the compact
