@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -98,6 +99,29 @@ func TestExampleGameInChromium(t *testing.T) {
 		case <-deadline:
 			t.Fatalf("the pages never showed the room, the moves, the greeting and the refusal; reports: %v", got)
 		}
+	}
+}
+
+// firstReport opens html as /<game>/play.html of a pageSite in Chromium and
+// returns the body of the first report the page posts, failing the test
+// after 60 s without one (waiting for what). rewrite as for pageSite.
+func firstReport(t *testing.T, root, domain, game, html, waitingFor string, rewrite ...func(*httputil.ProxyRequest)) []byte {
+	t.Helper()
+	reports := make(chan []byte, 1)
+	site := pageSite(t, root, domain, game, html, func(r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		select {
+		case reports <- b:
+		default:
+		}
+	}, rewrite...)
+	startChromium(t, site+"/"+game+"/play.html")
+	select {
+	case b := <-reports:
+		return b
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the page never reported %s", waitingFor)
+		return nil
 	}
 }
 

@@ -2,15 +2,12 @@ package integration
 
 import (
 	"encoding/json"
-	"io"
-	"net/http"
 	"net/http/httputil"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hoster-dev/hoster/internal/compact"
 	"github.com/hoster-dev/hoster/internal/socktest"
@@ -23,17 +20,7 @@ import (
 // twoviewers: every kind of field and change). It logs the library's cost
 // per update on each, measured in the page (not asserted).
 func TestCompactProtocolInChromium(t *testing.T) {
-	if _, err := exec.LookPath("chromium"); err != nil {
-		t.Skip("chromium is not installed (make test-deps installs Debian's chromium as root); skipping the browser test")
-	}
-	testdata := filepath.Join(repoRoot(t), "internal", "compact", "testdata", "twoviewers")
-	root := filepath.Join(t.TempDir(), "games")
-	if err := os.CopyFS(filepath.Join(root, "two.example", "two"), os.DirFS(filepath.Join(testdata, "game"))); err != nil {
-		t.Fatal(err)
-	}
-	if res, err := gen.Generate(root); err != nil || res.Failed() {
-		t.Fatalf("%v %v", err, res.Problems())
-	}
+	root, testdata := twoViewersGame(t)
 	script, err := os.ReadFile(filepath.Join(testdata, "twoviewers.js"))
 	if err != nil {
 		t.Fatal(err)
@@ -43,21 +30,7 @@ func TestCompactProtocolInChromium(t *testing.T) {
 <script>` + string(script) + `
 twoViewers(Hoster, undefined, WebSocket, 8, (r) => fetch("report", { method: "POST", body: JSON.stringify(r) }));
 </script>`
-	reports := make(chan []byte, 1)
-	site := pageSite(t, root, "two.example", "two", page, func(r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		select {
-		case reports <- b:
-		default:
-		}
-	})
-	startChromium(t, site+"/two/play.html")
-	var report []byte
-	select {
-	case report = <-reports:
-	case <-time.After(60 * time.Second):
-		t.Fatal("the page never reported")
-	}
+	report := firstReport(t, root, "two.example", "two", page, "its comparison")
 	socktest.TwoViewers(t, report, "Chromium (decoding and applying, about 55 changes)")
 }
 
@@ -66,17 +39,7 @@ twoViewers(Hoster, undefined, WebSocket, 8, (r) => fetch("report", { method: "PO
 // with no subprotocol, which fails Chromium's handshake) still serves the
 // browser library: it asks again at once for none and plays in JSON.
 func TestCompactFallbackInChromium(t *testing.T) {
-	if _, err := exec.LookPath("chromium"); err != nil {
-		t.Skip("chromium is not installed (make test-deps installs Debian's chromium as root); skipping the browser test")
-	}
-	testdata := filepath.Join(repoRoot(t), "internal", "compact", "testdata", "twoviewers")
-	root := filepath.Join(t.TempDir(), "games")
-	if err := os.CopyFS(filepath.Join(root, "two.example", "two"), os.DirFS(filepath.Join(testdata, "game"))); err != nil {
-		t.Fatal(err)
-	}
-	if res, err := gen.Generate(root); err != nil || res.Failed() {
-		t.Fatalf("%v %v", err, res.Problems())
-	}
+	root, _ := twoViewersGame(t)
 	page := `<!doctype html><title>fallback</title>
 <script src="hoster.client.js"></script>
 <script>
@@ -90,28 +53,35 @@ func TestCompactFallbackInChromium(t *testing.T) {
     fetch("report", { method: "POST", body: JSON.stringify({ asked, mobs: Object.keys(g.entities).length }) });
   });
 </script>`
-	reports := make(chan []byte, 1)
-	site := pageSite(t, root, "two.example", "two", page, func(r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		select {
-		case reports <- b:
-		default:
-		}
-	}, func(r *httputil.ProxyRequest) { r.Out.Header.Del("Sec-WebSocket-Protocol") })
-	startChromium(t, site+"/two/play.html")
+	b := firstReport(t, root, "two.example", "two", page, "a mob moving",
+		func(r *httputil.ProxyRequest) { r.Out.Header.Del("Sec-WebSocket-Protocol") })
 	var r struct {
 		Asked []string
 		Mobs  int
 	}
-	select {
-	case b := <-reports:
-		if err := json.Unmarshal(b, &r); err != nil {
-			t.Fatalf("the report %q: %v", b, err)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("the page never saw a mob move")
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("the report %q: %v", b, err)
 	}
 	if strings.Join(r.Asked, ",") != compact.Protocol+"," || r.Mobs != 50 {
 		t.Fatalf("sockets asked for %q and the page knows %d mobs; want the compact protocol, then none, and 50", r.Asked, r.Mobs)
 	}
+}
+
+// twoViewersGame generates internal/compact/testdata/twoviewers's game as
+// two.example/two under a new games root; it returns the root and the
+// testdata folder. It skips the test without Chromium, before any work.
+func twoViewersGame(t *testing.T) (root, testdata string) {
+	t.Helper()
+	if _, err := exec.LookPath("chromium"); err != nil {
+		t.Skip("chromium is not installed (make test-deps installs Debian's chromium as root); skipping the browser test")
+	}
+	testdata = filepath.Join(repoRoot(t), "internal", "compact", "testdata", "twoviewers")
+	root = filepath.Join(t.TempDir(), "games")
+	if err := os.CopyFS(filepath.Join(root, "two.example", "two"), os.DirFS(filepath.Join(testdata, "game"))); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := gen.Generate(root); err != nil || res.Failed() {
+		t.Fatalf("%v %v", err, res.Problems())
+	}
+	return root, testdata
 }

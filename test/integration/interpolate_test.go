@@ -2,11 +2,9 @@ package integration
 
 import (
 	"encoding/json"
-	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/hoster-dev/hoster/pkg/gen"
 )
@@ -59,22 +57,9 @@ func TestInterpolationInChromium(t *testing.T) {
 		Samples []struct{ X, Raw float64 }
 		Updates int
 	}
-	reports := make(chan report, 1)
-	site := pageSite(t, root, "glide.example", "glide", glidePage, func(r *http.Request) {
-		var rep report
-		json.NewDecoder(r.Body).Decode(&rep)
-		select {
-		case reports <- rep:
-		default:
-		}
-	})
-
-	startChromium(t, site+"/glide/play.html")
 	var rep report
-	select {
-	case rep = <-reports:
-	case <-time.After(60 * time.Second):
-		t.Fatal("the page never reported its samples")
+	if b := firstReport(t, root, "glide.example", "glide", glidePage, "its samples"); json.Unmarshal(b, &rep) != nil {
+		t.Fatalf("the report %q is not JSON", b)
 	}
 	if len(rep.Samples) < 20 {
 		t.Fatalf("only %d animation frames sampled", len(rep.Samples))
