@@ -31,7 +31,8 @@ type cliEnv struct {
 	url   string
 	puts  atomic.Int32
 	dels  atomic.Int32
-	// failPut, when set, makes the server answer a PUT of that path with 500.
+	// failPut, when set, makes the server answer a PUT of that path, or a
+	// batch holding it, with 500.
 	failPut atomic.Pointer[func(path string) bool]
 }
 
@@ -48,21 +49,26 @@ func newCLIEnv(t *testing.T, variant api.Variant) *cliEnv {
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.Method == "PUT" && r.URL.Path == api.PathFiles:
-			// A batch: count its files.
+			// A batch: count its files, and fail it whole if one is to fail.
 			body, _ := io.ReadAll(r.Body)
+			failed := false
 			for tr := tar.NewReader(bytes.NewReader(body)); ; {
-				if _, err := tr.Next(); err != nil {
+				h, err := tr.Next()
+				if err != nil {
 					break
 				}
 				e.puts.Add(1)
+				failed = failed || e.failing(h.Name)
+			}
+			if failed {
+				e.diskOnFire(w)
+				return
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		case r.Method == "PUT":
 			e.puts.Add(1)
-			if fail := e.failPut.Load(); fail != nil && (*fail)(r.URL.Query().Get(api.QueryPath)) {
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusInternalServerError)
-				io.WriteString(w, `{"error": "disk on fire"}`)
+			if e.failing(r.URL.Query().Get(api.QueryPath)) {
+				e.diskOnFire(w)
 				return
 			}
 		case r.Method == "DELETE":
@@ -78,6 +84,17 @@ func newCLIEnv(t *testing.T, variant api.Variant) *cliEnv {
 	t.Setenv("HOSTER_CONFIG_APITOKEN", "")
 	t.Setenv("HOSTER_CONFIG_CERTSHA256", "")
 	return e
+}
+
+func (e *cliEnv) failing(path string) bool {
+	fail := e.failPut.Load()
+	return fail != nil && (*fail)(path)
+}
+
+func (e *cliEnv) diskOnFire(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusInternalServerError)
+	io.WriteString(w, `{"error": "disk on fire"}`)
 }
 
 func (e *cliEnv) writeConfig(m map[string]string) {
@@ -247,7 +264,7 @@ func TestSyncBrokenGameAmongGoodOnes(t *testing.T) {
 // A failed upload is printed once, naming its path once.
 func TestSyncFailurePrintedOnce(t *testing.T) {
 	e := newCLIEnv(t, api.Variant1)
-	e.game("arena", map[string]string{"index.html": strings.Repeat("x", 2<<20)}) // too big to ride in a batch
+	e.game("arena", map[string]string{"index.html": strings.Repeat("x", 2<<20)}) // big: alone in its batch
 	fail := func(path string) bool { return path == "example.com/arena/index.html" }
 	e.failPut.Store(&fail)
 	_, errOut, code := e.run(false, "sync", "sites")

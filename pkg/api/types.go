@@ -28,12 +28,23 @@ type BatchFile struct {
 	Open func() (io.ReadCloser, error)
 }
 
+// BatchOutcome is how one file of a batch upload ended, as a client sees
+// it: Err is nil when the server wrote exactly its bytes, and SHA256 is
+// then their hash as the server reported it ("" when it did not say).
+type BatchOutcome struct {
+	SHA256 string
+	Err    error
+}
+
 // BatchFileResult is how one file of a batch went.
 type BatchFileResult struct {
 	// Path is the file's path, as in the batch.
 	Path string `json:"path"`
 	// Size is the number of bytes written on disk.
 	Size int64 `json:"size"`
+	// SHA256 is the lowercase hex sha256 of the bytes written, as the
+	// tree will show them; absent when the file was not written.
+	SHA256 string `json:"sha256,omitempty"`
 	// Error, when present, is why the file was not written (for a path
 	// outside the games root: "invalid path", in both variants).
 	Error string `json:"error,omitempty"`

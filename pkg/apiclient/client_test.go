@@ -328,8 +328,11 @@ func TestEveryRequestGoesOneWay(t *testing.T) {
 		"tree":    func() error { _, err := c.Tree(ctx); return err },
 		"put":     func() error { _, err := c.PutFile(ctx, "a.com/g/x", 3, abc); return err },
 		"batch": func() error {
-			errs, err := c.PutFiles(ctx, []api.BatchFile{{Rel: "a.com/g/x", Size: 3, Open: abc}})
-			return errors.Join(append(errs, err)...)
+			outs, err := c.PutFiles(ctx, []api.BatchFile{{Rel: "a.com/g/x", Size: 3, Open: abc}})
+			for _, o := range outs {
+				err = errors.Join(err, o.Err)
+			}
+			return err
 		},
 		"delete":  func() error { return c.DeleteFile(ctx, "a.com/g/x") },
 		"listing": func() error { _, err := c.Logs(ctx); return err },
@@ -386,5 +389,40 @@ func TestPutFileStreams(t *testing.T) {
 	}()
 	if _, err := c.PutFile(t.Context(), "a.com/g/x", 10, func() (io.ReadCloser, error) { return pr, nil }); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A batch is sent with its length told (no chunked encoding on either
+// hop), and the length is exactly the tar stream's, whatever the names
+// (long ones and non-ASCII ones take PAX headers) and sizes.
+func TestBatchLengthIsTold(t *testing.T) {
+	type seen struct {
+		length    int64
+		chunked   bool
+		bodyBytes int64
+	}
+	got := make(chan seen, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == api.PathVersion {
+			io.WriteString(w, `{"api": 1, "batchUpload": true}`)
+			return
+		}
+		n, _ := io.Copy(io.Discard, r.Body)
+		got <- seen{r.ContentLength, len(r.TransferEncoding) > 0, n}
+		w.WriteHeader(500) // the answer does not matter here
+	}))
+	defer srv.Close()
+	c, _ := NewClient(ClientConfig{Server: srv.URL, Token: secret, Attempts: 1})
+	var files []api.BatchFile
+	names := []string{"a.com/g/x", "a.com/g/" + strings.Repeat("long-", 30) + ".js", "a.com/g/é/ü.txt"}
+	for i, size := range []int{0, 1, 511, 512, 513, 70000} {
+		body := strings.Repeat("z", size)
+		files = append(files, api.BatchFile{Rel: fmt.Sprintf("%s%d", names[i%len(names)], i), Size: int64(size),
+			Open: func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(body)), nil }})
+	}
+	c.PutFiles(t.Context(), files)
+	s := <-got
+	if s.chunked || s.length != s.bodyBytes || s.length <= 0 {
+		t.Fatalf("Content-Length %d, chunked %v, body %d bytes", s.length, s.chunked, s.bodyBytes)
 	}
 }

@@ -102,6 +102,26 @@ func (s *sentHashes) opener(u Upload) func() (io.ReadCloser, error) {
 	}
 }
 
+// wrote records the hash the server reported for u's upload; a server
+// that reports none has the file hashed here, as it is now.
+func (s *sentHashes) wrote(u Upload, sum string) {
+	if sum == "" {
+		h := sha256.New()
+		if f, err := os.Open(u.Abs); err == nil {
+			io.Copy(h, f)
+			f.Close()
+		}
+		s.set(u.Path, h) // unreadable: the check names the file
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sums == nil {
+		s.sums = map[string]string{}
+	}
+	s.sums[u.Path] = sum
+}
+
 func (s *sentHashes) set(path string, h hash.Hash) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -3,7 +3,9 @@ package mirror
 import (
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -17,6 +19,9 @@ type Upload struct {
 	Abs  string
 	Size int64
 }
+
+// open opens the file for one attempt of its upload.
+func (u Upload) open() (io.ReadCloser, error) { return os.Open(u.Abs) }
 
 // Delete is one server path to delete: a file, or a whole game folder when
 // the game is gone locally (Files then counts the files it holds).

@@ -33,7 +33,7 @@ type Link interface {
 // file.
 type Batcher interface {
 	CanBatch() bool
-	PutFiles(ctx context.Context, files []api.BatchFile) ([]error, error)
+	PutFiles(ctx context.Context, files []api.BatchFile) ([]api.BatchOutcome, error)
 }
 
 // SyncOptions configure a sync.
@@ -225,10 +225,13 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 	sent := &sentHashes{}
 	var putBatch func(*gate, []Upload) []error
 	if b, ok := remote.(Batcher); ok && b.CanBatch() {
+		// Every upload goes in a batch (a big file in a batch of its own):
+		// the server reports the hash of what it wrote, so nothing is
+		// hashed here for the check after the sync.
 		putBatch = func(g *gate, us []Upload) []error {
 			files := make([]api.BatchFile, len(us))
 			for i, u := range us {
-				files[i] = api.BatchFile{Rel: u.Path, Size: u.Size, Open: sent.opener(u)}
+				files[i] = api.BatchFile{Rel: u.Path, Size: u.Size, Open: u.open}
 			}
 			errs := make([]error, len(us))
 			if g.closed() {
@@ -237,13 +240,17 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 				}
 				return errs
 			}
-			errs, err := b.PutFiles(ctx, files)
-			if err != nil {
-				for i := range errs {
+			outs, err := b.PutFiles(ctx, files)
+			g.record(err)
+			for i, u := range us {
+				if err != nil {
 					errs[i] = err
+					continue
+				}
+				if errs[i] = outs[i].Err; errs[i] == nil {
+					sent.wrote(u, outs[i].SHA256)
 				}
 			}
-			g.record(err)
 			return errs
 		}
 	}

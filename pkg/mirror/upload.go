@@ -144,7 +144,8 @@ func (q *uploadQueue) stop() {
 }
 
 // runUploads uploads on jobs workers in the queue's order, calling put for
-// each file, or putBatch (when not nil) for several small ones at once, and
+// each file, or, when putBatch is not nil, putBatch for every upload (the
+// small ones several at once, a big one alone), and
 // report for each result (held-back code files included), until all are
 // done or ctx ends.
 func runUploads(ctx context.Context, uploads []Upload, jobs int, put func(Upload) error,
@@ -163,7 +164,7 @@ func runUploads(ctx context.Context, uploads []Upload, jobs int, put func(Upload
 					return
 				}
 				var errs []error
-				if len(us) == 1 {
+				if putBatch == nil {
 					errs = []error{put(us[0])}
 				} else {
 					errs = putBatch(us)

@@ -33,10 +33,13 @@ type fakeRemote struct {
 	batch   bool
 	batches int
 	tree    api.Tree // what it holds, as a server would: the sync reads it back
+	// reportHash, when set, is the hash a batch answer reports for a file
+	// written with the given one; nil reports none, as an older server.
+	reportHash func(path, written string) string
 }
 
 func newFakeRemote() *fakeRemote {
-	r := &fakeRemote{tree: api.Tree{}}
+	r := &fakeRemote{tree: api.Tree{}, reportHash: func(_, h string) string { return h }}
 	r.cond = sync.NewCond(&r.mu)
 	return r
 }
@@ -50,15 +53,20 @@ func (r *fakeRemote) Tree(context.Context) (api.Tree, error) {
 // CanBatch offers the batch upload when batch is set; PutFiles then takes
 // the files of a batch one after the other, as the server does.
 func (r *fakeRemote) CanBatch() bool { return r.batch }
-func (r *fakeRemote) PutFiles(ctx context.Context, files []api.BatchFile) ([]error, error) {
+func (r *fakeRemote) PutFiles(ctx context.Context, files []api.BatchFile) ([]api.BatchOutcome, error) {
 	r.mu.Lock()
 	r.batches++
 	r.mu.Unlock()
-	errs := make([]error, len(files))
+	outs := make([]api.BatchOutcome, len(files))
 	for i, f := range files {
-		_, errs[i] = r.PutFile(ctx, f.Rel, f.Size, f.Open)
+		_, outs[i].Err = r.PutFile(ctx, f.Rel, f.Size, f.Open)
+		r.mu.Lock()
+		if outs[i].Err == nil && r.reportHash != nil {
+			outs[i].SHA256 = r.reportHash(f.Rel, r.tree[f.Rel])
+		}
+		r.mu.Unlock()
 	}
-	return errs, nil
+	return outs, nil
 }
 func (r *fakeRemote) DeleteFile(context.Context, string) error { return nil }
 
@@ -325,5 +333,43 @@ func TestSyncWarmsAndFollowsTheLink(t *testing.T) {
 	defer r.warmMu.Unlock()
 	if r.warmed != 12 {
 		t.Errorf("%d connections warmed, want 12", r.warmed)
+	}
+}
+
+// Where batches report the hash of what the server wrote, the check after
+// the sync compares the tree with those hashes (nothing sent is hashed
+// here); a server that reports none has the files hashed here instead.
+func TestCheckUsesTheHashesTheServerReports(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		report func(path, written string) string
+		differ []string
+	}{
+		{"reported", func(_, h string) string { return h }, nil},
+		{"one reported wrong", func(p, h string) string {
+			if p == "a.com/g/f2.txt" {
+				return strings.Repeat("0", 64)
+			}
+			return h
+		}, []string{"a.com/g/f2.txt"}},
+		{"none reported", nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			codeGame(t, root, "a.com/g", 5)
+			r := newFakeRemote()
+			r.batch, r.reportHash = true, tc.report
+			sum, err := Sync(context.Background(), root, r, SyncOptions{Jobs: 4}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, f := range sum.Failures {
+				got = append(got, f.Path)
+			}
+			if sum.Differ != len(tc.differ) || !slices.Equal(got, tc.differ) {
+				t.Errorf("differ %d, failures %+v; want %v", sum.Differ, sum.Failures, tc.differ)
+			}
+		})
 	}
 }

@@ -17,7 +17,9 @@ import (
 // regular files named by their path under the games root, each written
 // exactly as PUT /api/file writes one (the same path rules, the same atomic
 // write and cached hash, the same debounced reload), one after the other.
-// The answer lists each file's result in order, in both variants; a body
+// The answer lists each file's result in order, in both variants, with the
+// sha256 of what was written (so a client need not hash what it sends to
+// check the tree afterwards); a body
 // that is not a tar stream fails the request as a failed write does, after
 // the files before the damage were written.
 func (s *Server) putFiles(w http.ResponseWriter, r *http.Request) error {
@@ -53,7 +55,7 @@ func (s *Server) putEntry(h *tar.Header, body io.Reader) api.BatchFileResult {
 		out.Error = fmt.Sprintf("upload exceeds the server's limit of %d bytes", s.opts.MaxUpload)
 		return out
 	}
-	n, err := s.store.Write(rel, body, s.opts.MaxUpload)
+	wr, err := s.store.Write(rel, body, s.opts.MaxUpload)
 	switch {
 	case errors.Is(err, store.ErrInvalidPath):
 		out.Error = api.ErrInvalidPath
@@ -64,6 +66,6 @@ func (s *Server) putEntry(h *tar.Header, body io.Reader) api.BatchFileResult {
 		return out
 	}
 	s.markChanged(rel)
-	out.Size = n
+	out.Size, out.SHA256 = wr.Size, wr.SHA256
 	return out
 }

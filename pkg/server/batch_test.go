@@ -66,8 +66,9 @@ func TestBatchUploadBothVariants(t *testing.T) {
 			if err := json.NewDecoder(resp.Body).Decode(&res); err != nil || resp.StatusCode != 200 || len(res.Files) != 4 {
 				t.Fatalf("batch: %d %+v %v", resp.StatusCode, res, err)
 			}
-			want := []api.BatchFileResult{{Path: "a.com/g/x.txt", Size: 2}, {Path: "a.com/../escape.txt", Error: api.ErrInvalidPath},
-				{Path: "a.com/g/sub/y.txt", Size: 3}, {Path: "a.com/top.txt", Error: api.ErrInvalidPath}}
+			sumOf := func(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }
+			want := []api.BatchFileResult{{Path: "a.com/g/x.txt", Size: 2, SHA256: sumOf("xx")}, {Path: "a.com/../escape.txt", Error: api.ErrInvalidPath},
+				{Path: "a.com/g/sub/y.txt", Size: 3, SHA256: sumOf("yyy")}, {Path: "a.com/top.txt", Error: api.ErrInvalidPath}}
 			for i := range want {
 				if res.Files[i] != want[i] {
 					t.Errorf("file %d: %+v, want %+v", i, res.Files[i], want[i])
@@ -81,8 +82,7 @@ func TestBatchUploadBothVariants(t *testing.T) {
 			tree := map[string]string{}
 			json.NewDecoder(e.do(t, "GET", api.PathTree, token, nil).Body).Decode(&tree)
 			for p, content := range map[string]string{"a.com/g/x.txt": "xx", "a.com/g/sub/y.txt": "yyy"} {
-				sum := sha256.Sum256([]byte(content))
-				if tree[p] != hex.EncodeToString(sum[:]) {
+				if tree[p] != sumOf(content) {
 					t.Errorf("tree[%s] = %q", p, tree[p])
 				}
 			}

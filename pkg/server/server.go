@@ -251,7 +251,7 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request) error {
 		return s.tooLarge()
 	}
 	body := &movingBody{r: r.Body, rc: http.NewResponseController(w), stall: s.opts.BodyStall}
-	n, err := s.store.Write(rel, body, s.opts.MaxUpload)
+	wr, err := s.store.Write(rel, body, s.opts.MaxUpload)
 	switch {
 	case errors.Is(err, store.ErrInvalidPath):
 		return errInvalidPath
@@ -261,7 +261,7 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request) error {
 		return writeFailed(http.StatusInternalServerError, err)
 	}
 	s.markChanged(rel)
-	res := api.WriteResult{Size: n}
+	res := api.WriteResult{Size: wr.Size}
 	if s.opts.Variant == api.Variant2 {
 		res.OK = api.Bool(true)
 	}

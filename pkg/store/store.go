@@ -92,10 +92,11 @@ func (s *Store) Close() error {
 // The body is hashed as it is written, and the hash cached with the stamp of
 // the file as renamed into place (stat'ed through the still open file, so a
 // concurrent replacement of the path is a different inode and not trusted):
-// the next tree request does not read the file again.
-func (s *Store) Write(rel string, body io.Reader, limit int64) (int64, error) {
+// the next tree request does not read the file again, and the hash is
+// returned with the size.
+func (s *Store) Write(rel string, body io.Reader, limit int64) (Written, error) {
 	if _, err := checkDepth(rel, MinWriteDepth); err != nil {
-		return 0, err
+		return Written{}, err
 	}
 	s.writes.Add(1)
 	defer s.writes.Done()
@@ -103,7 +104,7 @@ func (s *Store) Write(rel string, body io.Reader, limit int64) (int64, error) {
 	dir = strings.TrimSuffix(dir, "/")
 	d, err := s.dirs.get(s.root, dir)
 	if err != nil {
-		return 0, fmt.Errorf("opening the folder of %s: %w", rel, err)
+		return Written{}, fmt.Errorf("opening the folder of %s: %w", rel, err)
 	}
 	defer func() { s.dirs.put(d) }() // d may be replaced below
 	f, err := atomicfile.CreateIn(d.root, base, 0o644)
@@ -112,14 +113,14 @@ func (s *Store) Write(rel string, body io.Reader, limit int64) (int64, error) {
 		s.dirs.forget(d)
 		fresh, ferr := s.dirs.get(s.root, dir)
 		if ferr != nil {
-			return 0, fmt.Errorf("opening the folder of %s: %w", rel, ferr)
+			return Written{}, fmt.Errorf("opening the folder of %s: %w", rel, ferr)
 		}
 		s.dirs.put(d)
 		d = fresh
 		f, err = atomicfile.CreateIn(d.root, base, 0o644)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("writing %s: %w", rel, err)
+		return Written{}, fmt.Errorf("writing %s: %w", rel, err)
 	}
 	defer f.Discard()
 	src := body
@@ -131,24 +132,32 @@ func (s *Store) Write(rel string, body io.Reader, limit int64) (int64, error) {
 	n, err := io.CopyBuffer(io.MultiWriter(f, h), src, *buf)
 	copyBufs.Put(buf)
 	if err != nil {
-		return 0, fmt.Errorf("writing %s: %w", rel, err)
+		return Written{}, fmt.Errorf("writing %s: %w", rel, err)
 	}
 	if limit > 0 && n > limit {
-		return 0, ErrTooLarge
+		return Written{}, ErrTooLarge
 	}
 	fi, err := f.Commit(false)
 	if err != nil {
-		return 0, fmt.Errorf("writing %s: %w", rel, err)
+		return Written{}, fmt.Errorf("writing %s: %w", rel, err)
 	}
+	w := Written{Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}
 	if fi == nil {
-		return n, nil // the next tree request hashes it
+		return w, nil // the next tree request hashes it
 	}
 	if st, ok := filehash.StampOf(fi); ok {
 		s.mu.Lock()
-		s.cache[rel] = cached{stamp: st, hash: hex.EncodeToString(h.Sum(nil))}
+		s.cache[rel] = cached{stamp: st, hash: w.SHA256}
 		s.mu.Unlock()
 	}
-	return n, nil
+	return w, nil
+}
+
+// Written is what Write wrote: the size and the sha256 (lowercase hex) of
+// the bytes now at the path.
+type Written struct {
+	Size   int64
+	SHA256 string
 }
 
 // copyBufs hold the buffers uploads are copied through: larger than io.Copy's

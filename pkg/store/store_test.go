@@ -98,15 +98,22 @@ func TestWriteDeleteTree(t *testing.T) {
 		"example.com/arena/a/b/c.js":         "deep",
 		"example.org/g/empty":                "",
 	}
+	written := map[string]string{}
 	for p, body := range files {
-		n, err := s.Write(p, strings.NewReader(body), 0)
-		if err != nil || n != int64(len(body)) {
-			t.Fatalf("Write(%q) = %d, %v", p, n, err)
+		w, err := s.Write(p, strings.NewReader(body), 0)
+		if err != nil || w.Size != int64(len(body)) {
+			t.Fatalf("Write(%q) = %+v, %v", p, w, err)
 		}
+		written[p] = w.SHA256
 	}
 	tree, err := s.Tree()
 	if err != nil {
 		t.Fatal(err)
+	}
+	for p, h := range written {
+		if tree[p] != h {
+			t.Errorf("Write(%q) said sha256 %s, the tree says %s", p, h, tree[p])
+		}
 	}
 	if len(tree) != len(files) {
 		t.Fatalf("tree has %d entries, want %d: %v", len(tree), len(files), tree)
@@ -171,8 +178,8 @@ func TestCutOrOversizedUploadKeepsOldFile(t *testing.T) {
 	if _, err := s.Write(p, strings.NewReader(strings.Repeat("y", 11)), 10); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("oversized upload: %v", err)
 	}
-	if n, err := s.Write("example.com/arena/exact.bin", strings.NewReader(strings.Repeat("y", 10)), 10); err != nil || n != 10 {
-		t.Fatalf("an upload of exactly the limit must pass: %d, %v", n, err)
+	if w, err := s.Write("example.com/arena/exact.bin", strings.NewReader(strings.Repeat("y", 10)), 10); err != nil || w.Size != 10 {
+		t.Fatalf("an upload of exactly the limit must pass: %+v, %v", w, err)
 	}
 	got, _ := os.ReadFile(filepath.Join(dir, p))
 	if string(got) != "old" {
