@@ -83,8 +83,10 @@ func runSync(ctx context.Context, ios *IO, g *globals, root string, o syncOption
 	if st, err := os.Stat(root); err != nil || !st.IsDir() {
 		return withExit(ExitUsage, fmt.Errorf("syncing: %s is not a directory", root))
 	}
-	// Configuration first: a misconfigured sync should not spend time generating.
-	client, err := connect(ctx, g, out, o.Jobs)
+	// Configuration first: a misconfigured sync should not spend time
+	// generating. The server's version is checked beside the tree request
+	// and the generator, so a sync waits for one round trip, not two.
+	client, check, err := dial(g, out, o.Jobs)
 	if err != nil {
 		return err
 	}
@@ -104,7 +106,8 @@ func runSync(ctx context.Context, ios *IO, g *globals, root string, o syncOption
 
 	sum, err := mirror.Sync(ctx, root, client, mirror.SyncOptions{
 		Jobs: o.Jobs, DryRun: o.DryRun, Prepare: generate, Hashes: o.hashes,
-		Plan: mirror.PlanOptions{AllowEmpty: o.AllowEmpty, MaxDelete: o.MaxDelete},
+		Check: func() error { return check(ctx) },
+		Plan:  mirror.PlanOptions{AllowEmpty: o.AllowEmpty, MaxDelete: o.MaxDelete},
 	}, out)
 	out.Finish()
 	var ee *exitError

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -34,6 +35,8 @@ type cliEnv struct {
 	// failPut, when set, makes the server answer a PUT of that path, or a
 	// batch holding it, with 500.
 	failPut atomic.Pointer[func(path string) bool]
+	// before, when set, sees each request before the server does.
+	before atomic.Pointer[func(r *http.Request)]
 }
 
 // newCLIEnv starts a real server and writes a config file for it.
@@ -47,6 +50,9 @@ func newCLIEnv(t *testing.T, variant api.Variant) *cliEnv {
 	}
 	h := srv.Handler()
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if before := e.before.Load(); before != nil {
+			(*before)(r)
+		}
 		switch {
 		case r.Method == "PUT" && r.URL.Path == api.PathFiles:
 			// A batch: count its files, and fail it whole if one is to fail.
@@ -258,6 +264,32 @@ func TestSyncBrokenGameAmongGoodOnes(t *testing.T) {
 	})
 	if after != len(before) {
 		t.Errorf("the broken game had %d server files, now %d", len(before), after)
+	}
+}
+
+// The version check and the tree request go out together: the server
+// here answers the version only once the tree has been asked for, which a
+// sync that waited for the version before asking would never do.
+func TestSyncAsksVersionAndTreeAtOnce(t *testing.T) {
+	e := newCLIEnv(t, api.Variant1)
+	e.game("arena", map[string]string{"index.html": "a"})
+	treeAsked := make(chan struct{})
+	var once sync.Once
+	before := func(r *http.Request) {
+		switch r.URL.Path {
+		case api.PathTree:
+			once.Do(func() { close(treeAsked) })
+		case api.PathVersion:
+			select {
+			case <-treeAsked:
+			case <-time.After(10 * time.Second): // a bound, not a pause: the sync is wrong
+				t.Error("the version check waited for the tree request, or the other way round")
+			}
+		}
+	}
+	e.before.Store(&before)
+	if _, errOut, code := e.run(false, "sync", "sites"); code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, errOut)
 	}
 }
 

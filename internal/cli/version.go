@@ -69,28 +69,42 @@ func apiMismatch(server int) error {
 // connect resolves the configuration, builds a client and checks the API
 // version, as every command that talks to the server does first.
 func connect(ctx context.Context, g *globals, out *output, conns int) (*apiclient.Client, error) {
-	cfg, err := loadConfig(g)
+	client, check, err := dial(g, out, conns)
 	if err != nil {
 		return nil, err
 	}
-	if err := cfg.requireServer(true); err != nil {
-		return nil, err
-	}
-	client, err := newClient(cfg, out, conns)
-	if err != nil {
-		return nil, err
-	}
-	v, err := client.Version(ctx)
-	if err != nil {
-		if errors.Is(err, apiclient.ErrNotFound) {
-			return nil, withExit(ExitFailed, fmt.Errorf("%w; or %s is not a hoster-server", err, cfg.Server))
-		}
-		return nil, withExit(ExitFailed, err)
-	}
-	if err := apiMismatch(v.API); err != nil {
+	if err := check(ctx); err != nil {
 		return nil, err
 	}
 	return client, nil
+}
+
+// dial makes the client the configuration asks for, and the check of the
+// server (its API version) that must pass before the client is used to
+// change anything; sync runs it beside its first requests.
+func dial(g *globals, out *output, conns int) (*apiclient.Client, func(context.Context) error, error) {
+	cfg, err := loadConfig(g)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cfg.requireServer(true); err != nil {
+		return nil, nil, err
+	}
+	client, err := newClient(cfg, out, conns)
+	if err != nil {
+		return nil, nil, err
+	}
+	check := func(ctx context.Context) error {
+		v, err := client.Version(ctx)
+		if err != nil {
+			if errors.Is(err, apiclient.ErrNotFound) {
+				return withExit(ExitFailed, fmt.Errorf("%w; or %s is not a hoster-server", err, cfg.Server))
+			}
+			return withExit(ExitFailed, err)
+		}
+		return apiMismatch(v.API)
+	}
+	return client, check, nil
 }
 
 func newClient(cfg config, out *output, conns int) (*apiclient.Client, error) {

@@ -55,6 +55,11 @@ type SyncOptions struct {
 	// with PlanOptions.Leave; its error ends the sync and is returned as it
 	// is.
 	Prepare func() (leave []string, err error)
+	// Check, when set, runs beside the tree request and Prepare (hoster
+	// sync asks the server's version here, which also times the link); an
+	// error from it ends the sync before anything is sent, and is returned
+	// as it is.
+	Check func() error
 }
 
 // SyncSummary is what a sync did.
@@ -117,9 +122,23 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 		close(treeDone)
 		treeCh <- treeResult{t, err}
 	}()
+	var checkErr error
+	checked := make(chan struct{}) // closed when checkErr is set
+	go func() {
+		defer close(checked)
+		if opts.Check != nil {
+			checkErr = opts.Check()
+		}
+	}()
+	// How many transfers run at once is known once the check has timed
+	// the link.
 	link, _ := remote.(Link)
-	if link != nil {
-		opts.Jobs = InFlight(link.RTT(), opts.Jobs)
+	ceiling := opts.Jobs
+	jobs := func() int {
+		if link != nil {
+			return InFlight(link.RTT(), ceiling)
+		}
+		return ceiling
 	}
 	var local *Local
 	var err error
@@ -137,7 +156,8 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 	}
 	if err != nil {
 		cancelTree()
-		<-treeCh // do not leave the request behind
+		<-treeCh // do not leave the requests behind
+		<-checked
 		return SyncSummary{}, err
 	}
 	local.Cache = opts.Hashes
@@ -150,14 +170,15 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 		go func() {
 			defer warming.Done()
 			<-treeDone
-			if t := arrived.Load(); t != nil {
+			<-checked
+			if t := arrived.Load(); t != nil && checkErr == nil {
 				n := 0
 				for p := range local.Files {
 					if _, has := (*t)[p]; !has && !left[gameOf(p)] {
 						n++
 					}
 				}
-				link.Warm(ctx, min(n, opts.Jobs))
+				link.Warm(ctx, min(n, jobs()))
 			}
 		}()
 	}
@@ -173,12 +194,16 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 		return has
 	})
 	tr := <-treeCh
+	if <-checked; checkErr != nil {
+		return SyncSummary{}, checkErr
+	}
 	if hashErr != nil {
 		return SyncSummary{}, hashErr
 	}
 	if tr.err != nil {
 		return SyncSummary{}, tr.err
 	}
+	opts.Jobs = jobs()
 	plan, err := MakePlan(local, tr.tree, opts.Plan)
 	if err != nil {
 		return SyncSummary{}, err

@@ -373,3 +373,19 @@ func TestCheckUsesTheHashesTheServerReports(t *testing.T) {
 		})
 	}
 }
+
+// A failed Check (the server's version) ends the sync before anything is
+// sent, with the check's own error.
+func TestFailedCheckSendsNothing(t *testing.T) {
+	root := t.TempDir()
+	codeGame(t, root, "a.com/g", 3)
+	r := newFakeRemote()
+	refused := errors.New("the server speaks API 9")
+	_, err := Sync(context.Background(), root, r, SyncOptions{Check: func() error { return refused }}, nil)
+	if err != refused {
+		t.Fatalf("sync returned %v, want the check's error", err)
+	}
+	if len(r.log) > 0 {
+		t.Errorf("sent after a failed check: %v", r.log)
+	}
+}
