@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/hoster-dev/hoster/pkg/api"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -172,47 +173,77 @@ func FuzzNormalisePin(f *testing.F) {
 	})
 }
 
-// The client speaks HTTP/1.1 even to a TLS server offering HTTP/2: parallel
-// uploads each get their own TCP connection and window, where HTTP/2 would
-// squeeze them into one connection's flow-control window (measured: Caddy's
-// 1 MiB per connection, 20 MB/s at 50 ms; docs/PERFORMANCE.md).
-func TestHTTP1EvenWhereHTTP2IsOffered(t *testing.T) {
-	var protos sync.Map
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		protos.Store(r.Proto, true)
-		io.Copy(io.Discard, r.Body)
-		if r.Method == http.MethodPut {
-			io.WriteString(w, `{"size": 3}`)
-			return
+// Against a TLS server that offers HTTP/2, uploads (a file, a batch) go
+// over HTTP/1.1, a connection each, and every other request over HTTP/2;
+// against plain http, everything is HTTP/1.1.
+func TestHTTP2WhereOfferedUploadsOnHTTP1(t *testing.T) {
+	var mu sync.Mutex
+	protos := map[string]string{} // "<server> <request>" -> protocol
+	serve := func(name string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			protos[name+" "+r.Method+" "+r.URL.Path] = r.Proto
+			mu.Unlock()
+			io.Copy(io.Discard, r.Body)
+			switch {
+			case r.URL.Path == api.PathFiles:
+				io.WriteString(w, `{"files": [{"path": "a.com/g/x", "size": 3}]}`)
+			case r.Method == http.MethodPut:
+				io.WriteString(w, `{"size": 3}`)
+			case r.Method == http.MethodDelete:
+				io.WriteString(w, `{"deleted": true}`)
+			case r.URL.Path == api.PathTree:
+				io.WriteString(w, `{}`)
+			default:
+				io.WriteString(w, `{"api": 1, "batchUpload": true}`)
+			}
 		}
-		io.WriteString(w, `{"api": 1}`)
-	})
-	tls := httptest.NewUnstartedServer(h)
+	}
+	tls := httptest.NewUnstartedServer(serve("tls"))
 	tls.EnableHTTP2 = true
 	tls.StartTLS()
 	defer tls.Close()
-	plain := httptest.NewServer(h)
+	plain := httptest.NewServer(serve("plain"))
 	defer plain.Close()
+	abc := func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("abc")), nil }
+	ctx := t.Context()
 	for _, srv := range []*httptest.Server{tls, plain} {
 		c, err := NewClient(ClientConfig{Server: srv.URL, Token: secret, CertSHA256: pinOf(srv)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.Version(context.Background()); err != nil {
+		c.Warm(ctx, 2) // connections opened ahead are for uploads, and stay HTTP/1.1
+		if _, err := c.Version(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.PutFile(context.Background(), "a.com/g/x", 3, func() (io.ReadCloser, error) {
-			return io.NopCloser(strings.NewReader("abc")), nil
-		}); err != nil {
+		if _, err := c.Tree(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.DeleteFile(ctx, "a.com/g/y"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.PutFile(ctx, "a.com/g/x", 3, abc); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.PutFiles(ctx, []api.BatchFile{{Rel: "a.com/g/x", Size: 3, Open: abc}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	protos.Range(func(k, _ any) bool {
-		if k != "HTTP/1.1" {
-			t.Errorf("a request came over %v", k)
+	want := map[string]string{}
+	for _, srv := range []string{"tls", "plain"} {
+		small := "HTTP/2.0"
+		if srv == "plain" {
+			small = "HTTP/1.1"
 		}
-		return true
-	})
+		want[srv+" GET "+api.PathVersion] = small
+		want[srv+" GET "+api.PathTree] = small
+		want[srv+" DELETE "+api.PathFile] = small
+		want[srv+" PUT "+api.PathFile] = "HTTP/1.1"
+		want[srv+" PUT "+api.PathFiles] = "HTTP/1.1"
+	}
+	if !maps.Equal(protos, want) {
+		t.Errorf("protocols\n got %v\nwant %v", protos, want)
+	}
 }
 
 func pinOf(srv *httptest.Server) string {
@@ -223,9 +254,14 @@ func pinOf(srv *httptest.Server) string {
 }
 
 // Warm opens that many connections ahead, each through its TLS handshake,
-// and the transport takes them: requests made then open no more.
+// and the upload transport takes them: uploads made then open no more.
 func TestWarmOpensConnections(t *testing.T) {
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if r.Method == http.MethodPut {
+			io.WriteString(w, `{"size": 3}`)
+			return
+		}
 		io.WriteString(w, `{"api": 1}`)
 	}))
 	opened := make(chan struct{}, 100)
@@ -247,7 +283,9 @@ func TestWarmOpensConnections(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := c.Version(context.Background()); err != nil {
+			if _, err := c.PutFile(context.Background(), "a.com/g/x", 3, func() (io.ReadCloser, error) {
+				return io.NopCloser(strings.NewReader("abc")), nil
+			}); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -255,8 +293,11 @@ func TestWarmOpensConnections(t *testing.T) {
 	wg.Wait()
 	select {
 	case <-opened:
-		t.Fatal("requests opened a connection of their own although five were opened ahead")
+		t.Fatal("uploads opened a connection of their own although five were opened ahead")
 	default:
+	}
+	if _, err := c.Version(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 	if c.RTT() == 0 {
 		t.Fatal("no round trip was timed")

@@ -133,6 +133,11 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 	// How many transfers run at once is known once the check has timed
 	// the link.
 	link, _ := remote.(Link)
+	if link != nil && !opts.DryRun {
+		// The first upload's connection, opened beside the first requests:
+		// a small change then waits for no handshake of its own.
+		link.Warm(ctx, 1)
+	}
 	ceiling := opts.Jobs
 	jobs := func() int {
 		if link != nil {
@@ -163,7 +168,12 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 	local.Cache = opts.Hashes
 	if link != nil && !opts.DryRun {
 		// Files the server lacks are uploads for sure: open their
-		// connections while the rest is hashed.
+		// connections while the rest is hashed (which updates the sizes:
+		// the walk's are read here).
+		walked := make(map[string]int64, len(local.Files))
+		for p, f := range local.Files {
+			walked[p] = f.Size
+		}
 		var warming sync.WaitGroup
 		defer warming.Wait() // quick: the tree has come by the time Sync returns
 		warming.Add(1)
@@ -172,13 +182,13 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 			<-treeDone
 			<-checked
 			if t := arrived.Load(); t != nil && checkErr == nil {
-				n := 0
-				for p := range local.Files {
+				var sizes []int64
+				for p, size := range walked {
 					if _, has := (*t)[p]; !has && !left[gameOf(p)] {
-						n++
+						sizes = append(sizes, size)
 					}
 				}
-				link.Warm(ctx, min(n, jobs()))
+				link.Warm(ctx, min(uploadRequests(sizes, canBatch(remote)), jobs()))
 			}
 		}()
 	}
@@ -249,7 +259,8 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 	}
 	sent := &sentHashes{}
 	var putBatch func(*gate, []Upload) []error
-	if b, ok := remote.(Batcher); ok && b.CanBatch() {
+	if canBatch(remote) {
+		b := remote.(Batcher)
 		// Every upload goes in a batch (a big file in a batch of its own):
 		// the server reports the hash of what it wrote, so nothing is
 		// hashed here for the check after the sync.
@@ -312,7 +323,11 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 	}
 
 	if link != nil {
-		link.Warm(ctx, min(len(plan.Uploads)+len(plan.Deletes), opts.Jobs))
+		sizes := make([]int64, len(plan.Uploads))
+		for i, u := range plan.Uploads {
+			sizes[i] = u.Size
+		}
+		link.Warm(ctx, min(uploadRequests(sizes, putBatch != nil), opts.Jobs))
 	}
 	// What stands in the way of an upload goes first; then the uploads;
 	// then the other deletes, but not in a game with a failed transfer.
@@ -388,6 +403,12 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 	sum.Differ = n
 	sum.Failures = append(sum.Failures, diffs...)
 	return sum, ctx.Err()
+}
+
+// canBatch reports whether remote takes uploads in batches.
+func canBatch(remote Remote) bool {
+	b, ok := remote.(Batcher)
+	return ok && b.CanBatch()
 }
 
 // outOfSpaceUploads are the uploads of list that failed because the

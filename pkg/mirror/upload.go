@@ -76,6 +76,29 @@ const (
 	batchBytes   = 4 << 20
 )
 
+// uploadRequests is about how many requests uploads of these sizes take:
+// one each, or in batches the big ones alone and the small ones together.
+// It is how many connections are worth opening ahead of them.
+func uploadRequests(sizes []int64, batch bool) int {
+	if !batch {
+		return len(sizes)
+	}
+	n, small := 0, 0
+	var smallBytes int64
+	for _, s := range sizes {
+		if s > batchFileMax {
+			n++
+		} else {
+			small++
+			smallBytes += s
+		}
+	}
+	if small > 0 {
+		n += max((small+batchFiles-1)/batchFiles, int((smallBytes+batchBytes-1)/batchBytes))
+	}
+	return n
+}
+
 // next blocks until uploads are ready for a worker (big: from the biggest
 // end) and returns one, or with batch set, as many small ones as a batch
 // takes; it returns none when nothing is left.

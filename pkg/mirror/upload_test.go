@@ -389,3 +389,57 @@ func TestFailedCheckSendsNothing(t *testing.T) {
 		t.Errorf("sent after a failed check: %v", r.log)
 	}
 }
+
+// With batches, connections are opened ahead for the requests the uploads
+// take, not for each file: a code game of 30 small files and one big one is
+// two requests, then its code files (on a connection that is free again).
+func TestWarmCountsRequestsNotFiles(t *testing.T) {
+	root := t.TempDir()
+	codeGame(t, root, "a.com/g", 30)
+	r := &linkRemote{fakeRemote: newFakeRemote(), rtt: 2 * time.Millisecond}
+	r.batch = true
+	sum, err := Sync(context.Background(), root, r, SyncOptions{Jobs: 64}, nil)
+	if err != nil || sum.Uploaded != 33 {
+		t.Fatalf("%+v, %v", sum, err)
+	}
+	r.warmMu.Lock()
+	defer r.warmMu.Unlock()
+	if r.warmed != 2 {
+		t.Errorf("%d connections warmed, want 2", r.warmed)
+	}
+	for _, c := range []struct {
+		sizes []int64
+		batch bool
+		want  int
+	}{
+		{[]int64{1, 2, 3}, false, 3},
+		{[]int64{1, 2, 3}, true, 1},
+		{[]int64{batchFileMax + 1, 1, 2}, true, 2},
+		{make([]int64, batchFiles+1), true, 2},
+		{[]int64{batchFileMax, batchFileMax, batchFileMax, batchFileMax, 1}, true, 2},
+		{nil, true, 0},
+	} {
+		if got := uploadRequests(c.sizes, c.batch); got != c.want {
+			t.Errorf("uploadRequests(%d sizes, batch %v) = %d, want %d", len(c.sizes), c.batch, got, c.want)
+		}
+	}
+}
+
+// One connection is opened ahead at the start, for a small change's
+// upload; a sync that sends nothing opens no more, a dry run none.
+func TestWarmOneAtTheStart(t *testing.T) {
+	root := t.TempDir()
+	codeGame(t, root, "a.com/g", 3)
+	r := &linkRemote{fakeRemote: newFakeRemote(), rtt: 2 * time.Millisecond}
+	r.batch = true
+	if _, err := Sync(context.Background(), root, r, SyncOptions{Jobs: 64, DryRun: true}, nil); err != nil || r.warmed != 0 {
+		t.Fatalf("a dry run warmed %d connections (%v)", r.warmed, err)
+	}
+	if _, err := Sync(context.Background(), root, r, SyncOptions{Jobs: 64}, nil); err != nil {
+		t.Fatal(err)
+	}
+	noop := &linkRemote{fakeRemote: r.fakeRemote, rtt: 2 * time.Millisecond}
+	if sum, err := Sync(context.Background(), root, noop, SyncOptions{Jobs: 64}, nil); err != nil || sum.Uploaded != 0 || noop.warmed != 1 {
+		t.Fatalf("a no-op warmed %d connections: %+v, %v", noop.warmed, sum, err)
+	}
+}
