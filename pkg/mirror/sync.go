@@ -133,11 +133,6 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 	// How many transfers run at once is known once the check has timed
 	// the link.
 	link, _ := remote.(Link)
-	if link != nil && !opts.DryRun {
-		// The first upload's connection, opened beside the first requests:
-		// a small change then waits for no handshake of its own.
-		link.Warm(ctx, 1)
-	}
 	ceiling := opts.Jobs
 	jobs := func() int {
 		if link != nil {
@@ -166,6 +161,17 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 		return SyncSummary{}, err
 	}
 	local.Cache = opts.Hashes
+	if link != nil && !opts.DryRun {
+		// A few connections for uploads are opened at once, while the
+		// version and the tree are on their way: a small change then waits
+		// for no handshake of its own, and a big push starts sending a
+		// round trip earlier. A no-op pays for them, so they are few.
+		all := make([]int64, 0, len(local.Files))
+		for _, f := range local.Files {
+			all = append(all, f.Size)
+		}
+		link.Warm(ctx, min(uploadRequests(all, true), earlyWarm))
+	}
 	if link != nil && !opts.DryRun {
 		// Files the server lacks are uploads for sure: open their
 		// connections while the rest is hashed (which updates the sizes:
@@ -404,6 +410,10 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 	sum.Failures = append(sum.Failures, diffs...)
 	return sum, ctx.Err()
 }
+
+// earlyWarm is how many connections a sync opens before it knows what it
+// will send.
+const earlyWarm = 8
 
 // canBatch reports whether remote takes uploads in batches.
 func canBatch(remote Remote) bool {

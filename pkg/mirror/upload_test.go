@@ -425,9 +425,11 @@ func TestWarmCountsRequestsNotFiles(t *testing.T) {
 	}
 }
 
-// One connection is opened ahead at the start, for a small change's
-// upload; a sync that sends nothing opens no more, a dry run none.
-func TestWarmOneAtTheStart(t *testing.T) {
+// Connections are opened ahead at the start, as many as the local tree's
+// uploads would take, up to earlyWarm (here two: the small files in one
+// batch, big.bin in another); a sync that sends nothing opens no more, a
+// dry run none.
+func TestWarmAheadAtTheStart(t *testing.T) {
 	root := t.TempDir()
 	codeGame(t, root, "a.com/g", 3)
 	r := &linkRemote{fakeRemote: newFakeRemote(), rtt: 2 * time.Millisecond}
@@ -439,7 +441,7 @@ func TestWarmOneAtTheStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	noop := &linkRemote{fakeRemote: r.fakeRemote, rtt: 2 * time.Millisecond}
-	if sum, err := Sync(context.Background(), root, noop, SyncOptions{Jobs: 64}, nil); err != nil || sum.Uploaded != 0 || noop.warmed != 1 {
+	if sum, err := Sync(context.Background(), root, noop, SyncOptions{Jobs: 64}, nil); err != nil || sum.Uploaded != 0 || noop.warmed != 2 {
 		t.Fatalf("a no-op warmed %d connections: %+v, %v", noop.warmed, sum, err)
 	}
 }
