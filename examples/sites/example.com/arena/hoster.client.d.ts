@@ -15,7 +15,10 @@ export interface CommandArgs {
   say: { text: string };
 }
 
-export interface Welcome { t: "welcome"; game: string; instance: string; player: string; tickRate: number; sendRate: number; resume?: string; room?: string }
+export interface Welcome { t: "welcome"; game: string; instance: string; player: string; tickRate: number; sendRate: number; resume?: string; room?: string; types?: WireType[] }
+/** A field table of the compact wire format (hoster.compact.1; docs/protocol.md): present in the welcome only on that format. */
+export interface WireType { type: string; fields: WireField[]; private?: WireField[] }
+export interface WireField { name: string; type: "number" | "integer" | "string" | "boolean"; q?: number }
 export interface CloseInfo { code: number; reason: string; reconnecting: boolean }
 
 export interface Events {
