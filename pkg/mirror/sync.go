@@ -166,20 +166,16 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 		// version and the tree are on their way: a small change then waits
 		// for no handshake of its own, and a big push starts sending a
 		// round trip earlier. A no-op pays for them, so they are few.
+		// (Hashing updates the sizes: the walk's are taken here.)
+		walked := make(map[string]int64, len(local.Files))
 		all := make([]int64, 0, len(local.Files))
-		for _, f := range local.Files {
+		for p, f := range local.Files {
+			walked[p] = f.Size
 			all = append(all, f.Size)
 		}
 		link.Warm(ctx, min(uploadRequests(all, true), earlyWarm))
-	}
-	if link != nil && !opts.DryRun {
 		// Files the server lacks are uploads for sure: open their
-		// connections while the rest is hashed (which updates the sizes:
-		// the walk's are read here).
-		walked := make(map[string]int64, len(local.Files))
-		for p, f := range local.Files {
-			walked[p] = f.Size
-		}
+		// connections while the rest is hashed.
 		var warming sync.WaitGroup
 		defer warming.Wait() // quick: the tree has come by the time Sync returns
 		warming.Add(1)
@@ -210,7 +206,8 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 		return has
 	})
 	tr := <-treeCh
-	if <-checked; checkErr != nil {
+	<-checked
+	if checkErr != nil {
 		return SyncSummary{}, checkErr
 	}
 	if hashErr != nil {
