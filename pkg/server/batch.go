@@ -23,7 +23,8 @@ import (
 // that is not a tar stream fails the request as a failed write does, after
 // the files before the damage were written.
 func (s *Server) putFiles(w http.ResponseWriter, r *http.Request) error {
-	tr := tar.NewReader(r.Body)
+	// A stalled batch is cut off as a stalled single upload is.
+	tr := tar.NewReader(&movingBody{r: r.Body, rc: http.NewResponseController(w), stall: s.opts.BodyStall})
 	res := api.BatchResult{Files: []api.BatchFileResult{}}
 	for {
 		h, err := tr.Next()

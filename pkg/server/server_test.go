@@ -1,6 +1,7 @@
 package server
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -417,32 +418,48 @@ func TestExtraRoutesAndGames(t *testing.T) {
 }
 
 // TestStalledUploadCutOff: an authenticated upload whose body stops coming
-// is cut off once it has stalled for BodyStall, leaving no temporary file.
+// is cut off once it has stalled for BodyStall, leaving no temporary file,
+// whether it is a single file or a batch.
 func TestStalledUploadCutOff(t *testing.T) {
-	e := start(t, Options{Token: token, BodyStall: 50 * time.Millisecond})
-	body, feed := io.Pipe()
-	defer feed.Close()
-	go feed.Write([]byte("the first bytes, then nothing"))
-	req, _ := http.NewRequest("PUT", e.url+fileQuery("example.com/arena/slow.bin"), body)
-	req.ContentLength = 1 << 20
-	req.Header.Set("Authorization", "Bearer "+token)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a hang guard only
-	defer cancel()
-	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
-	if ctx.Err() != nil {
-		t.Fatal("the stalled upload was never cut off")
-	}
-	if err == nil {
-		resp.Body.Close()
-		if resp.StatusCode == 200 {
-			t.Fatal("a stalled upload succeeded")
-		}
-	}
-	// The handler's end (and its temporary's removal) follows the answer.
-	e.srv.store.Close()
-	m, _ := filepath.Glob(filepath.Join(e.games, "example.com/arena/.slow.bin.tmp-*"))
-	if len(m) > 0 {
-		t.Fatalf("temporary left: %v", m)
+	var hdr bytes.Buffer
+	tw := tar.NewWriter(&hdr)
+	tw.WriteHeader(&tar.Header{Name: "example.com/arena/slow.bin", Size: 1 << 20, Mode: 0o644, Typeflag: tar.TypeReg})
+	for name, route := range map[string]struct {
+		target string
+		start  []byte
+		length int64
+	}{
+		"file":  {fileQuery("example.com/arena/slow.bin"), nil, 1 << 20},
+		"batch": {api.PathFiles, hdr.Bytes(), 2 << 20},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := start(t, Options{Token: token, BodyStall: 50 * time.Millisecond})
+			body, feed := io.Pipe()
+			defer feed.Close()
+			go feed.Write(append(route.start, "the first bytes, then nothing"...))
+			req, _ := http.NewRequest("PUT", e.url+route.target, body)
+			req.ContentLength = route.length
+			req.Header.Set("Authorization", "Bearer "+token)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a hang guard only
+			defer cancel()
+			context.AfterFunc(ctx, func() { feed.CloseWithError(ctx.Err()) }) // else the transport waits on the body
+			resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+			if ctx.Err() != nil {
+				t.Fatal("the stalled upload was never cut off")
+			}
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					t.Fatal("a stalled upload succeeded")
+				}
+			}
+			// The handler's end (and its temporary's removal) follows the answer.
+			e.srv.store.Close()
+			m, _ := filepath.Glob(filepath.Join(e.games, "example.com/arena/.slow.bin.tmp-*"))
+			if len(m) > 0 {
+				t.Fatalf("temporary left: %v", m)
+			}
+		})
 	}
 }
 
