@@ -114,21 +114,18 @@ func (s *sentHashes) wrote(u Upload, sum string) {
 		s.set(u.Path, h) // unreadable: the check names the file
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.sums == nil {
-		s.sums = map[string]string{}
-	}
-	s.sums[u.Path] = sum
+	s.put(u.Path, sum)
 }
 
-func (s *sentHashes) set(path string, h hash.Hash) {
+func (s *sentHashes) set(path string, h hash.Hash) { s.put(path, hex.EncodeToString(h.Sum(nil))) }
+
+func (s *sentHashes) put(path, sum string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.sums == nil {
 		s.sums = map[string]string{}
 	}
-	s.sums[path] = hex.EncodeToString(h.Sum(nil))
+	s.sums[path] = sum
 }
 
 func (s *sentHashes) get(path string) (string, bool) {
