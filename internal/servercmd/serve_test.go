@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
 	"github.com/hoster-dev/hoster/internal/waitbuf"
+	"github.com/hoster-dev/hoster/internal/waitfs"
 	"github.com/hoster-dev/hoster/pkg/api"
 )
 
@@ -174,27 +174,8 @@ func TestStopDuringUploadLeavesNoTemporary(t *testing.T) {
 	}
 	// The upload has started once its temporary is in the game's folder,
 	// which the upload itself makes: the file system wakes the test.
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	expired := time.After(20 * time.Second) // a hang guard
-	for {
-		// Watch the deepest folder of the game's that exists, deeper as
-		// folders appear.
-		for d := game; d != root && w.Add(d) != nil; d = filepath.Dir(d) {
-		}
-		if len(temporaries()) > 0 {
-			break
-		}
-		select {
-		case <-w.Events:
-		case err := <-w.Errors:
-			t.Fatal(err)
-		case <-expired:
-			t.Fatal("the upload never started")
-		}
+	if err := waitfs.Until(game, func() bool { return len(temporaries()) > 0 }, 20*time.Second); err != nil {
+		t.Fatalf("the upload never started: %v", err)
 	}
 	cancel()
 	select {

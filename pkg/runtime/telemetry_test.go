@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
 	"github.com/gorilla/websocket"
+	"github.com/hoster-dev/hoster/internal/waitfs"
 	"github.com/hoster-dev/hoster/pkg/api"
 )
 
@@ -69,32 +69,20 @@ func readLines(t *testing.T, path string) []string {
 }
 
 // waitFile waits until path has at least lines lines, woken by the file
-// system: it watches the deepest folder of path that exists, deeper as
-// folders appear.
+// system.
 func waitFile(t *testing.T, path string, lines int) []string {
 	t.Helper()
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	timeout := time.After(10 * time.Second)
-	for {
-		for d := filepath.Dir(path); d != filepath.Dir(d) && w.Add(d) != nil; d = filepath.Dir(d) {
-		}
+	var l []string
+	err := waitfs.Until(filepath.Dir(path), func() bool {
 		if _, err := os.Stat(path); err == nil {
-			if l := readLines(t, path); len(l) >= lines {
-				return l
-			}
+			l = readLines(t, path)
 		}
-		select {
-		case <-w.Events:
-		case err := <-w.Errors:
-			t.Fatal(err)
-		case <-timeout:
-			t.Fatalf("%s never had %d lines", path, lines)
-		}
+		return len(l) >= lines
+	}, 10*time.Second) // a hang guard
+	if err != nil {
+		t.Fatalf("%s never had %d lines: %v", path, lines, err)
 	}
+	return l
 }
 
 // A scripted session gives exactly known counters.
