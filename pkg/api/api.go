@@ -71,6 +71,9 @@ const (
 	QueryPath  = "path"  // PUT/DELETE /api/file, GET gamelogs/file
 	QueryWhich = "which" // GET logs/file: "active" or a rotated ts
 	QueryName  = "name"  // GET stats/file
+	// QueryTree ("tree=1") asks PUT /api/files, the extension, to answer
+	// with the tree as it stands after the batch (BatchResult.Tree).
+	QueryTree = "tree"
 )
 
 // WhichActive is the value of the which query that names the live access log.

@@ -17,6 +17,10 @@ type VersionInfo struct {
 // extension): one entry per file of the batch, in its order.
 type BatchResult struct {
 	Files []BatchFileResult `json:"files"`
+	// Tree, when the batch asked for it (QueryTree), is the server's tree
+	// as it stands after the batch was written: the check after a sync
+	// then needs no request of its own.
+	Tree *Tree `json:"tree,omitempty"`
 }
 
 // BatchFile is one file of a batch upload, as a client sends it: its path

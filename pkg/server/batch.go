@@ -19,7 +19,8 @@ import (
 // write and cached hash, the same debounced reload), one after the other.
 // The answer lists each file's result in order, in both variants, with the
 // sha256 of what was written (so a client need not hash what it sends to
-// check the tree afterwards); a body
+// check the tree afterwards), and with tree=1 the tree as it stands after
+// the batch (so the check after a sync needs no request of its own); a body
 // that is not a tar stream fails the request as a failed write does, after
 // the files before the damage were written.
 func (s *Server) putFiles(w http.ResponseWriter, r *http.Request) error {
@@ -35,6 +36,14 @@ func (s *Server) putFiles(w http.ResponseWriter, r *http.Request) error {
 			return &opError{op: "write", status: http.StatusBadRequest, msg: "reading the batch: " + err.Error()}
 		}
 		res.Files = append(res.Files, s.putEntry(h, tr))
+	}
+	if r.URL.Query().Get(api.QueryTree) == "1" {
+		// Without it the client reads the tree itself, and hears why.
+		if tree, err := s.store.Tree(); err == nil {
+			res.Tree = (*api.Tree)(&tree)
+		} else {
+			s.log.Warn("the tree after a batch", "err", err)
+		}
 	}
 	writeJSON(w, http.StatusOK, res)
 	return nil

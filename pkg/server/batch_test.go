@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -86,6 +87,9 @@ func TestBatchUploadBothVariants(t *testing.T) {
 					t.Errorf("tree[%s] = %q", p, tree[p])
 				}
 			}
+			if res.Tree != nil {
+				t.Errorf("a batch that did not ask for the tree got it: %v", *res.Tree)
+			}
 			<-fired
 			mu.Lock()
 			if len(reloads) != 1 || reloads["a.com/g"] != 1 {
@@ -108,6 +112,18 @@ func TestBatchUploadBothVariants(t *testing.T) {
 			}
 			if b, _ := os.ReadFile(filepath.Join(e.games, "a.com/g/x.txt")); string(b) != "xx" {
 				t.Errorf("the cut file replaced the old one: %q", b)
+			}
+
+			// Asked for, the tree comes back as it stands after the batch.
+			resp = e.do(t, "PUT", api.PathFiles+"?"+api.QueryTree+"=1", token, bytes.NewReader(tarOf(t, [2]string{"a.com/g/z.txt", "z"})))
+			res = api.BatchResult{}
+			if err := json.NewDecoder(resp.Body).Decode(&res); err != nil || resp.StatusCode != 200 || res.Tree == nil {
+				t.Fatalf("batch asking for the tree: %d %+v %v", resp.StatusCode, res, err)
+			}
+			tree = map[string]string{}
+			json.NewDecoder(e.do(t, "GET", api.PathTree, token, nil).Body).Decode(&tree)
+			if (*res.Tree)["a.com/g/z.txt"] != sumOf("z") || !maps.Equal(*res.Tree, tree) {
+				t.Errorf("the tree after the batch %v, want %v with a.com/g/z.txt", *res.Tree, tree)
 			}
 		})
 	}
