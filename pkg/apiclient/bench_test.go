@@ -60,7 +60,7 @@ func BenchmarkRequests(b *testing.B) {
 		{"version", func() error { _, err := c.Version(ctx); return err }},
 		{"put-4KiB", put(4 << 10)},
 		{"put-1MiB", put(1 << 20)},
-		{"batch-16x4KiB", func() error { _, err := c.PutFiles(ctx, batch); return err }},
+		{"batch-16x4KiB", func() error { _, _, err := c.PutFiles(ctx, batch, false); return err }},
 		{"delete", func() error { return c.DeleteFile(ctx, "a.com/g/x") }},
 		{"fetch-1MiB", func() error {
 			f, err := c.Fetch(ctx, api.PathLogsFile, url.Values{"which": {"active"}}, 0)

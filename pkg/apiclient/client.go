@@ -296,14 +296,17 @@ func (c *Client) CanBatch() bool {
 // sent, each file read from Open, with its length told up front; a retried
 // batch is sent again whole. It returns one outcome per file (written,
 // exactly Size bytes, with the hash the server reports; or why not), or an
-// error for the whole batch when the request itself failed.
-func (c *Client) PutFiles(ctx context.Context, files []api.BatchFile) ([]api.BatchOutcome, error) {
+// error for the whole batch when the request itself failed. With tree set
+// it asks for the server's tree as it stands after the batch, and returns
+// it where the server sent it (nil where not).
+func (c *Client) PutFiles(ctx context.Context, files []api.BatchFile, tree bool) ([]api.BatchOutcome, api.Tree, error) {
 	op := fmt.Sprintf("uploading %d files at once", len(files))
 	out := make([]api.BatchOutcome, len(files))
 	size, err := tarSize(files)
 	if err != nil {
-		return nil, &Error{Op: op, Msg: err.Error()}
+		return nil, nil, &Error{Op: op, Msg: err.Error()}
 	}
+	var after api.Tree
 	tarBody := func() (body, error) {
 		pr, pw := io.Pipe()
 		wrote := make(chan error, 1)
@@ -322,6 +325,9 @@ func (c *Client) PutFiles(ctx context.Context, files []api.BatchFile) ([]api.Bat
 		}}, nil
 	}
 	k := call{op: op, method: http.MethodPut, path: api.PathFiles, contentType: "application/x-tar", open: tarBody, upload: true}
+	if tree {
+		k.query = url.Values{api.QueryTree: {"1"}}
+	}
 	err = c.do(ctx, k, func(_ *http.Response, answer []byte) error {
 		var res api.BatchResult
 		var fail api.WriteResult // variant 2's answer to a request that failed as a whole
@@ -343,12 +349,15 @@ func (c *Client) PutFiles(ctx context.Context, files []api.BatchFile) ([]api.Bat
 			}
 			out[i] = o
 		}
+		if res.Tree != nil {
+			after = *res.Tree
+		}
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return out, nil
+	return out, after, nil
 }
 
 // localError is a failure to read a local file into a batch: not the

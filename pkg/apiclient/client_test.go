@@ -225,7 +225,7 @@ func TestHTTP2WhereOfferedUploadsOnHTTP1(t *testing.T) {
 		if _, err := c.PutFile(ctx, "a.com/g/x", 3, abc); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.PutFiles(ctx, []api.BatchFile{{Rel: "a.com/g/x", Size: 3, Open: abc}}); err != nil {
+		if _, _, err := c.PutFiles(ctx, []api.BatchFile{{Rel: "a.com/g/x", Size: 3, Open: abc}}, false); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -369,7 +369,7 @@ func TestEveryRequestGoesOneWay(t *testing.T) {
 		"tree":    func() error { _, err := c.Tree(ctx); return err },
 		"put":     func() error { _, err := c.PutFile(ctx, "a.com/g/x", 3, abc); return err },
 		"batch": func() error {
-			outs, err := c.PutFiles(ctx, []api.BatchFile{{Rel: "a.com/g/x", Size: 3, Open: abc}})
+			outs, _, err := c.PutFiles(ctx, []api.BatchFile{{Rel: "a.com/g/x", Size: 3, Open: abc}}, false)
 			for _, o := range outs {
 				err = errors.Join(err, o.Err)
 			}
@@ -461,7 +461,7 @@ func TestBatchLengthIsTold(t *testing.T) {
 		files = append(files, api.BatchFile{Rel: fmt.Sprintf("%s%d", names[i%len(names)], i), Size: int64(size),
 			Open: func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(body)), nil }})
 	}
-	c.PutFiles(t.Context(), files)
+	c.PutFiles(t.Context(), files, false)
 	s := <-got
 	if s.chunked || s.length != s.bodyBytes || s.length <= 0 {
 		t.Fatalf("Content-Length %d, chunked %v, body %d bytes", s.length, s.chunked, s.bodyBytes)

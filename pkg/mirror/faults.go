@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/hoster-dev/hoster/pkg/api"
 )
 
 // unreachableAfter is how many transfers in a row may fail for want of a
@@ -161,16 +163,19 @@ func (r *hashingReader) Close() error { return r.f.Close() }
 // by one; the count covers them all.
 const maxNamed = 20
 
-// verify reads the server's tree once more and compares, for the games this
-// sync covers, what the server holds with what the sync left there: each
-// local file as sent or found unchanged, and no managed file besides. Paths
+// verify compares, for the games this sync covers, what the server holds
+// after the sync (tree, as the uploads' last batch brought it back, or read
+// once more when nil) with what the sync left there: each local file as
+// sent or found unchanged, and no managed file besides. Paths
 // under excused (failed, skipped or refused) are not compared. Each
 // difference is a failure, up to maxNamed of them named; the count of all
 // is returned.
-func verify(ctx context.Context, remote Remote, local *Local, plan Plan, sent *sentHashes, excused func(string) bool) (int, []Failure, error) {
-	tree, err := remote.Tree(ctx)
-	if err != nil {
-		return 0, nil, fmt.Errorf("checking the server's tree after the sync: %w", err)
+func verify(ctx context.Context, remote Remote, tree api.Tree, local *Local, plan Plan, sent *sentHashes, excused func(string) bool) (int, []Failure, error) {
+	if tree == nil {
+		var err error
+		if tree, err = remote.Tree(ctx); err != nil {
+			return 0, nil, fmt.Errorf("checking the server's tree after the sync: %w", err)
+		}
 	}
 	games := map[string]bool{}
 	for _, g := range local.Games {

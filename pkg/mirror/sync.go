@@ -33,7 +33,10 @@ type Link interface {
 // file.
 type Batcher interface {
 	CanBatch() bool
-	PutFiles(ctx context.Context, files []api.BatchFile) ([]api.BatchOutcome, error)
+	// PutFiles uploads files in one request. With tree set, the answer
+	// also brings the server's tree as it stands after them, where the
+	// server gives it (nil where it does not).
+	PutFiles(ctx context.Context, files []api.BatchFile, tree bool) ([]api.BatchOutcome, api.Tree, error)
 }
 
 // SyncOptions configure a sync.
@@ -261,13 +264,17 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 		return n
 	}
 	sent := &sentHashes{}
-	var putBatch func(*gate, []Upload) []error
+	// after is the server's tree as the uploads' last batch brought it
+	// back, when nothing of the sync ran after it: the check then needs
+	// no request of its own.
+	var after api.Tree
+	var putBatch func(g *gate, us []Upload, tree bool) []error
 	if canBatch(remote) {
 		b := remote.(Batcher)
 		// Every upload goes in a batch (a big file in a batch of its own):
 		// the server reports the hash of what it wrote, so nothing is
 		// hashed here for the check after the sync.
-		putBatch = func(g *gate, us []Upload) []error {
+		putBatch = func(g *gate, us []Upload, tree bool) []error {
 			files := make([]api.BatchFile, len(us))
 			for i, u := range us {
 				files[i] = api.BatchFile{Rel: u.Path, Size: u.Size, Open: u.open}
@@ -279,8 +286,13 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 				}
 				return errs
 			}
-			outs, err := b.PutFiles(ctx, files)
+			outs, t, err := b.PutFiles(ctx, files, tree)
 			g.record(err)
+			if t != nil {
+				mu.Lock()
+				after = t
+				mu.Unlock()
+			}
 			for i, u := range us {
 				if err != nil {
 					errs[i] = err
@@ -293,9 +305,10 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 			return errs
 		}
 	}
-	// uploads runs the uploads of list, a game's code files last, and
-	// returns how many were not sent because the server stopped answering.
-	uploads := func(list []Upload) (notSent int) {
+	// uploads runs the uploads of list, the code files last, and returns
+	// how many were not sent because the server stopped answering. With
+	// last set nothing follows them: their last batch asks for the tree.
+	uploads := func(list []Upload, last bool) (notSent int) {
 		if len(list) == 0 {
 			return 0
 		}
@@ -306,9 +319,9 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 		}
 		rep.Begin("upload", len(list), bytes)
 		g := newGate(check)
-		var batch func([]Upload) []error
+		var batch func([]Upload, bool) []error
 		if putBatch != nil {
-			batch = func(us []Upload) []error { return putBatch(g, us) }
+			batch = func(us []Upload, final bool) []error { return putBatch(g, us, last && final) }
 		}
 		runUploads(ctx, list, opts.Jobs, func(u Upload) error {
 			if g.closed() {
@@ -344,7 +357,7 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 	}
 	notSent := deletes(first)
 	if notSent == 0 {
-		notSent = uploads(plan.Uploads)
+		notSent = uploads(plan.Uploads, len(rest) == 0)
 	} else {
 		sum.NotSent += len(plan.Uploads) // the server was gone before they could start
 	}
@@ -363,7 +376,7 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 				return f.Op == "upload" && (outOfSpaceMsg(f.Error) || f.Error == ErrHeldBack.Error() && retried[f.Path])
 			})
 			if notSent = deletes(rest); notSent == 0 {
-				notSent = uploads(retry)
+				notSent = uploads(retry, true)
 			}
 			rest = nil
 		}
@@ -396,7 +409,7 @@ func Sync(ctx context.Context, root string, remote Remote, opts SyncOptions, rep
 	for _, d := range kept {
 		excused[d.Path] = true
 	}
-	n, diffs, err := verify(ctx, remote, local, plan, sent, func(p string) bool {
+	n, diffs, err := verify(ctx, remote, after, local, plan, sent, func(p string) bool {
 		return under(excused, p) || left[gameOf(p)] || failedGames[gameOf(p)] && !local.has(p)
 	})
 	if err != nil {

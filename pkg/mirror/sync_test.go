@@ -385,6 +385,11 @@ func TestSyncBatchesWhereOffered(t *testing.T) {
 				if offered && (n["PUT "+api.PathFiles] < 2 || n["PUT "+api.PathFile] != 0) || !offered && (n["PUT "+api.PathFiles] != 0 || n["PUT "+api.PathFile] != 43) {
 					t.Errorf("requests %v", n)
 				}
+				// Offered, the last batch (the code files) brings back the
+				// tree for the check: the tree is read once, for the plan.
+				if reads := n["GET "+api.PathTree]; offered && reads != 1 || !offered && reads != 2 {
+					t.Errorf("the tree read %d times; requests %v", reads, n)
+				}
 				local, _ := Walk(f.root)
 				local.Hash()
 				tree, _ := f.c.Tree(context.Background())

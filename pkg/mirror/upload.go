@@ -3,6 +3,7 @@ package mirror
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -21,40 +22,58 @@ var ErrHeldBack = errors.New("not uploaded: another file of this game failed, so
 // one and the many small ones keep their round trips overlapped.
 //
 // A game's code files (hoster-game.json, hoster.server.js) are held until
-// every other upload of that game has landed, and are not uploaded at all
-// when one of them failed: the server reloads a game when its files change,
-// and must never find new code beside half of the files it expects.
+// every other upload of the sync has landed, and a game's are not uploaded
+// at all when one of its other uploads failed: the server reloads a game
+// when its files change, and must never find new code beside half of the
+// files it expects. Held to the end, the code files of every game go
+// together, in one batch where the remote takes batches: the last request
+// of the uploads, which can bring back the server's tree for the check.
 type uploadQueue struct {
-	mu      sync.Mutex
-	cond    *sync.Cond
-	ready   []Upload            // by size, biggest first
-	held    map[string][]Upload // game -> its code files, waiting
-	pending map[string]int      // game -> its other uploads not yet landed
-	failed  map[string]bool     // game -> one of its uploads failed
-	left    int                 // uploads not yet handed out
-	stopped bool
+	mu       sync.Mutex
+	cond     *sync.Cond
+	ready    []Upload            // by size, biggest first
+	held     map[string][]Upload // game -> its code files, waiting
+	pending  int                 // other uploads not yet landed
+	failed   map[string]bool     // game -> one of its uploads failed
+	left     int                 // uploads not yet handed out
+	running  int                 // uploads handed out and not yet done
+	heldBack []Upload            // code files of failed games, to report
+	stopped  bool
 }
 
 func newUploadQueue(uploads []Upload) *uploadQueue {
-	q := &uploadQueue{held: map[string][]Upload{}, pending: map[string]int{}, failed: map[string]bool{}, left: len(uploads)}
+	q := &uploadQueue{held: map[string][]Upload{}, failed: map[string]bool{}, left: len(uploads)}
 	q.cond = sync.NewCond(&q.mu)
 	for _, u := range uploads {
-		g := gameOf(u.Path)
 		if lastInGame(u.Path) {
+			g := gameOf(u.Path)
 			q.held[g] = append(q.held[g], u)
 			continue
 		}
-		q.pending[g]++
+		q.pending++
 		q.ready = append(q.ready, u)
 	}
-	for g := range q.held {
-		if q.pending[g] == 0 {
-			q.ready = append(q.ready, q.held[g]...)
-			delete(q.held, g)
-		}
-	}
+	q.releaseCode()
 	q.sort()
 	return q
+}
+
+// releaseCode makes the held code files ready once no other upload is
+// pending; those of a game with a failed upload are held back for good.
+// q.mu is held (or q is new).
+func (q *uploadQueue) releaseCode() {
+	if q.pending > 0 {
+		return
+	}
+	for _, g := range slices.Sorted(maps.Keys(q.held)) {
+		if q.failed[g] {
+			q.left -= len(q.held[g])
+			q.heldBack = append(q.heldBack, q.held[g]...)
+		} else {
+			q.ready = append(q.ready, q.held[g]...)
+		}
+		delete(q.held, g)
+	}
 }
 
 func (q *uploadQueue) sort() {
@@ -101,16 +120,25 @@ func uploadRequests(sizes []int64, batch bool) int {
 
 // next blocks until uploads are ready for a worker (big: from the biggest
 // end) and returns one, or with batch set, as many small ones as a batch
-// takes; it returns none when nothing is left.
-func (q *uploadQueue) next(big, batch bool) []Upload {
+// takes; it returns none when nothing is left. last reports that these are
+// the sync's last uploads and none other is in flight: the code files,
+// which then go in one batch whatever its size.
+func (q *uploadQueue) next(big, batch bool) (out []Upload, last bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for len(q.ready) == 0 && q.left > 0 && !q.stopped {
 		q.cond.Wait()
 	}
-	var out []Upload
+	if q.stopped || len(q.ready) == 0 {
+		return nil, false
+	}
+	if batch && q.pending == 0 && q.running == 0 && len(q.ready) == q.left {
+		out, q.ready, q.left = q.ready, nil, 0
+		q.running += len(out)
+		return out, true
+	}
 	var bytes int64
-	for len(q.ready) > 0 && !q.stopped {
+	for len(q.ready) > 0 {
 		i := len(q.ready) - 1
 		if big {
 			i = 0
@@ -127,35 +155,29 @@ func (q *uploadQueue) next(big, batch bool) []Upload {
 			break
 		}
 	}
-	return out
+	q.running += len(out)
+	return out, false
 }
 
-// done records how an upload ended. When it was a game's last other upload,
-// the game's code files become ready, or, if any upload of the game failed,
-// are returned to be reported as held back.
+// done records how an upload ended. When it was the last other upload to
+// land, the code files become ready, and those of games with a failed
+// upload are returned, to be reported as held back.
 func (q *uploadQueue) done(u Upload, err error) (heldBack []Upload) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	defer q.cond.Broadcast()
+	q.running--
 	if lastInGame(u.Path) {
 		return nil
 	}
-	g := gameOf(u.Path)
 	if err != nil {
-		q.failed[g] = true
+		q.failed[gameOf(u.Path)] = true
 	}
-	if q.pending[g]--; q.pending[g] > 0 {
-		return nil
-	}
-	code := q.held[g]
-	delete(q.held, g)
-	if q.failed[g] {
-		q.left -= len(code)
-		return code
-	}
-	q.ready = append(q.ready, code...)
+	q.pending--
+	q.releaseCode()
 	q.sort()
-	return nil
+	heldBack, q.heldBack = q.heldBack, nil
+	return heldBack
 }
 
 // stop makes every worker return once its current upload ends.
@@ -168,11 +190,11 @@ func (q *uploadQueue) stop() {
 
 // runUploads uploads on jobs workers in the queue's order, calling put for
 // each file, or, when putBatch is not nil, putBatch for every upload (the
-// small ones several at once, a big one alone), and
-// report for each result (held-back code files included), until all are
-// done or ctx ends.
+// small ones several at once, a big one alone, last set for the batch that
+// ends the uploads with nothing else in flight), and report for each result
+// (held-back code files included), until all are done or ctx ends.
 func runUploads(ctx context.Context, uploads []Upload, jobs int, put func(Upload) error,
-	putBatch func([]Upload) []error, report func(Upload, error)) {
+	putBatch func(us []Upload, last bool) []error, report func(Upload, error)) {
 	q := newUploadQueue(uploads)
 	stop := context.AfterFunc(ctx, q.stop)
 	defer stop()
@@ -182,7 +204,7 @@ func runUploads(ctx context.Context, uploads []Upload, jobs int, put func(Upload
 		go func(big bool) {
 			defer wg.Done()
 			for {
-				us := q.next(big, putBatch != nil)
+				us, last := q.next(big, putBatch != nil)
 				if len(us) == 0 {
 					return
 				}
@@ -190,7 +212,7 @@ func runUploads(ctx context.Context, uploads []Upload, jobs int, put func(Upload
 				if putBatch == nil {
 					errs = []error{put(us[0])}
 				} else {
-					errs = putBatch(us)
+					errs = putBatch(us, last)
 				}
 				for i, u := range us {
 					report(u, errs[i])
