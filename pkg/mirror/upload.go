@@ -29,16 +29,15 @@ var ErrHeldBack = errors.New("not uploaded: another file of this game failed, so
 // together, in one batch where the remote takes batches: the last request
 // of the uploads, which can bring back the server's tree for the check.
 type uploadQueue struct {
-	mu       sync.Mutex
-	cond     *sync.Cond
-	ready    []Upload            // by size, biggest first
-	held     map[string][]Upload // game -> its code files, waiting
-	pending  int                 // other uploads not yet landed
-	failed   map[string]bool     // game -> one of its uploads failed
-	left     int                 // uploads not yet handed out
-	running  int                 // uploads handed out and not yet done
-	heldBack []Upload            // code files of failed games, to report
-	stopped  bool
+	mu      sync.Mutex
+	cond    *sync.Cond
+	ready   []Upload            // by size, biggest first
+	held    map[string][]Upload // game -> its code files, waiting
+	pending int                 // other uploads not yet landed
+	failed  map[string]bool     // game -> one of its uploads failed
+	left    int                 // uploads not yet handed out
+	running int                 // uploads handed out and not yet done
+	stopped bool
 }
 
 func newUploadQueue(uploads []Upload) *uploadQueue {
@@ -59,21 +58,22 @@ func newUploadQueue(uploads []Upload) *uploadQueue {
 }
 
 // releaseCode makes the held code files ready once no other upload is
-// pending; those of a game with a failed upload are held back for good.
-// q.mu is held (or q is new).
-func (q *uploadQueue) releaseCode() {
+// pending, and returns those of games with a failed upload: held back for
+// good. q.mu is held (or q is new).
+func (q *uploadQueue) releaseCode() (heldBack []Upload) {
 	if q.pending > 0 {
-		return
+		return nil
 	}
 	for _, g := range slices.Sorted(maps.Keys(q.held)) {
 		if q.failed[g] {
 			q.left -= len(q.held[g])
-			q.heldBack = append(q.heldBack, q.held[g]...)
+			heldBack = append(heldBack, q.held[g]...)
 		} else {
 			q.ready = append(q.ready, q.held[g]...)
 		}
 		delete(q.held, g)
 	}
+	return heldBack
 }
 
 func (q *uploadQueue) sort() {
@@ -173,10 +173,11 @@ func (q *uploadQueue) done(u Upload, err error) (heldBack []Upload) {
 	if err != nil {
 		q.failed[gameOf(u.Path)] = true
 	}
-	q.pending--
-	q.releaseCode()
+	if q.pending--; q.pending > 0 {
+		return nil
+	}
+	heldBack = q.releaseCode()
 	q.sort()
-	heldBack, q.heldBack = q.heldBack, nil
 	return heldBack
 }
 
