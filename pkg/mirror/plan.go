@@ -80,7 +80,7 @@ var ErrEmptyRoot = errors.New("the sites root holds no game, so every server gam
 // Managed. A game absent locally whose server files are all managed is
 // deleted as one folder. Uploads are listed by game, each game's
 // hoster-game.json and hoster.server.js last; the order they run in is
-// runUploads' (code files only once the rest of their game has landed).
+// runUploads' (code files only once every other upload has landed).
 func MakePlan(local *Local, remote api.Tree, opts PlanOptions) (Plan, error) {
 	var p Plan
 	leave := map[string]bool{}
