@@ -68,14 +68,14 @@ cleanup() {
 	rm -rf "$W"
 }
 trap cleanup EXIT
-if [ "$FS" = 1 ] && [ "$(id -u)" = 0 ] && command -v mkfs.ext4 >/dev/null; then
-	truncate -s 4G "$W/fs.img"
-	mkfs.ext4 -q -F "$W/fs.img"
-	mkdir "$W/fs"
-	mount -o loop "$W/fs.img" "$W/fs"
+if [ "$FS" = 1 ] && [ "$(id -u)" = 0 ] && command -v mkfs.ext4 >/dev/null &&
+	truncate -s 4G "$W/fs.img" && mkfs.ext4 -q -F "$W/fs.img" && mkdir "$W/fs" &&
+	mount -o loop "$W/fs.img" "$W/fs"; then
 	D=$W/fs
 else
+	[ "$FS" = 1 ] && echo "bench/link.sh: no fresh ext4 (needs root, mkfs.ext4 and a loop device): the destinations stay in $W" >&2
 	FS=0
+	rm -f "$W/fs.img"
 fi
 
 TOXI=127.0.0.1:18474
