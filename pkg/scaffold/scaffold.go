@@ -23,10 +23,10 @@ import (
 	"slices"
 	"strings"
 	"text/template"
+	"unicode/utf8"
 
 	"github.com/hoster-dev/hoster/pkg/game"
 	"github.com/hoster-dev/hoster/pkg/gen"
-	"github.com/hoster-dev/hoster/pkg/store"
 )
 
 // files are the templates, laid out as the game folder ("all:" keeps
@@ -54,7 +54,8 @@ type Options struct {
 }
 
 // ParseName splits "DOMAIN/GAME" and checks both names with the rules of a
-// sites tree (pkg/game) and of a path on the server (pkg/store).
+// sites tree (pkg/game), and that they are valid UTF-8, as a sync's walk
+// does (pkg/mirror).
 func ParseName(s string) (domain, name string, err error) {
 	domain, name, ok := strings.Cut(s, "/")
 	switch {
@@ -65,8 +66,9 @@ func ParseName(s string) (domain, name string, err error) {
 	case !game.IsGameName(name):
 		return "", "", fmt.Errorf("%q: %w: %q is not a game name (it may not be empty or start with _ or .)", s, ErrName, name)
 	}
-	if _, err := store.CleanPath(s); err != nil {
-		return "", "", fmt.Errorf("%q: %w: a server path is valid UTF-8, without backslashes or NUL", s, ErrName)
+	// As the sync's walk (pkg/mirror) refuses a name the server would.
+	if !utf8.ValidString(s) {
+		return "", "", fmt.Errorf("%q: %w: not valid UTF-8, which the server refuses", s, ErrName)
 	}
 	return domain, name, nil
 }
