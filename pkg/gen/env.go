@@ -176,6 +176,10 @@ declare namespace assert {
 }
 `
 
+// TSConfig is the tsconfig.json gen writes when a game has none; hoster new
+// starts a TypeScript game with it.
+func TSConfig() []byte { return []byte(tsconfig) }
+
 // tsconfig is written for editors when a game has no tsconfig.json.
 const tsconfig = `// Written by hoster gen so that editors see hoster-env.d.ts; yours to change
 // (gen writes it only when the game has none). esbuild reads it too when it
