@@ -33,7 +33,7 @@ func pullGameLogs(ctx context.Context, c *apiclient.Client, dir string, out *out
 }
 
 // errNoGameLogs is a variant 2 server's answer to the game-log listing.
-var errNoGameLogs = errors.New("this server has no game-log routes (it serves variant 2 of the API, which has none)")
+var errNoGameLogs = errors.New("this server has no game-log routes (it runs with --variant 2, the form of the API without them)")
 
 // pullJobs is how many frozen files are fetched at once.
 const pullJobs = 4

@@ -97,7 +97,7 @@ named); 2 usage or configuration error; 3 API version mismatch.`,
 		newNewCmd,
 		newPullCmd("pull-logs", "Mirror the access logs", "web-logs", pullLogs),
 		newPullCmd("pull-stats", "Mirror the machine-health day-files", "server-logs", pullStats),
-		newPullCmd("pull-gamelogs", "Mirror the game-log tree (variant 1 servers)", "hoster-logs", pullGameLogs),
+		newPullCmd("pull-gamelogs", "Mirror the game-log tree (a server run with --variant 1, the default)", "hoster-logs", pullGameLogs),
 		newPullAllCmd,
 		newVersionCmd,
 	} {

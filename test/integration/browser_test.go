@@ -23,7 +23,8 @@ import (
 // document.title, for a person watching). Both pages are opened by a link
 // with ?room=: the library joins that private room by itself. The mover also
 // chats twice at once, and reports the second message's refusal (a
-// cooldown) and the greeting its join hook sent.
+// cooldown), the greeting its join hook sent, and the link it would share
+// (its room, without its role).
 const page = `<!doctype html><title>loading</title>
 <script src="hoster.client.js"></script>
 <script>
@@ -32,7 +33,7 @@ const page = `<!doctype html><title>loading</title>
   let seen = 0, hello = 0, refused = "";
   function report() {
     const s = role === "watcher" ? "saw the mover move " + seen + " times in room " + g.room
-      : "mover in room " + g.room + " hello=" + hello + " refused=" + refused;
+      : "mover in room " + g.room + " hello=" + hello + " refused=" + refused + " link=" + Hoster.roomLink(g.room);
     document.title = s;
     fetch("report?" + new URLSearchParams({ role, s }));
   }
@@ -79,7 +80,8 @@ func TestExampleGameInChromium(t *testing.T) {
 	chrome.open(site + "/arena/play.html?room=duel1%26role=mover")
 
 	// Wait for the watcher to have seen the mover move three times in their
-	// room, and for the mover to show its greeting and the refusal.
+	// room, and for the mover to show its greeting, the refusal and a room
+	// link that carries nothing of its page's query but the room.
 	deadline := time.After(30 * time.Second)
 	var got []string
 	watched, moverOK := false, false
@@ -93,11 +95,11 @@ func TestExampleGameInChromium(t *testing.T) {
 			if r[0] == "watcher" && strings.HasPrefix(r[1], "saw the mover move 3 times in room duel1") {
 				watched = true
 			}
-			if r[0] == "mover" && r[1] == "mover in room duel1 hello=1 refused=wait a second between messages" {
+			if r[0] == "mover" && r[1] == "mover in room duel1 hello=1 refused=wait a second between messages link="+site+"/arena/play.html?room=duel1" {
 				moverOK = true
 			}
 		case <-deadline:
-			t.Fatalf("the pages never showed the room, the moves, the greeting and the refusal; reports: %v", got)
+			t.Fatalf("the pages never showed the room, the moves, the greeting, the refusal and the room link; reports: %v", got)
 		}
 	}
 }

@@ -69,7 +69,8 @@ export interface ConnectOptions {
  */
 export declare function connect(url?: string, params?: Record<string, string>, options?: ConnectOptions): Connection;
 export declare function connect(params: Record<string, string>, options?: ConnectOptions): Connection;
-/** The page's address with ?room=code: the link a player shares to a private room. */
+/** The link a player shares to a private room: the page's origin and path with
+ * ?room=code, and nothing else of the page's query or fragment. */
 export declare function roomLink(code: string): string;
 
 /** This game, "<domain>/<game>". */

@@ -167,9 +167,14 @@
     try { return new URLSearchParams(root.location.search).get("room"); } catch (e) { return null; }
   }
 
-  // roomLink is the page's address with ?room=code: what a player shares.
+  // roomLink is the link a player shares to a private room: the page's
+  // origin and path with ?room=code, and nothing else of the page's address
+  // (its query may hold the sharer's ?name=, its fragment anything).
   function roomLink(code) {
+    if (!root.location) throw new Error("hoster: roomLink(code) needs a page: it links to the page's own address");
     var u = new URL(root.location.href);
+    u.search = "";
+    u.hash = "";
     u.searchParams.set("room", code);
     return u.toString();
   }
