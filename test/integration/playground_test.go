@@ -85,8 +85,8 @@ func TestPlaygroundInChromium(t *testing.T) {
 	// (the coins drift) changing from one look to the next.
 	type seen struct {
 		Instance, Room, Row string
-		Players            int
-		Changed            bool
+		Players             int
+		Changed             bool
 	}
 	var got seen
 	if err := page.await(`new Promise(resolve => {
