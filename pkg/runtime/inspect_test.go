@@ -163,3 +163,25 @@ func TestInspectOfAClosedInstance(t *testing.T) {
 		}
 	}
 }
+
+// An instance closed by a failing hook is kept among the game's errors,
+// with the author's file:line, after it is gone.
+func TestOverviewKeepsTheFailureThatClosedAnInstance(t *testing.T) {
+	files := lab(4)
+	files["hoster-instance/create.js"] = "export default function (i) {\n  i.state.x = null.y;\n}"
+	e := start(t, map[string]map[string]string{"a.example/broken": files})
+	c, _, err := e.dial(t, "a.example", "/broken", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := c.closed(t); code != 1011 {
+		t.Fatalf("closed with %d, want 1011", code)
+	}
+	ov := e.rt.Overview()
+	if len(ov) != 1 || len(ov[0].Instances) != 0 || len(ov[0].Errors) != 1 {
+		t.Fatalf("overview %+v", ov)
+	}
+	if err := ov[0].Errors[0]; err.Hook != "instance" || err.At != "hoster-instance/create.js:2" || !strings.Contains(err.Error, "create") {
+		t.Fatalf("the failure %+v", err)
+	}
+}

@@ -697,8 +697,12 @@ func (in *Instance) sendRound(v *vm) error {
 // welcomed nor queued any more, their connections are closed here.
 func (in *Instance) fail(err error, waiting ...event) {
 	in.log.Error("instance closed: a hook failed", "err", err)
-	msg, at := splitStack(err.Error())
-	in.g.keepError(HookError{Time: in.rt.now(), Instance: in.id, Hook: "instance", Error: "closed: " + msg, At: at})
+	at := ""
+	var thrown *goja.Exception
+	if errors.As(err, &thrown) {
+		_, at = splitStack(thrown.String())
+	}
+	in.g.keepError(HookError{Time: in.rt.now(), Instance: in.id, Hook: "instance", Error: "closed: " + err.Error(), At: at})
 	reason := "the game instance failed"
 	var ex *goja.InterruptedError
 	if errors.As(err, &ex) {
