@@ -18,7 +18,10 @@ func newDevCmd(ios *IO, _ *globals) *cobra.Command {
 		Long: `dev starts a private server on 127.0.0.1 (--port, default 8080; another free
 port when that one is taken), generates and syncs ROOT (default .) into a
 temporary hosting root, prints http://<domain>.localhost:<port>/<game>/ for
-each game, and syncs again on every save. Its terminal shows each reload,
+each game, and syncs again on every save. Its playground, at
+http://localhost:<port>/, lists the instances live (players, state fields,
+tick and send timings, hook errors), opens players side by side and
+inspects an instance's state and a player's view. Its terminal shows each reload,
 generator problems, hook failures, instance.log lines and players joining and
 leaving. Nothing needs configuring: no server, no token. Ctrl-C stops it and
 removes the temporary root.`,

@@ -69,3 +69,29 @@ func TestServeServesTheGamesPages(t *testing.T) {
 		t.Fatalf("the pushed page is not served: %q %v", body, resp.Header)
 	}
 }
+
+// hoster-server never serves hoster dev's playground (pkg/dev): its page
+// and its JSON answer 404 on every host, a game's domain included.
+func TestServeHasNoPlayground(t *testing.T) {
+	root := t.TempDir()
+	arena := filepath.Join(root, api.GamesDir, "example.com", "arena")
+	if err := os.CopyFS(arena, os.DirFS("../../examples/sites/example.com/arena")); err != nil {
+		t.Fatal(err)
+	}
+	listen, _, _ := startServe(t, serveOptions{HostingRoot: root, LogsRoot: t.TempDir()})
+	for _, host := range []string{"localhost", "127.0.0.1", listen, "example.com"} {
+		for _, path := range []string{"/", "/_playground/api/games", "/_playground/api/inspect?game=example.com/arena&instance=x"} {
+			req, _ := http.NewRequest("GET", "http://"+listen+path, nil)
+			req.Host = host
+			resp, err := http.DefaultTransport.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 404 || strings.Contains(string(b), "playground") {
+				t.Errorf("GET %s on %s: %s %q", path, host, resp.Status, b)
+			}
+		}
+	}
+}

@@ -10,7 +10,9 @@
 //
 // What the author needs while playing goes to the terminal: each sync and
 // reload, generator problems, hook failures, instance.log lines and players
-// joining and leaving, each with its game and instance.
+// joining and leaving, each with its game and instance. The playground at
+// http://localhost:<port>/ (playground.go) shows the games' instances live
+// and opens players side by side.
 package dev
 
 import (
@@ -53,7 +55,8 @@ type Options struct {
 	// Port is tried first; when it is taken another free one is used, and
 	// said. 0 takes any free port.
 	Port int
-	// Out receives the URL of each game as it first loads.
+	// Out receives the playground's URL, then the URL of each game as it
+	// first loads.
 	Out io.Writer
 	// Log receives everything else: syncs, reloads, problems, game logs.
 	Log io.Writer
@@ -126,10 +129,11 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer srv.Close()
-	hs := &http.Server{Handler: Localhost(srv.Handler()), ReadHeaderTimeout: 10 * time.Second,
+	hs := &http.Server{Handler: Playground(rt, port, log, Localhost(srv.Handler())), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
+	fmt.Fprintf(o.Out, "playground  %s\n", PlaygroundURL(port))
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 
 	client, err := apiclient.NewClient(apiclient.ClientConfig{Server: base, Token: token, Attempts: 1})
@@ -252,14 +256,21 @@ func loopbackOrigin(origin string) bool {
 	if !ok {
 		return false
 	}
+	host := bareHost(hostport)
+	return host == "localhost" || strings.HasSuffix(host, ".localhost") || loopbackIP(host)
+}
+
+// bareHost is the host of host[:port], lower case, without an IPv6
+// address's brackets.
+func bareHost(hostport string) string {
 	host, _, err := net.SplitHostPort(hostport)
 	if err != nil {
 		host = hostport
 	}
-	host = strings.ToLower(strings.Trim(host, "[]"))
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return true
-	}
+	return strings.ToLower(strings.Trim(host, "[]"))
+}
+
+func loopbackIP(host string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }

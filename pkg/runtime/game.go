@@ -35,6 +35,8 @@ type Game struct {
 	logTokens  float64
 	logLast    time.Time
 	logDropped int
+
+	errs []HookError // the most recent, for Overview; guarded by mu
 }
 
 // version is one load of a game's folder: its configuration, its compiled

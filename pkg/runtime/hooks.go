@@ -148,6 +148,7 @@ func (in *Instance) hookError(where, text string) {
 	in.tel.errors++
 	in.mu.Unlock()
 	msg, at := splitStack(text)
+	in.g.keepError(HookError{Time: in.rt.now(), Instance: in.id, Hook: where, Error: msg, At: at})
 	if ok, held := in.g.logAllowed(in.rt.now()); ok {
 		in.log.Error("hook error", "hook", where, "err", msg, "at", at, "heldBack", held)
 	}

@@ -52,6 +52,12 @@ type Instance struct {
 	tel      counters
 	params   map[string]string // the first player's, for create
 	tables   json.RawMessage   // the compact encoding's field tables of the code it runs
+	started  time.Time
+
+	// For Overview and Inspect (inspect.go): the recent durations of ticks
+	// and send rounds, and the Inspects waiting for the next tick.
+	tickTimes, sendTimes durations
+	inspects             []inspectRequest
 
 	// pending holds messages from instance.send and broadcast until their
 	// player's next update has been queued; only the instance goroutine
@@ -119,7 +125,7 @@ func (rt *Runtime) place(g *Game, room string, params map[string]string) (*Insta
 		in.mu.Unlock()
 	}
 	if best == nil {
-		best = &Instance{id: newID(), rt: rt, g: g, domain: g.Domain, name: g.Name, ver: g.current(), room: room, params: params,
+		best = &Instance{id: newID(), rt: rt, g: g, domain: g.Domain, name: g.Name, ver: g.current(), room: room, params: params, started: rt.now(),
 			conns: map[string]*conn{}, byPlayer: map[string]*seat{}, quit: make(chan struct{}), done: make(chan struct{})}
 		best.log = rt.log.With("game", g.Key(), "instance", best.id)
 		best.tel.reset()
@@ -209,6 +215,7 @@ type vm struct {
 	rt                              *goja.Runtime
 	init, tick, send, export, adopt goja.Callable
 	sizes, counts, snapshot, tables goja.Callable
+	inspect                         goja.Callable
 	budget                          time.Duration
 	bodies                          compactWriter // the compact bodies of a send round
 }
@@ -278,7 +285,7 @@ func (in *Instance) newVM(prog *goja.Program) (*vm, error) {
 	if err != nil {
 		return nil, err
 	}
-	var ok [9]bool
+	var ok [10]bool
 	v.init, ok[0] = goja.AssertFunction(r.Get("__init"))
 	v.tick, ok[1] = goja.AssertFunction(r.Get("__tick"))
 	v.send, ok[2] = goja.AssertFunction(r.Get("__send"))
@@ -288,7 +295,8 @@ func (in *Instance) newVM(prog *goja.Program) (*vm, error) {
 	v.counts, ok[6] = goja.AssertFunction(r.Get("__takeCounts"))
 	v.snapshot, ok[7] = goja.AssertFunction(r.Get("__snapshot"))
 	v.tables, ok[8] = goja.AssertFunction(r.Get("__tables"))
-	if ok != [9]bool{true, true, true, true, true, true, true, true, true} {
+	v.inspect, ok[9] = goja.AssertFunction(r.Get("__inspect"))
+	if ok != [10]bool{true, true, true, true, true, true, true, true, true, true} {
 		return nil, errors.New("the runtime prelude is broken")
 	}
 	return v, nil
@@ -444,7 +452,8 @@ func (in *Instance) ended() bool {
 // step runs one tick at now, in order: the queued events and a pending
 // move to new code, the tick hooks, the welcomes of players who joined, the
 // hooks' requests; then, when due, a send round, a stats line and the hour's
-// snapshot. It reports false when the instance ended.
+// snapshot; last, the Inspects that were waiting. It reports false when the
+// instance ended.
 func (in *Instance) step(l *loop, now time.Time) bool {
 	if in.ended() {
 		return false
@@ -456,6 +465,8 @@ func (in *Instance) step(l *loop, now time.Time) bool {
 	events := in.events
 	in.events = nil
 	running := in.ver
+	inspects := in.inspects
+	in.inspects = nil
 	in.mu.Unlock()
 	in.moveToCurrent(l, running, now)
 	payload, joins := eventsValue(l.v.rt, events)
@@ -464,8 +475,10 @@ func (in *Instance) step(l *loop, now time.Time) bool {
 		in.fail(err, joins...) // the players this tick was to welcome go too
 		return false
 	}
+	took := time.Since(began)
+	in.timed(false, took)
 	if observe := in.rt.o.Observe; observe != nil {
-		observe("tick", time.Since(began))
+		observe("tick", took)
 	}
 	in.count(events)
 	for _, ev := range joins {
@@ -500,11 +513,14 @@ func (in *Instance) step(l *loop, now time.Time) bool {
 			in.fail(err)
 			return false
 		}
+		took := time.Since(sent)
+		in.timed(true, took)
 		if observe := in.rt.o.Observe; observe != nil {
-			observe("send", time.Since(sent))
+			observe("send", took)
 		}
 	}
 	in.telemetry(l)
+	in.answerInspects(l.v, inspects)
 	return true
 }
 
@@ -681,6 +697,12 @@ func (in *Instance) sendRound(v *vm) error {
 // welcomed nor queued any more, their connections are closed here.
 func (in *Instance) fail(err error, waiting ...event) {
 	in.log.Error("instance closed: a hook failed", "err", err)
+	at := ""
+	var thrown *goja.Exception
+	if errors.As(err, &thrown) {
+		_, at = splitStack(thrown.String())
+	}
+	in.g.keepError(HookError{Time: in.rt.now(), Instance: in.id, Hook: "instance", Error: "closed: " + err.Error(), At: at})
 	reason := "the game instance failed"
 	var ex *goja.InterruptedError
 	if errors.As(err, &ex) {

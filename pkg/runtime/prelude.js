@@ -798,3 +798,43 @@ function __snapshot() {
   var s = JSON.stringify(v);
   return s === undefined ? "null" : s;
 }
+
+// __inspect is what the dev playground shows of the instance (JSON, see
+// Inspection in inspect.go): its state, players and entities as they are,
+// each part encoded alone so that one JSON cannot hold spoils none of the
+// others, and, when player is not "", what that player's viewer was last
+// sent. It changes nothing.
+function __inspect(player) {
+  function enc(x) {
+    try {
+      var s = JSON.stringify(x);
+      return s === undefined ? "null" : s;
+    } catch (e) {
+      return JSON.stringify({ unreadable: String(e) });
+    }
+  }
+  var s = '{"state":' + enc(__inst.state) + ',"players":' + enc(__inst.players) + ',"entities":' + enc(__inst.entities);
+  if (player !== "") s += ',"view":' + enc(__viewOf(player));
+  return s + "}";
+}
+
+// __viewOf is what viewer pid knows: the things it was told of (with a
+// visibility hook, those in its known set; without, all that had appeared
+// by the round it last received) with their values of the last send round,
+// and its own private fields as last sent; null when it has no viewer.
+function __viewOf(pid) {
+  var v = Object.prototype.hasOwnProperty.call(__viewers, pid) ? __viewers[pid] : null;
+  if (!v) return null;
+  var things = {}, id, r, n;
+  for (id in __recs) {
+    r = __recs[id];
+    if (__R.player.visible ? !(v.known && v.known[id]) : !(v.round >= 0 && r.a <= v.round)) continue;
+    things[id] = { type: r.type, f: __object(r.fields, r.v) };
+  }
+  var priv = null;
+  if (v.pv) {
+    priv = {};
+    for (n = 0; n < __pp.length; n++) priv[__pp[n]] = n in v.pv ? v.pv[n] : null;
+  }
+  return { round: v.round, behind: v.round < 0 ? __round : __round - v.round, things: things, "private": priv };
+}

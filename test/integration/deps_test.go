@@ -28,6 +28,7 @@ var fences = map[string][]fence{
 		{pkg: "github.com/vbauerster/mpb/v8", why: "progress bars are the client's terminal output"},
 		{pkg: "github.com/fsnotify/fsnotify", why: "the server reloads on the Sync API's writes, not by watching files"},
 		{pkg: mod + "internal/cli", why: "the hoster command line"},
+		{pkg: mod + "pkg/dev", why: "hoster dev's private server and its playground, which shows every instance's state: never the public server's"},
 	},
 	"./cmd/hoster": {
 		{pkg: mod + "pkg/server", why: "the Sync API's server side: in hoster only for hoster dev's private server",
