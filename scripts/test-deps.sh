@@ -26,8 +26,8 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq >/dev/null 2>&1 || echo "test-deps: apt-get update failed" >&2
 apt-get install -y -qq $missing >/dev/null 2>&1 || echo "test-deps: could not install$missing; those tests will skip" >&2
 case "$missing" in *caddy*)
-	# Debian's caddy package starts its own service on :80; the tests start theirs.
-	command -v systemctl >/dev/null 2>&1 && systemctl stop caddy >/dev/null 2>&1
-	pkill -x caddy >/dev/null 2>&1 ;;
+	# Debian's caddy package may start its own service on :80; the tests
+	# start theirs. Only that service is stopped, never a Caddy by name.
+	sh "$(dirname "$0")/stop-packaged-caddy.sh" ;;
 esac
 exit 0

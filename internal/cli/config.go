@@ -22,7 +22,9 @@ type config struct {
 	Server     string
 	Token      string
 	CertSHA256 string
-	File       string // the config file read, if any
+	// InsecureSkipVerify is --insecure-skip-verify.
+	InsecureSkipVerify bool
+	File               string // the config file read, if any
 }
 
 // loadConfig resolves the configuration: flags, then environment, then the
@@ -70,10 +72,11 @@ func loadConfig(g *globals) (config, error) {
 		v.Set(keyToken, tok)
 	}
 	return config{
-		Server:     strings.TrimSpace(v.GetString(keyServer)),
-		Token:      strings.TrimSpace(v.GetString(keyToken)),
-		CertSHA256: strings.TrimSpace(v.GetString(keyPin)),
-		File:       file,
+		Server:             strings.TrimSpace(v.GetString(keyServer)),
+		Token:              strings.TrimSpace(v.GetString(keyToken)),
+		CertSHA256:         strings.TrimSpace(v.GetString(keyPin)),
+		InsecureSkipVerify: g.InsecureSkipVerify,
+		File:               file,
 	}, nil
 }
 

@@ -1,5 +1,11 @@
 package cli
 
+import (
+	"errors"
+
+	"github.com/hoster-dev/hoster/pkg/apiclient"
+)
+
 // Exit statuses of the hoster command, as documented for users.
 const (
 	// ExitOK: everything asked for was done.
@@ -29,4 +35,24 @@ func withExit(code int, err error) error {
 		return nil
 	}
 	return &exitError{code: code, err: err}
+}
+
+// exitCode is the exit status for a command's error. A server certificate
+// that does not verify is a configuration error (exit 2) wherever it
+// surfaces: nothing was sent, and the fix is a pin, a trusted CA or the
+// explicit --insecure-skip-verify. Anything cobra itself rejects (unknown
+// flag, wrong arguments) is usage too.
+func exitCode(err error) int {
+	var untrusted *apiclient.UntrustedError
+	var ee *exitError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &untrusted):
+		return ExitUsage
+	case errors.As(err, &ee):
+		return ee.code
+	default:
+		return ExitUsage
+	}
 }

@@ -4,7 +4,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -42,16 +41,10 @@ func run(ios *IO, args []string) int {
 	if err == nil {
 		return ExitOK
 	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.err != nil && ee.err.Error() != "" {
-			fmt.Fprintf(ios.ErrOut, "hoster: %v\n", ee.err)
-		}
-		return ee.code
+	if err.Error() != "" {
+		fmt.Fprintf(ios.ErrOut, "hoster: %v\n", err)
 	}
-	// Anything cobra itself rejects (unknown flag, wrong arguments) is usage.
-	fmt.Fprintf(ios.ErrOut, "hoster: %v\n", err)
-	return ExitUsage
+	return exitCode(err)
 }
 
 // globals are the flags every command takes.
@@ -62,6 +55,9 @@ type globals struct {
 	Server     string
 	TokenFile  string
 	CertSHA256 string
+	// InsecureSkipVerify accepts a server certificate that does not
+	// verify, when no pin is set (a flag only: never a saved setting).
+	InsecureSkipVerify bool
 }
 
 func newRootCmd(ios *IO) *cobra.Command {
@@ -87,6 +83,7 @@ named); 2 usage or configuration error; 3 API version mismatch.`,
 	f.StringVar(&g.Server, "server", "", "server base URL (hoster-config-server)")
 	f.StringVar(&g.TokenFile, "token-file", "", "file holding the API token (hoster-config-apiToken)")
 	f.StringVar(&g.CertSHA256, "cert-sha256", "", "pin of the server certificate's SHA-256 (hoster-config-certSha256)")
+	f.BoolVar(&g.InsecureSkipVerify, "insecure-skip-verify", false, "with no pin, accept a server certificate that does not verify (the token goes to whichever server answers)")
 	// Every subcommand, in the order help lists them. Each constructor
 	// lives in the file of its command.
 	for _, add := range []func(*IO, *globals) *cobra.Command{

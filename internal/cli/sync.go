@@ -218,8 +218,7 @@ func watchSync(ctx context.Context, ios *IO, g *globals, root string, o syncOpti
 	}
 	o.hashes = mirror.NewHashCache() // unchanged files are not read again each round
 	err := runSync(ctx, ios, g, root, o)
-	var ee *exitError
-	if errors.As(err, &ee) && (ee.code == ExitUsage || ee.code == ExitVersion) {
+	if code := exitCode(err); code == ExitUsage || code == ExitVersion {
 		return err
 	}
 	report(err)

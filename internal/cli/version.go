@@ -110,7 +110,7 @@ func dial(g *globals, out *output, conns int) (*apiclient.Client, func(context.C
 func newClient(cfg config, out *output, conns int) (*apiclient.Client, error) {
 	c, err := apiclient.NewClient(apiclient.ClientConfig{
 		Server: cfg.Server, Token: cfg.Token, CertSHA256: cfg.CertSHA256,
-		Warn: out.Warn, Conns: conns,
+		InsecureSkipVerify: cfg.InsecureSkipVerify, Warn: out.Warn, Conns: conns,
 	})
 	if err != nil {
 		return nil, withExit(ExitUsage, err)

@@ -22,7 +22,15 @@ type initOptions struct {
 	HTTPSPort   int
 	Email       string
 	Binary      string
+	Local       bool
 }
+
+// The roots of hoster-server init --local when not given: under the
+// current directory, which the user can write.
+const (
+	localHostingRoot = "hoster-trial/hosting"
+	localLogsRoot    = "hoster-trial/logs"
+)
 
 func newInitCmd(out, _ io.Writer) *cobra.Command {
 	opts := initOptions{}
@@ -35,11 +43,25 @@ self-signed certificate for the server's IP address, a Caddyfile that puts
 Caddy in front of hoster-server, and a systemd unit. It prints the
 certificate's SHA-256 fingerprint and the client settings to paste.
 Running it again keeps the token and a certificate for the same IP, and
-rewrites the Caddyfile and the unit.`,
+rewrites the Caddyfile and the unit.
+
+With --local, init prepares a trial of the whole path on this machine, as
+any user: roots under ./hoster-trial (unless given), Caddy on ports 8880 and
+8443 (unless given) with certificates from its own CA ("tls internal") for
+127.0.0.1 (unless --ip) and the game domains, and the client settings in
+hoster.json in the hosting root; no self-signed certificate, no unit.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := applyEnv(cmd.Flags(), nil); err != nil {
 				return err
+			}
+			if opts.Local {
+				if !cmd.Flags().Changed("hosting-root") {
+					opts.HostingRoot = localHostingRoot
+				}
+				if !cmd.Flags().Changed("logs-root") {
+					opts.LogsRoot = localLogsRoot
+				}
 			}
 			return runInit(opts, out, time.Now())
 		},
@@ -50,8 +72,9 @@ rewrites the Caddyfile and the unit.`,
 	f.StringVar(&opts.IP, "ip", "", "the server's public IP address (default: the first non-loopback address)")
 	f.StringVar(&opts.Listen, "listen", "127.0.0.1:8787", "the address hoster-server serve listens on (Caddy proxies to it)")
 	f.StringVar(&opts.AskListen, "ask-listen", "127.0.0.1:8788", "the address of hoster-server's ask gate")
-	f.IntVar(&opts.HTTPPort, "http-port", 0, "Caddy's HTTP port (default 80)")
-	f.IntVar(&opts.HTTPSPort, "https-port", 0, "Caddy's HTTPS port (default 443)")
+	f.IntVar(&opts.HTTPPort, "http-port", 0, "Caddy's HTTP port (default 80; 8880 with --local)")
+	f.IntVar(&opts.HTTPSPort, "https-port", 0, "Caddy's HTTPS port (default 443; 8443 with --local)")
+	f.BoolVar(&opts.Local, "local", false, "prepare a trial on this machine: Caddy's own CA, ports 8880/8443, roots under ./hoster-trial")
 	f.StringVar(&opts.Email, "email", "", "ACME account e-mail for the game domains' certificates")
 	f.StringVar(&opts.Binary, "binary", "/usr/local/bin/hoster-server", "where hoster-server is installed, for the systemd unit")
 	return cmd
@@ -59,6 +82,17 @@ rewrites the Caddyfile and the unit.`,
 
 // runInit checks the flags, prepares the host and reports what it did on out.
 func runInit(o initOptions, out io.Writer, now time.Time) error {
+	if o.Local && o.IP == "" {
+		o.IP = "127.0.0.1"
+	}
+	for _, p := range []struct {
+		flag string
+		port int
+	}{{"--http-port", o.HTTPPort}, {"--https-port", o.HTTPSPort}} {
+		if p.port < 0 || p.port > 65535 {
+			return usageError{fmt.Errorf("reading %s: %d is not a port", p.flag, p.port)}
+		}
+	}
 	ip, err := pickIP(o.IP)
 	if err != nil {
 		return err
@@ -79,7 +113,7 @@ func runInit(o initOptions, out io.Writer, now time.Time) error {
 	p, err := deploy.Provision(deploy.Host{
 		HostingRoot: hostingRoot, LogsRoot: logsRoot, IP: ip,
 		Listen: o.Listen, AskListen: o.AskListen, HTTPPort: o.HTTPPort, HTTPSPort: o.HTTPSPort,
-		Email: o.Email, Binary: o.Binary, Now: now,
+		Email: o.Email, Binary: o.Binary, Now: now, Local: o.Local,
 	})
 	if err != nil {
 		return err

@@ -49,3 +49,28 @@ func TestInitRefusesBadFlags(t *testing.T) {
 		t.Errorf("a refused init must create nothing, found %d entries", len(entries))
 	}
 }
+
+// init --local, as the operators' guide runs it: everything under
+// ./hoster-trial, Caddy on 8880/8443 for 127.0.0.1, the client settings
+// written beside the token.
+func TestInitLocal(t *testing.T) {
+	for _, name := range []string{"hosting-root", "logs-root", "ip", "http-port", "https-port"} {
+		t.Setenv(EnvName(name), "")
+	}
+	dir := t.TempDir()
+	t.Chdir(dir)
+	var out bytes.Buffer
+	cmd := newInitCmd(&out, &out)
+	cmd.SetArgs([]string{"--local"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatalf("init --local: %v\n%s", err, out.String())
+	}
+	for _, f := range []string{"hoster-trial/hosting/Caddyfile", "hoster-trial/hosting/hoster.json", "hoster-trial/hosting/hoster-token", "hoster-trial/logs/web-logs"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("init --local did not make %s: %v", f, err)
+		}
+	}
+	if !strings.Contains(out.String(), `"hoster-config-server": "https://127.0.0.1:8443"`) {
+		t.Fatalf("init --local's report:\n%s", out.String())
+	}
+}

@@ -19,7 +19,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -50,9 +49,17 @@ type ClientConfig struct {
 	Token string
 	// CertSHA256 pins the server certificate's SHA-256 fingerprint (hex, with
 	// or without colons). With a pin, the certificate must match it and is
-	// otherwise not verified: the pin is the stronger check.
+	// otherwise not verified: the pin is the stronger check. Without one the
+	// certificate is verified against the system's roots (SSL_CERT_FILE and
+	// SSL_CERT_DIR name others), by name or by IP alike, and a certificate
+	// that does not verify fails the connection with an *UntrustedError
+	// before anything, the token least of all, is sent.
 	CertSHA256 string
-	// Warn receives warnings (a server reached by IP with no pin); may be nil.
+	// InsecureSkipVerify, with no pin, accepts any certificate with a
+	// warning: the token then goes to whichever server answers. Never the
+	// default.
+	InsecureSkipVerify bool
+	// Warn receives warnings (verification turned off); may be nil.
 	Warn func(string)
 	// Conns is how many connections to keep alive (the transfer parallelism).
 	Conns int
@@ -141,6 +148,26 @@ func (e *PinError) Error() string {
 	return fmt.Sprintf("the server certificate's SHA-256 fingerprint is %s, but the pin (hoster-config-certSha256) is %s", e.Got, e.Want)
 }
 
+// UntrustedError is a server certificate that does not verify, with no pin
+// set: nothing was sent to that server.
+type UntrustedError struct {
+	Host        string // the server's host name or IP
+	Fingerprint string // the SHA-256 of the certificate it presented; "" if none
+	Err         error  // why it does not verify
+}
+
+func (e *UntrustedError) Error() string {
+	msg := fmt.Sprintf("refusing to send the token to %s: its certificate does not verify (%v), and no pin is set", e.Host, e.Err)
+	if e.Fingerprint != "" {
+		msg += fmt.Sprintf(". It presented a certificate with SHA-256 %s; if that is the fingerprint `hoster-server init` printed on the server (running init again there prints it again), pin it: hoster-config-certSha256 in hoster.json, HOSTER_CONFIG_CERTSHA256 or --cert-sha256", e.Fingerprint)
+	} else {
+		msg += ". Pin the fingerprint `hoster-server init` printed on the server: hoster-config-certSha256 in hoster.json, HOSTER_CONFIG_CERTSHA256 or --cert-sha256"
+	}
+	return msg + "; or trust the CA that issued it (SSL_CERT_FILE); --insecure-skip-verify turns verification off"
+}
+
+func (e *UntrustedError) Unwrap() error { return e.Err }
+
 // NewClient makes a Client. The URL must be http or https.
 func NewClient(cfg ClientConfig) (*Client, error) {
 	u, err := url.Parse(cfg.Server)
@@ -170,7 +197,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	var tlsCfg *tls.Config
 	if u.Scheme == "https" {
-		tlsCfg = tlsConfig(u.Hostname(), pin, cfg.Warn)
+		tlsCfg = tlsConfig(u.Hostname(), pin, cfg.InsecureSkipVerify, cfg.Warn)
 		tr.TLSClientConfig = tlsCfg
 	}
 	small := tr.Clone()
@@ -232,42 +259,40 @@ func normalisePin(pin string) (string, error) {
 	return p, nil
 }
 
-// tlsConfig applies the contract's TLS rules: a pin is checked exactly; with
-// no pin a bare IP is accepted unverified (its certificate is self-signed)
-// with a warning; a name is verified normally.
-func tlsConfig(host, pin string, warn func(string)) *tls.Config {
-	ip := net.ParseIP(host) != nil
+// tlsConfig applies the TLS rules: a pin is checked exactly (and is the
+// only check); with no pin the certificate is verified as usual, for an IP
+// as for a name, unless verification is explicitly off, which warns.
+func tlsConfig(host, pin string, insecure bool, warn func(string)) *tls.Config {
 	// Full-size records from the first byte: the requests are uploads and
 	// answers, not a page to show early, and each record costs the proxy
-	// and the server a read and a seal.
-	if pin == "" && !ip {
-		return &tls.Config{MinVersion: tls.VersionTLS12, DynamicRecordSizingDisabled: true}
+	// and the server a read and a seal. ServerName is set for an IP too, so
+	// that its certificate is verified against it (no SNI is sent for one).
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, DynamicRecordSizingDisabled: true, ServerName: host}
+	if pin == "" && !insecure {
+		return cfg
 	}
 	var once sync.Once
-	return &tls.Config{
-		MinVersion:                  tls.VersionTLS12,
-		DynamicRecordSizingDisabled: true,
-		InsecureSkipVerify:          true, // replaced by VerifyConnection below
-		VerifyConnection: func(cs tls.ConnectionState) error {
-			if len(cs.PeerCertificates) == 0 {
-				return errors.New("the server sent no certificate")
+	cfg.InsecureSkipVerify = true // replaced by VerifyConnection below
+	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+		if len(cs.PeerCertificates) == 0 {
+			return errors.New("the server sent no certificate")
+		}
+		got := Fingerprint(cs.PeerCertificates[0].Raw)
+		if pin != "" {
+			if got != pin {
+				return &PinError{Got: got, Want: pin}
 			}
-			got := Fingerprint(cs.PeerCertificates[0].Raw)
-			if pin != "" {
-				if got != pin {
-					return &PinError{Got: got, Want: pin}
-				}
-				return nil
-			}
-			once.Do(func() {
-				if warn != nil {
-					warn(fmt.Sprintf("the server %s is reached by IP and its certificate is not verified; "+
-						"pin it with hoster-config-certSha256 = %s", host, got))
-				}
-			})
 			return nil
-		},
+		}
+		once.Do(func() {
+			if warn != nil {
+				warn(fmt.Sprintf("certificate verification is off (--insecure-skip-verify): the token goes to whichever server answers at %s; "+
+					"pin it instead with hoster-config-certSha256 = %s, if that is the fingerprint hoster-server init printed", host, got))
+			}
+		})
+		return nil
 	}
+	return cfg
 }
 
 // Version asks the server's API version (the one route without a token),
@@ -770,14 +795,20 @@ func transportError(op string, err error) error {
 		return &Error{Op: op, Err: err}
 	}
 	var uerr *url.Error
+	host := "the server"
 	if errors.As(err, &uerr) {
+		if u, perr := url.Parse(uerr.URL); perr == nil && u.Host != "" {
+			host = u.Host
+		}
 		err = uerr.Err // the URL is ours; the cause is what matters
 	}
 	var certErr *tls.CertificateVerificationError
-	var unknown x509.UnknownAuthorityError
-	if errors.As(err, &certErr) || errors.As(err, &unknown) {
-		return &Error{Op: op, Msg: "the server certificate is not trusted: " + err.Error() +
-			" (a server reached by IP with a self-signed certificate needs hoster-config-certSha256)"}
+	if errors.As(err, &certErr) {
+		ue := &UntrustedError{Host: host, Err: certErr.Err}
+		if len(certErr.UnverifiedCertificates) > 0 {
+			ue.Fingerprint = Fingerprint(certErr.UnverifiedCertificates[0].Raw)
+		}
+		return &Error{Op: op, Err: ue}
 	}
 	return &Error{Op: op, Msg: err.Error(), Transient: true}
 }

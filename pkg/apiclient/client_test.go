@@ -21,7 +21,11 @@ import (
 const secret = "s3cr3t-token-value-0123456789abcdef0123456789abcdef0123456789ab"
 
 func TestPinAndBareIP(t *testing.T) {
+	var auths atomic.Int32
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			auths.Add(1)
+		}
 		io.WriteString(w, `{"api": 1}`)
 	}))
 	defer srv.Close()
@@ -53,22 +57,33 @@ func TestPinAndBareIP(t *testing.T) {
 		t.Fatal("the token is in an error")
 	}
 
-	// No pin, addressed by IP: accepted, with a warning that shows the pin.
-	var warned string
-	c, _ = NewClient(ClientConfig{Server: srv.URL, Warn: func(s string) { warned = s }})
-	if _, err := c.Version(ctx); err != nil {
-		t.Fatalf("bare IP without pin: %v", err)
+	// No pin, addressed by IP or by name: verified as usual, so a
+	// self-signed certificate is refused before the token is sent, and the
+	// refusal offers the pin. Not retried: nothing will change.
+	auths.Store(0)
+	byName := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
+	for _, u := range []string{srv.URL, byName} {
+		c, _ = NewClient(ClientConfig{Server: u, Token: secret, Attempts: 3})
+		_, err = c.Version(ctx)
+		var ue *UntrustedError
+		var e *Error
+		if !errors.As(err, &ue) || ue.Fingerprint != fp || !strings.Contains(err.Error(), "hoster-config-certSha256") ||
+			!errors.As(err, &e) || e.Transient || e.Attempts > 1 {
+			t.Fatalf("self-signed at %s without a pin: %v", u, err)
+		}
 	}
-	if !strings.Contains(warned, fp) {
-		t.Fatalf("warning %q does not offer the pin", warned)
+	if n := auths.Load(); n != 0 {
+		t.Fatalf("the unverified server saw the token %d times", n)
 	}
 
-	// No pin, addressed by name: verified normally, so a self-signed
-	// certificate is refused.
-	byName := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
-	c, _ = NewClient(ClientConfig{Server: byName})
-	if _, err := c.Version(ctx); err == nil || !strings.Contains(err.Error(), "not trusted") {
-		t.Fatalf("self-signed by name: %v", err)
+	// Verification explicitly off: accepted, with a warning that offers the pin.
+	var warned string
+	c, _ = NewClient(ClientConfig{Server: srv.URL, InsecureSkipVerify: true, Warn: func(s string) { warned = s }})
+	if _, err := c.Version(ctx); err != nil {
+		t.Fatalf("verification off: %v", err)
+	}
+	if !strings.Contains(warned, fp) || !strings.Contains(warned, "verification is off") {
+		t.Fatalf("warning %q does not say verification is off and offer the pin", warned)
 	}
 	if _, err := NewClient(ClientConfig{Server: srv.URL, CertSHA256: "xyz"}); err == nil {
 		t.Fatal("a malformed pin was accepted")

@@ -14,8 +14,18 @@ import (
 type CaddyConfig struct {
 	// IP is the bare IP address the self-signed certificate is for.
 	IP net.IP
-	// CertFile and KeyFile are that certificate's PEM files.
+	// CertFile and KeyFile are that certificate's PEM files; unused when
+	// Local.
 	CertFile, KeyFile string
+	// Local makes the Caddyfile of a trial on one machine: every
+	// certificate, the IP's and the game domains', comes from Caddy's own
+	// CA ("tls internal"), kept in Storage with its root at
+	// [CaddyRootCert](Storage); Caddy does not try to install that root in
+	// the system's trust store, and has no admin endpoint (so that it
+	// clashes with no other Caddy on the machine).
+	Local bool
+	// Storage is Caddy's data directory (certificates, its CA), when set.
+	Storage string
 	// Upstream is hoster-server's --listen address (loopback).
 	Upstream string
 	// Ask is hoster-server's --ask-listen address.
@@ -35,12 +45,16 @@ type CaddyConfig struct {
 // the access log written out, since Caddy's defaults (100 MB, 10 files, 90
 // days, gzip) are not the contract's.
 func Caddyfile(c CaddyConfig) ([]byte, error) {
-	if c.IP == nil || c.CertFile == "" || c.KeyFile == "" || c.Upstream == "" || c.Ask == "" || c.LogsRoot == "" {
+	if c.IP == nil || (!c.Local && (c.CertFile == "" || c.KeyFile == "")) || c.Upstream == "" || c.Ask == "" || c.LogsRoot == "" {
 		return nil, fmt.Errorf("rendering the Caddyfile: incomplete settings %+v", c)
 	}
 	host := c.IP.String()
 	if c.IP.To4() == nil {
 		host = "[" + host + "]"
+	}
+	storage := ""
+	if c.Storage != "" {
+		storage = quote(c.Storage)
 	}
 	data := map[string]any{
 		"IP":        host,
@@ -53,6 +67,8 @@ func Caddyfile(c CaddyConfig) ([]byte, error) {
 		"HTTPPort":  c.HTTPPort,
 		"HTTPSPort": c.HTTPSPort,
 		"Email":     c.Email,
+		"Local":     c.Local,
+		"Storage":   storage,
 		"RollSize":  api.AccessLogRollSizeMiB,
 		"RollKeep":  api.AccessLogRollKeep,
 		"KeepFor":   api.AccessLogRollKeepForH,
@@ -68,6 +84,16 @@ var caddyTemplate = template.Must(template.New("Caddyfile").Parse(`# Generated b
 # terminates TLS and forwards everything, WebSocket upgrades included, to
 # hoster-server on loopback, which serves the games' pages and files too.
 {
+{{- if .Local}}
+	# A trial on one machine: Caddy's own CA issues every certificate.
+	admin off
+	skip_install_trust
+{{- end}}
+{{- if .Storage}}
+	storage file_system {
+		root {{.Storage}}
+	}
+{{- end}}
 {{- if .HTTPPort}}
 	http_port {{.HTTPPort}}
 {{- end}}
@@ -101,6 +127,23 @@ var caddyTemplate = template.Must(template.New("Caddyfile").Parse(`# Generated b
 	}
 }
 
+{{if .Local -}}
+# The bare IP: a certificate from Caddy's own CA, which clients trust
+# through its root certificate.
+https://{{.IP}} {
+	tls internal
+	import hoster
+}
+
+# Every game domain: a certificate from Caddy's own CA on demand, once the
+# ask gate agrees.
+https:// {
+	tls internal {
+		on_demand
+	}
+	import hoster
+}
+{{else -}}
 # The bare IP: the self-signed ten-year certificate; clients pin its SHA-256.
 https://{{.IP}} {
 	tls {{.Cert}} {{.Key}}
@@ -114,7 +157,15 @@ https:// {
 	}
 	import hoster
 }
+{{end -}}
 `))
+
+// CaddyRootCert is where Caddy keeps the root certificate of its own CA
+// ("tls internal"), under its data directory storage; Caddy makes it the
+// first time it starts with a Caddyfile that uses it.
+func CaddyRootCert(storage string) string {
+	return filepath.Join(storage, "pki", "authorities", "local", "root.crt")
+}
 
 // SystemdUnit renders a systemd unit for hoster-server serve.
 func SystemdUnit(binary, hostingRoot, logsRoot, listen, askListen string) []byte {
@@ -137,7 +188,9 @@ TimeoutStopSec=15
 NoNewPrivileges=true
 ProtectSystem=strict
 ReadWritePaths=%s %s
-PrivateTmp=true
+# No PrivateTmp: the roots may be under /tmp (a trial), and a private /tmp
+# would hide them from Caddy and from the operator; hoster-server writes its
+# temporary files under the hosting root, never in /tmp.
 
 [Install]
 WantedBy=multi-user.target

@@ -1,6 +1,8 @@
 package deploy
 
 import (
+	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"text/template"
 	"time"
 
@@ -23,8 +26,14 @@ type Host struct {
 	IP net.IP
 	// Listen and AskListen are host:port addresses of hoster-server serve.
 	Listen, AskListen string
-	// HTTPPort and HTTPSPort are Caddy's ports; 0 means 80 and 443.
+	// HTTPPort and HTTPSPort are Caddy's ports; 0 means 80 and 443, or
+	// LocalHTTPPort and LocalHTTPSPort when Local.
 	HTTPPort, HTTPSPort int
+	// Local prepares a trial of the whole path on one machine: Caddy's own
+	// CA issues every certificate (no self-signed IP certificate, no pin),
+	// Caddy keeps its data under the hosting root, the client settings are
+	// written to hoster.json there, and no systemd unit is written.
+	Local bool
 	// Email is the ACME account of the game domains' certificates; may be "".
 	Email string
 	// Binary is where hoster-server is installed, for the systemd unit.
@@ -47,17 +56,34 @@ type Provisioned struct {
 	Token string
 	// TokenNote and CertNote say what happened to each.
 	TokenNote, CertNote string
-	// Fingerprint is the certificate's SHA-256, the clients' pin.
+	// Fingerprint is the certificate's SHA-256, the clients' pin; "" when
+	// Local.
 	Fingerprint string
 	// ServerURL is the clients' hoster-config-server.
 	ServerURL string
+	// CaddyData and CaddyRoot are Caddy's data directory and its CA's root
+	// certificate, which clients trust (Local only).
+	CaddyData, CaddyRoot string
+	// ClientConfigPath is the client settings file written (Local only).
+	ClientConfigPath string
 }
+
+// The ports of Caddy in a local trial, unprivileged.
+const (
+	LocalHTTPPort  = 8880
+	LocalHTTPSPort = 8443
+)
 
 // Provision prepares a host: the directories under both roots, the token
 // (created once, never overwritten), the certificate for h.IP (kept while
 // it is for that IP), the Caddyfile and the systemd unit (rewritten each
-// time). Running it again is safe.
+// time); with h.Local, the trial's Caddyfile and client settings instead of
+// the certificate and the unit. Running it again is safe.
 func Provision(h Host) (*Provisioned, error) {
+	if h.Local {
+		h.HTTPPort = cmp.Or(h.HTTPPort, LocalHTTPPort)
+		h.HTTPSPort = cmp.Or(h.HTTPSPort, LocalHTTPSPort)
+	}
 	tlsDir := filepath.Join(h.HostingRoot, "tls")
 	p := &Provisioned{
 		Host:      h,
@@ -69,34 +95,29 @@ func Provision(h Host) (*Provisioned, error) {
 		UnitPath:  filepath.Join(h.HostingRoot, "hoster-server.service"),
 		ServerURL: "https://" + hostPort(h.IP, h.HTTPSPort),
 	}
-	for _, d := range []struct {
-		path string
-		perm os.FileMode
-	}{
-		{h.HostingRoot, 0o755},
-		{p.GamesDir, 0o755},
-		{tlsDir, 0o700},
-		{h.LogsRoot, 0o755},
-		{filepath.Join(h.LogsRoot, api.WebLogsDir), 0o755},
-		{filepath.Join(h.LogsRoot, api.ServerLogsDir), 0o755},
-		{filepath.Join(h.LogsRoot, api.GameLogsDir), 0o755},
-	} {
-		if err := os.MkdirAll(d.path, d.perm); err != nil {
-			return nil, fmt.Errorf("creating directories: %w", err)
-		}
+	if h.Local {
+		p.CaddyData = filepath.Join(h.HostingRoot, "caddy")
+		p.CaddyRoot = CaddyRootCert(p.CaddyData)
+		p.ClientConfigPath = filepath.Join(h.HostingRoot, "hoster.json")
+		p.CertPath, p.KeyPath, p.UnitPath = "", "", ""
+	}
+	if err := p.directories(); err != nil {
+		return nil, err
 	}
 	if err := p.token(); err != nil {
 		return nil, err
 	}
-	certPEM, err := p.certificate()
-	if err != nil {
-		return nil, err
-	}
-	if p.Fingerprint, err = Fingerprint(certPEM); err != nil {
-		return nil, err
+	if !h.Local {
+		certPEM, err := p.certificate()
+		if err != nil {
+			return nil, err
+		}
+		if p.Fingerprint, err = Fingerprint(certPEM); err != nil {
+			return nil, err
+		}
 	}
 	caddyfile, err := Caddyfile(CaddyConfig{
-		IP: h.IP, CertFile: p.CertPath, KeyFile: p.KeyPath,
+		IP: h.IP, CertFile: p.CertPath, KeyFile: p.KeyPath, Local: h.Local, Storage: p.CaddyData,
 		Upstream: h.Listen, Ask: h.AskListen, LogsRoot: h.LogsRoot,
 		HTTPPort: h.HTTPPort, HTTPSPort: h.HTTPSPort, Email: h.Email,
 	})
@@ -106,11 +127,59 @@ func Provision(h Host) (*Provisioned, error) {
 	if err := atomicfile.WriteFile(p.CaddyPath, caddyfile, 0o644); err != nil {
 		return nil, err
 	}
+	if h.Local {
+		return p, p.clientConfig()
+	}
 	unit := SystemdUnit(h.Binary, h.HostingRoot, h.LogsRoot, h.Listen, h.AskListen)
 	if err := atomicfile.WriteFile(p.UnitPath, unit, 0o644); err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// directories creates the directories under both roots.
+func (p *Provisioned) directories() error {
+	for _, d := range []struct {
+		path string
+		perm os.FileMode
+	}{
+		{p.HostingRoot, 0o755},
+		{p.GamesDir, 0o755},
+		{p.LogsRoot, 0o755},
+		{filepath.Join(p.LogsRoot, api.WebLogsDir), 0o755},
+		{filepath.Join(p.LogsRoot, api.ServerLogsDir), 0o755},
+		{filepath.Join(p.LogsRoot, api.GameLogsDir), 0o755},
+	} {
+		if err := os.MkdirAll(d.path, d.perm); err != nil {
+			return fmt.Errorf("creating directories: %w", err)
+		}
+	}
+	if p.CertPath != "" {
+		if err := os.MkdirAll(filepath.Dir(p.CertPath), 0o700); err != nil {
+			return fmt.Errorf("creating directories: %w", err)
+		}
+	}
+	return nil
+}
+
+// clientConfig writes the trial's client settings, mode 600: the server's
+// URL and the token (the one in the token file, which this user owns).
+func (p *Provisioned) clientConfig() error {
+	raw, err := os.ReadFile(p.TokenPath)
+	if err != nil {
+		return fmt.Errorf("reading the token for the client settings: %w", err)
+	}
+	b, err := json.MarshalIndent(map[string]string{
+		"hoster-config-server":   p.ServerURL,
+		"hoster-config-apiToken": strings.TrimSpace(string(raw)),
+	}, "", "  ")
+	if err != nil {
+		return fmt.Errorf("writing the client settings: %w", err)
+	}
+	if err := atomicfile.WriteFile(p.ClientConfigPath, append(b, '\n'), 0o600); err != nil {
+		return fmt.Errorf("writing the client settings: %w", err)
+	}
+	return nil
 }
 
 // token creates the token file unless one exists.
@@ -192,12 +261,46 @@ Next:
      (or replace it), then: systemctl reload caddy
   2. Install and start the server: cp {{.UnitPath}} /etc/systemd/system/ &&
      systemctl daemon-reload && systemctl enable --now hoster-server
-  3. Open only ports 80 and 443 ({{.Listen}} and {{.AskListen}} stay on loopback).
+  3. Open only ports {{.PublicHTTPPort}} and {{.PublicHTTPSPort}} ({{.Listen}} and {{.AskListen}} stay on loopback).
 `))
+
+var localReport = template.Must(template.New("report").Funcs(template.FuncMap{"quote": strconv.Quote}).Parse(
+	`hoster-server init --local: ready for a trial on this machine
+  games        {{.GamesDir}}
+  logs         {{.LogsRoot}}
+  token        {{.TokenPath}}: {{.TokenNote}}
+  Caddyfile    {{.CaddyPath}} (Caddy's own CA; ports {{.HTTPPort}} and {{.HTTPSPort}})
+  client       {{.ClientConfigPath}} (mode 600)
+
+Client settings, written to {{.ClientConfigPath}}:
+  {
+    "hoster-config-server": {{quote .ServerURL}},
+    "hoster-config-apiToken": {{quote .ClientToken}}
+  }
+
+Caddy's CA root certificate, there once Caddy has started; the client trusts
+it through SSL_CERT_FILE (no pin: Caddy renews its certificates):
+  {{.CaddyRoot}}
+
+Next, each in a terminal of its own (docs/operators.md, "Trying it on one machine"):
+  hoster-server serve --hosting-root {{.HostingRoot}} --logs-root {{.LogsRoot}} --listen {{.Listen}} --ask-listen {{.AskListen}}
+  caddy run --adapter caddyfile --config {{.CaddyPath}}
+  SSL_CERT_FILE={{.CaddyRoot}} hoster --config {{.ClientConfigPath}} sync <your sites>
+A game's page is then https://<domain>:{{.HTTPSPort}}/<game>/, once <domain> resolves to
+{{.IP}} for the browser; its origins must list "https://<domain>:{{.HTTPSPort}}".
+`))
+
+// PublicHTTPPort and PublicHTTPSPort are the ports Caddy listens on.
+func (p *Provisioned) PublicHTTPPort() int  { return cmp.Or(p.HTTPPort, 80) }
+func (p *Provisioned) PublicHTTPSPort() int { return cmp.Or(p.HTTPSPort, 443) }
 
 // Report writes what was done and the client settings to paste.
 func (p *Provisioned) Report(w io.Writer) error {
-	if err := report.Execute(w, p); err != nil {
+	t := report
+	if p.Local {
+		t = localReport
+	}
+	if err := t.Execute(w, p); err != nil {
 		return fmt.Errorf("printing the init report: %w", err)
 	}
 	return nil

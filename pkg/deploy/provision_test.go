@@ -3,6 +3,7 @@ package deploy
 import (
 	"bytes"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"net"
 	"os"
@@ -134,5 +135,82 @@ func TestWriteTokenNeverOverwrites(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(filepath.Dir(path)); len(entries) != 1 {
 		t.Fatalf("temporary files left behind: %d entries", len(entries))
+	}
+}
+
+// init's advice follows the ports it was given, and its unit keeps roots
+// under /tmp visible (no PrivateTmp: a private /tmp would hide them).
+func TestProvisionPortsAndUnit(t *testing.T) {
+	dir := t.TempDir()
+	p, err := Provision(Host{
+		HostingRoot: filepath.Join(dir, "srv"), LogsRoot: filepath.Join(dir, "logs"), IP: net.ParseIP("127.0.0.1"),
+		Listen: "127.0.0.1:8787", AskListen: "127.0.0.1:8788", HTTPPort: 8880, HTTPSPort: 8443,
+		Binary: "/usr/local/bin/hoster-server", Now: time.Now(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := p.Report(&out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "Open only ports 8880 and 8443") || strings.Contains(out.String(), " 80 and 443") {
+		t.Errorf("the firewall advice does not follow the ports:\n%s", out.String())
+	}
+	unit, _ := os.ReadFile(p.UnitPath)
+	if strings.Contains(string(unit), "PrivateTmp=true") || !strings.Contains(string(unit), "ReadWritePaths="+p.HostingRoot+" "+p.LogsRoot) {
+		t.Errorf("the unit hides or locks roots under %s:\n%s", dir, unit)
+	}
+}
+
+// A local trial: Caddy's own CA for everything, unprivileged ports, Caddy's
+// data under the hosting root, client settings written, no self-signed
+// certificate and no unit; Caddy accepts the Caddyfile.
+func TestProvisionLocal(t *testing.T) {
+	dir := t.TempDir()
+	p, err := Provision(Host{
+		HostingRoot: filepath.Join(dir, "srv"), LogsRoot: filepath.Join(dir, "logs"), IP: net.ParseIP("127.0.0.1"),
+		Listen: "127.0.0.1:8787", AskListen: "127.0.0.1:8788", Local: true, Now: time.Now(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := p.Report(&out); err != nil {
+		t.Fatal(err)
+	}
+	caddyfile, _ := os.ReadFile(p.CaddyPath)
+	for _, want := range []string{"https_port 8443", "http_port 8880", "skip_install_trust", "admin off",
+		"root " + filepath.Join(dir, "srv", "caddy"), "https://127.0.0.1 {\n\ttls internal\n", "tls internal {\n\t\ton_demand\n", "ask http://127.0.0.1:8788/ask"} {
+		if !strings.Contains(string(caddyfile), want) {
+			t.Errorf("the trial's Caddyfile lacks %q:\n%s", want, caddyfile)
+		}
+	}
+	token, _ := os.ReadFile(filepath.Join(dir, "srv", "hoster-token"))
+	var settings map[string]string
+	raw, err := os.ReadFile(filepath.Join(dir, "srv", "hoster.json"))
+	if err != nil || json.Unmarshal(raw, &settings) != nil {
+		t.Fatalf("client settings: %v\n%s", err, raw)
+	}
+	if settings["hoster-config-server"] != "https://127.0.0.1:8443" || settings["hoster-config-apiToken"] != strings.TrimSpace(string(token)) || len(settings) != 2 {
+		t.Errorf("client settings %v", settings)
+	}
+	if st, _ := os.Stat(filepath.Join(dir, "srv", "hoster.json")); st.Mode().Perm() != 0o600 {
+		t.Errorf("client settings mode %v, want 600", st.Mode().Perm())
+	}
+	for _, absent := range []string{"tls", "hoster-server.service"} {
+		if _, err := os.Stat(filepath.Join(dir, "srv", absent)); err == nil {
+			t.Errorf("a local trial wrote %s", absent)
+		}
+	}
+	if root := filepath.Join(dir, "srv", "caddy", "pki", "authorities", "local", "root.crt"); !strings.Contains(out.String(), root) {
+		t.Errorf("the report does not name Caddy's root %s:\n%s", root, out.String())
+	}
+	if caddy, err := exec.LookPath("caddy"); err == nil {
+		cmd := exec.Command(caddy, "validate", "--adapter", "caddyfile", "--config", p.CaddyPath)
+		cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("caddy validate: %v\n%s", err, b)
+		}
 	}
 }
