@@ -9,7 +9,6 @@ import (
 
 	"github.com/hoster-dev/hoster/pkg/gametest"
 	"github.com/hoster-dev/hoster/pkg/gen"
-	"github.com/hoster-dev/hoster/pkg/runtime"
 	"github.com/spf13/cobra"
 )
 
@@ -73,7 +72,7 @@ func runTest(ios *IO, g *globals, root string) error {
 			broken++
 			continue
 		}
-		sum, err := gametest.RunGame(root, gr.Dir, newTestGame, lines)
+		sum, err := gametest.RunGame(root, gr.Dir, gametest.Real, lines)
 		if err != nil {
 			return withExit(ExitFailed, fmt.Errorf("testing %s: %w", gr.Dir, err))
 		}
@@ -108,24 +107,4 @@ func (f failuresOnly) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	return f.w.Write(p)
-}
-
-// newTestGame gives gametest the runtime's TestGame.
-func newTestGame(dir string) (gametest.Game, error) {
-	g, err := runtime.NewTestGame(dir)
-	if err != nil {
-		return nil, err
-	}
-	return testGame{g}, nil
-}
-
-// testGame adapts *runtime.TestGame to gametest.Game (Join's result type).
-type testGame struct{ *runtime.TestGame }
-
-func (g testGame) Join(params map[string]string) (gametest.Player, error) {
-	p, err := g.TestGame.Join(params)
-	if err != nil {
-		return nil, err
-	}
-	return p, nil
 }
