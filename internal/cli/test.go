@@ -18,9 +18,10 @@ func newTestCmd(ios *IO, g *globals) *cobra.Command {
 		Short: "Run each game's tests in <game>/_tests/ against its real module",
 		Long: `test generates every game under ROOT (default .), then runs the test files in
 each game's _tests/ folder (*.test.js, *.test.ts) against the game's real
-hoster.server.js in the real runtime, on a virtual clock: scripted players join,
-send commands and see updates exactly as on a server, and game.advance(seconds)
-runs the ticks and send rounds that fall due without waiting for them.
+hoster.server.js in the real runtime, on a virtual clock: scripted players join
+(rooms included), send commands, see updates, drop and resume exactly as on a
+server, and game.advance(seconds) runs the ticks, send rounds and resume graces
+that fall due without waiting for them.
 
 It prints an ok or FAIL line per test, each failure with the test's own
 file:line, and a closing "N passed, M failed"; it exits 1 when a test failed.`,
