@@ -9,7 +9,6 @@ import (
 
 	"github.com/hoster-dev/hoster/pkg/gametest"
 	"github.com/hoster-dev/hoster/pkg/gen"
-	"github.com/hoster-dev/hoster/pkg/runtime"
 	"github.com/spf13/cobra"
 )
 
@@ -19,9 +18,10 @@ func newTestCmd(ios *IO, g *globals) *cobra.Command {
 		Short: "Run each game's tests in <game>/_tests/ against its real module",
 		Long: `test generates every game under ROOT (default .), then runs the test files in
 each game's _tests/ folder (*.test.js, *.test.ts) against the game's real
-hoster.server.js in the real runtime, on a virtual clock: scripted players join,
-send commands and see updates exactly as on a server, and game.advance(seconds)
-runs the ticks and send rounds that fall due without waiting for them.
+hoster.server.js in the real runtime, on a virtual clock: scripted players join
+(rooms included), send commands, see updates, drop and resume exactly as on a
+server, and game.advance(seconds) runs the ticks, send rounds and resume graces
+that fall due without waiting for them.
 
 It prints an ok or FAIL line per test, each failure with the test's own
 file:line, and a closing "N passed, M failed"; it exits 1 when a test failed.`,
@@ -73,7 +73,7 @@ func runTest(ios *IO, g *globals, root string) error {
 			broken++
 			continue
 		}
-		sum, err := gametest.RunGame(root, gr.Dir, newTestGame, lines)
+		sum, err := gametest.RunGame(root, gr.Dir, gametest.Real, lines)
 		if err != nil {
 			return withExit(ExitFailed, fmt.Errorf("testing %s: %w", gr.Dir, err))
 		}
@@ -108,24 +108,4 @@ func (f failuresOnly) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	return f.w.Write(p)
-}
-
-// newTestGame gives gametest the runtime's TestGame.
-func newTestGame(dir string) (gametest.Game, error) {
-	g, err := runtime.NewTestGame(dir)
-	if err != nil {
-		return nil, err
-	}
-	return testGame{g}, nil
-}
-
-// testGame adapts *runtime.TestGame to gametest.Game (Join's result type).
-type testGame struct{ *runtime.TestGame }
-
-func (g testGame) Join(params map[string]string) (gametest.Player, error) {
-	p, err := g.TestGame.Join(params)
-	if err != nil {
-		return nil, err
-	}
-	return p, nil
 }

@@ -69,3 +69,56 @@ func TestHosterTest(t *testing.T) {
 		t.Fatalf("stderr with --json:\n%s", errOut.String())
 	}
 }
+
+// TestHosterTestRooms runs a game's _tests file through hoster test: a
+// room, a lock turning a player away, a drop, a resume, the grace running
+// out, and a kick, all in the real runtime on the virtual clock.
+func TestHosterTestRooms(t *testing.T) {
+	root := t.TempDir()
+	game := filepath.Join(root, "a.com", "rooms")
+	for rel, body := range map[string]string{
+		"hoster-game.json":            `{"tickRate": 20, "sendRate": 10, "capacity": 4, "origins": ["*"], "resumeGrace": 5}`,
+		"hoster-player/fields.json":   `{"name": "string"}`,
+		"hoster-player/join.js":       `export default function (i, p, params) { p.name = params.name; if (params.name === "ada") i.lock(); }`,
+		"hoster-player/disconnect.js": `export default function (i, p) { i.log("disconnect " + p.name); }`,
+		"hoster-player/leave.js":      `export default function (i, p) { i.log("leave " + p.name); }`,
+		"hoster-commands/kick/run.js": `export default function (i, p) { for (const id in i.players) if (id !== p.id) i.kick(i.players[id], "out"); }`,
+		"_tests/rooms.test.js": `test("rooms, drops and kicks", () => {
+  const ada = game.join({ name: "ada", room: "abc" });
+  assert(ada.instance.locked);
+  assert.deepEqual(game.join({ name: "eve", room: "abc" }).messages.at(-1), { t: "close", code: 1013, reason: "room abc is locked" });
+  const bob = game.join({ name: "bob" }), carol = game.join({ name: "carol" });
+  assert.equal(bob.instance, carol.instance);
+  assert.equal(game.instances.length, 2);
+  bob.drop();
+  game.advance(0.05);
+  assert.equal(bob.instance.players[bob.id].connected, false);
+  bob.resume();
+  assert.equal(bob.instance.players[bob.id].connected, true);
+  bob.drop();
+  game.advance(5.1);
+  assert(game.logs.includes("leave bob"));
+  assert(!carol.sees(bob.id));
+  const dave = game.join({ name: "dave" });
+  carol.send("kick", {});
+  game.advance(0.1);
+  assert.deepEqual(dave.messages.at(-1), { t: "close", code: 4000, reason: "out" });
+  assert.deepEqual(Object.keys(game.instances[1].players), [carol.id]);
+});
+`,
+	} {
+		p := filepath.Join(game, filepath.FromSlash(rel))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out, errOut bytes.Buffer
+	if code := Main([]string{"test", root}, nil, &out, &errOut); code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())
+	}
+	if !strings.Contains(out.String(), "ok   a.com/rooms/_tests/rooms.test.js: rooms, drops and kicks") ||
+		!strings.HasSuffix(out.String(), "\n1 passed, 0 failed\n") {
+		t.Fatalf("stdout:\n%s", out.String())
+	}
+}

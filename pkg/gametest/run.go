@@ -268,21 +268,43 @@ func placeIn(root, line string) string {
 	return s
 }
 
+// binder makes a test's objects over a Game, one object for each of its
+// instances (so that a.instance === b.instance when they play together).
+type binder struct {
+	vm        *goja.Runtime
+	parse     goja.Callable
+	instances map[string]*goja.Object // by id
+}
+
+func newBinder(vm *goja.Runtime) *binder {
+	parse, _ := goja.AssertFunction(vm.Get("JSON").ToObject(vm).Get("parse"))
+	return &binder{vm: vm, parse: parse, instances: map[string]*goja.Object{}}
+}
+
+// throw raises err in the test's JavaScript.
+func (b *binder) throw(err error) { panic(b.vm.NewGoError(err)) }
+
+// fromJSON is a JSON value as the test's JavaScript value.
+func (b *binder) fromJSON(raw []byte, err error) goja.Value {
+	if err != nil {
+		b.throw(err)
+	}
+	v, err := b.parse(goja.Undefined(), b.vm.ToValue(string(raw)))
+	if err != nil {
+		b.throw(err)
+	}
+	return v
+}
+
+// getter defines a read-only property of obj computed by f.
+func (b *binder) getter(obj *goja.Object, name string, f func() goja.Value) {
+	obj.DefineAccessorProperty(name, b.vm.ToValue(func(goja.FunctionCall) goja.Value { return f() }), nil, goja.FLAG_FALSE, goja.FLAG_TRUE)
+}
+
 // bindGame makes the test's `game` object over g.
 func bindGame(vm *goja.Runtime, g Game) *goja.Object {
+	b := newBinder(vm)
 	obj := vm.NewObject()
-	throw := func(err error) { panic(vm.NewGoError(err)) }
-	parse, _ := goja.AssertFunction(vm.Get("JSON").ToObject(vm).Get("parse"))
-	fromJSON := func(b json.RawMessage, err error) goja.Value {
-		if err != nil {
-			throw(err)
-		}
-		v, err := parse(goja.Undefined(), vm.ToValue(string(b)))
-		if err != nil {
-			throw(err)
-		}
-		return v
-	}
 	obj.Set("join", func(params map[string]any) *goja.Object {
 		p := map[string]string{}
 		for k, v := range params {
@@ -290,53 +312,85 @@ func bindGame(vm *goja.Runtime, g Game) *goja.Object {
 		}
 		pl, err := g.Join(p)
 		if err != nil {
-			throw(fmt.Errorf("game.join: %w", err))
+			b.throw(fmt.Errorf("game.join: %w", err))
 		}
-		return bindPlayer(vm, pl)
+		return b.player(pl)
 	})
 	obj.Set("advance", func(seconds float64) {
 		if seconds < 0 || math.IsNaN(seconds) || math.IsInf(seconds, 0) {
-			throw(fmt.Errorf("game.advance(%v): seconds must be a finite number, at least 0", seconds))
+			b.throw(fmt.Errorf("game.advance(%v): seconds must be a finite number, at least 0", seconds))
 		}
 		if err := g.Advance(time.Duration(seconds * float64(time.Second))); err != nil {
-			throw(fmt.Errorf("game.advance: %w", err))
+			b.throw(fmt.Errorf("game.advance: %w", err))
 		}
 	})
-	getter := func(name string, f func() goja.Value) {
-		obj.DefineAccessorProperty(name, vm.ToValue(func(goja.FunctionCall) goja.Value { return f() }), nil, goja.FLAG_FALSE, goja.FLAG_TRUE)
-	}
-	getter("state", func() goja.Value { return fromJSON(g.State()) })
-	getter("players", func() goja.Value { return fromJSON(g.Players()) })
-	getter("entities", func() goja.Value { return fromJSON(g.Entities()) })
-	getter("logs", func() goja.Value { return vm.ToValue(g.Logs()) })
+	b.getter(obj, "state", func() goja.Value { return b.fromJSON(g.State()) })
+	b.getter(obj, "players", func() goja.Value { return b.fromJSON(g.Players()) })
+	b.getter(obj, "entities", func() goja.Value { return b.fromJSON(g.Entities()) })
+	b.getter(obj, "logs", func() goja.Value { return vm.ToValue(g.Logs()) })
+	b.getter(obj, "instances", func() goja.Value {
+		var list []any
+		for _, in := range g.Instances() {
+			list = append(list, b.instance(in))
+		}
+		return vm.NewArray(list...)
+	})
 	return obj
 }
 
-// bindPlayer makes a test's player object over p.
-func bindPlayer(vm *goja.Runtime, p Player) *goja.Object {
+// instance is the test's object for in, made once.
+func (b *binder) instance(in Instance) *goja.Object {
+	if obj := b.instances[in.ID()]; obj != nil {
+		return obj
+	}
+	obj := b.vm.NewObject()
+	obj.Set("id", in.ID())
+	if in.Room() != "" {
+		obj.Set("room", in.Room())
+	} else {
+		obj.Set("room", goja.Null())
+	}
+	b.getter(obj, "locked", func() goja.Value { return b.vm.ToValue(in.Locked()) })
+	b.getter(obj, "ended", func() goja.Value { return b.vm.ToValue(in.Ended()) })
+	b.getter(obj, "state", func() goja.Value { return b.fromJSON(in.State()) })
+	b.getter(obj, "players", func() goja.Value { return b.fromJSON(in.Players()) })
+	b.getter(obj, "entities", func() goja.Value { return b.fromJSON(in.Entities()) })
+	b.instances[in.ID()] = obj
+	return obj
+}
+
+// player makes a test's player object over p.
+func (b *binder) player(p Player) *goja.Object {
+	vm := b.vm
 	obj := vm.NewObject()
 	obj.Set("id", p.ID())
+	if in := p.Instance(); in != nil {
+		obj.Set("instance", b.instance(in))
+	} else {
+		obj.Set("instance", goja.Null())
+	}
 	obj.Set("send", func(command string, args goja.Value) {
 		raw := json.RawMessage("{}")
 		if args != nil && !goja.IsUndefined(args) && !goja.IsNull(args) {
-			b, err := json.Marshal(args.Export())
+			j, err := json.Marshal(args.Export())
 			if err != nil {
-				panic(vm.NewGoError(fmt.Errorf("player.send: %w", err)))
+				b.throw(fmt.Errorf("player.send: %w", err))
 			}
-			raw = b
+			raw = j
 		}
 		if err := p.Send(command, raw); err != nil {
-			panic(vm.NewGoError(fmt.Errorf("player.send: %w", err)))
+			b.throw(fmt.Errorf("player.send: %w", err))
 		}
 	})
 	obj.Set("sees", p.Sees)
-	obj.Set("leave", func() {
-		if err := p.Leave(); err != nil {
-			panic(vm.NewGoError(fmt.Errorf("player.leave: %w", err)))
-		}
-	})
-	parse, _ := goja.AssertFunction(vm.Get("JSON").ToObject(vm).Get("parse"))
-	obj.DefineAccessorProperty("messages", vm.ToValue(func(goja.FunctionCall) goja.Value {
+	for name, f := range map[string]func() error{"leave": p.Leave, "drop": p.Drop, "resume": p.Resume} {
+		obj.Set(name, func() {
+			if err := f(); err != nil {
+				b.throw(fmt.Errorf("player.%s: %w", name, err))
+			}
+		})
+	}
+	b.getter(obj, "messages", func() goja.Value {
 		var list strings.Builder
 		list.WriteByte('[')
 		for i, m := range p.Messages() {
@@ -346,11 +400,7 @@ func bindPlayer(vm *goja.Runtime, p Player) *goja.Object {
 			list.Write(m)
 		}
 		list.WriteByte(']')
-		v, err := parse(goja.Undefined(), vm.ToValue(list.String()))
-		if err != nil {
-			panic(err)
-		}
-		return v
-	}), nil, goja.FLAG_FALSE, goja.FLAG_TRUE)
+		return b.fromJSON([]byte(list.String()), nil)
+	})
 	return obj
 }

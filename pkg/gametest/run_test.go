@@ -50,6 +50,7 @@ func (c *counter) State() (json.RawMessage, error) {
 func (c *counter) Players() (json.RawMessage, error)  { return json.RawMessage(`{}`), nil }
 func (c *counter) Entities() (json.RawMessage, error) { return json.RawMessage(`{}`), nil }
 func (c *counter) Logs() []string                     { return c.logs }
+func (c *counter) Instances() []Instance              { return nil }
 func (c *counter) Close()                             {}
 
 func (p *counterPlayer) ID() string { return p.id }
@@ -65,6 +66,9 @@ func (p *counterPlayer) Send(cmd string, args json.RawMessage) error {
 func (p *counterPlayer) Messages() []json.RawMessage { return p.msgs }
 func (p *counterPlayer) Sees(id string) bool         { return id == p.id }
 func (p *counterPlayer) Leave() error                { return nil }
+func (p *counterPlayer) Drop() error                 { return nil }
+func (p *counterPlayer) Resume() error               { return nil }
+func (p *counterPlayer) Instance() Instance          { return nil }
 
 func TestRunGame(t *testing.T) {
 	root := t.TempDir()

@@ -139,31 +139,54 @@ type CommandHook<C extends keyof CommandArgs> = (instance: Instance, player: Pla
 
 /** A scripted player of a test. */
 interface TestPlayer {
+  /** Its player id; "" when its join was refused (a full or locked room). */
   readonly id: string;
+  /** Its instance; null when its join was refused. */
+  readonly instance: TestInstance | null;
   /** Sends a command as a socket would: validated at once, applied at the next tick. */
   send<C extends keyof CommandArgs>(command: C, args: Args<C>): void;
-  /** Every frame the player received (welcome, update, message, error), and {t: "close"} when closed. */
+  /** Every frame the player received (welcome, update, message, error), and {t: "close", code, reason} when closed. */
   readonly messages: any[];
   /** Whether the thing with this id is in the player's view. */
   sees(id: string): boolean;
   /** Closes the player's socket cleanly: a leave. */
   leave(): void;
+  /** Loses the connection without a close: the seat is held for resumeGrace (disconnect runs at the next tick). */
+  drop(): void;
+  /** Comes back on a dropped connection with its resume token and runs the tick that applies it; throws when the seat is gone. */
+  resume(): void;
 }
 
-/** The instance a test plays, on a virtual clock. */
+/** One instance of the game under test. */
+interface TestInstance {
+  readonly id: string;
+  /** Its room code; null for a public instance. */
+  readonly room: string | null;
+  /** Whether the game locked it (instance.lock()). */
+  readonly locked: boolean;
+  /** Whether it ended (closed, failed, or empty for long enough); its data stays readable. */
+  readonly ended: boolean;
+  readonly state: State;
+  readonly players: Record<string, Player>;
+  readonly entities: Record<string, Entity>;
+}
+
+/** The game a test plays, on a virtual clock: state, players and entities are its first instance's. */
 interface TestGame {
-  /** Seats a player (params as the socket URL's query) and runs the tick that applies it. */
+  /** Connects a player (params as the socket URL's query; room joins that room) and runs the tick that applies it. */
   join(params?: Params): TestPlayer;
-  /** Runs every tick and send round due in the next seconds, without waiting. */
+  /** Runs every tick and send round of every instance, and every resume grace running out, due in the next seconds. */
   advance(seconds: number): void;
   readonly state: State;
   readonly players: Record<string, Player>;
   readonly entities: Record<string, Entity>;
+  /** Every instance started so far, in order, ended ones included. */
+  readonly instances: TestInstance[];
   /** instance.log lines and hook errors so far. */
   readonly logs: string[];
 }
 
-/** Registers a test; each gets a fresh instance as game. */
+/** Registers a test; each gets a fresh game as game. */
 declare function test(name: string, fn: () => void): void;
 declare const game: TestGame;
 declare function assert(value: unknown, message?: string): asserts value;

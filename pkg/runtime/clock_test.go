@@ -37,13 +37,21 @@ func (c *stepClock) NewTimer() timer {
 // Advance moves the clock on by d and fires the timers that fall due.
 func (c *stepClock) Advance(d time.Duration) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
+	var funcs []func()
 	for _, t := range c.timers {
 		if t.on && !t.at.After(c.now) {
 			t.on = false
-			t.ch <- c.now
+			if t.f != nil {
+				funcs = append(funcs, t.f)
+			} else {
+				t.ch <- c.now
+			}
 		}
+	}
+	c.mu.Unlock()
+	for _, f := range funcs {
+		f()
 	}
 }
 
@@ -62,6 +70,7 @@ type fakeTimer struct {
 	ch  chan time.Time
 	at  time.Time
 	on  bool
+	f   func() // AfterFunc's
 }
 
 func (t *fakeTimer) C() <-chan time.Time { return t.ch }
@@ -73,10 +82,22 @@ func (t *fakeTimer) Reset(d time.Duration) {
 	t.clk.armed <- struct{}{}
 }
 
-func (t *fakeTimer) Stop() {
+func (t *fakeTimer) Stop() bool {
 	t.clk.mu.Lock()
+	defer t.clk.mu.Unlock()
+	was := t.on
 	t.on = false
-	t.clk.mu.Unlock()
+	return was
+}
+
+// AfterFunc runs f from Advance when it falls due.
+func (c *stepClock) AfterFunc(d time.Duration, f func()) stopper {
+	t := &fakeTimer{clk: c, ch: make(chan time.Time, 1), f: f}
+	c.mu.Lock()
+	c.timers = append(c.timers, t)
+	t.at, t.on = c.now.Add(d), true
+	c.mu.Unlock()
+	return t
 }
 
 // An instance's ticks and send rounds follow the runtime's clock: advancing

@@ -32,10 +32,10 @@ type seat struct {
 	token  string
 	in     *Instance
 	player string
-	conn   *conn       // nil while disconnected
-	grace  *time.Timer // running while disconnected
-	joined time.Time   // for the playtime of the session
-	left   bool        // the player left or was kicked: the seat is over
+	conn   *conn     // nil while disconnected
+	grace  stopper   // running while disconnected
+	joined time.Time // for the playtime of the session
+	left   bool      // the player left or was kicked: the seat is over
 }
 
 // conn is one player's socket.
@@ -116,32 +116,41 @@ func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) 
 	}
 	if s := rt.resume(q.Get("resume"), g, c); s != nil {
 		c.seat = s
-	} else {
-		in, err := rt.place(g, q.Get("room"), params)
-		if err != nil {
-			np := err.(*errNoPlace)
-			c.sendError(np.reason, "")
-			c.closeWith(np.code, np.reason)
-			return
-		}
-		in.mu.Lock()
-		in.nextID++
-		player := fmt.Sprintf("p%d", in.nextID)
-		in.mu.Unlock()
-		s := &seat{token: newID() + newID(), in: in, player: player, conn: c, joined: rt.now()}
-		rt.mu.Lock()
-		rt.seats[s.token] = s
-		in.mu.Lock()
-		in.byPlayer[player] = s
-		in.mu.Unlock()
-		rt.mu.Unlock()
-		c.seat = s
-		if !in.enqueue(event{kind: "join", player: player, params: params, conn: c, seat: s}) {
-			c.closeWith(1011, "the game instance is closing")
-			return
-		}
+	} else if rt.seatNew(g, q.Get("room"), params, c) == nil {
+		return
 	}
 	c.readLoop()
+}
+
+// seatNew places a new player on c (room and params from its socket's
+// query) and queues its join for the instance's next tick. A player with
+// no place (a full or locked room) gets an error frame and a close saying
+// why, and nil is returned.
+func (rt *Runtime) seatNew(g *Game, room string, params map[string]string, c *conn) *seat {
+	in, err := rt.place(g, room, params)
+	if err != nil {
+		np := err.(*errNoPlace)
+		c.sendError(np.reason, "")
+		c.closeWith(np.code, np.reason)
+		return nil
+	}
+	in.mu.Lock()
+	in.nextID++
+	player := fmt.Sprintf("p%d", in.nextID)
+	in.mu.Unlock()
+	s := &seat{token: newID() + newID(), in: in, player: player, conn: c, joined: rt.now()}
+	rt.mu.Lock()
+	rt.seats[s.token] = s
+	in.mu.Lock()
+	in.byPlayer[player] = s
+	in.mu.Unlock()
+	rt.mu.Unlock()
+	c.seat = s
+	if !in.enqueue(event{kind: "join", player: player, params: params, conn: c, seat: s}) {
+		c.closeWith(1011, "the game instance is closing")
+		return nil
+	}
+	return s
 }
 
 // validRoom reports whether code is a valid ?room= code: letters and
@@ -218,7 +227,7 @@ func (rt *Runtime) disconnected(c *conn, clean bool) {
 		return
 	}
 	s.in.enqueue(event{kind: "drop", player: s.player})
-	s.grace = time.AfterFunc(grace, func() {
+	s.grace = rt.o.clock.AfterFunc(grace, func() {
 		rt.mu.Lock()
 		defer rt.mu.Unlock()
 		if s.conn != nil || rt.seats[s.token] != s || s.left {

@@ -48,7 +48,7 @@ type Instance struct {
 	locked   bool             // instance.lock(): takes no new player
 	room     string           // the ?room= code it holds, "" for a public instance
 	byPlayer map[string]*seat // the seat of each player placed here
-	empty    *time.Timer
+	empty    stopper
 	tel      counters
 	params   map[string]string // the first player's, for create
 	tables   json.RawMessage   // the compact encoding's field tables of the code it runs
@@ -167,7 +167,7 @@ func (in *Instance) release() {
 	defer in.mu.Unlock()
 	in.seats--
 	if in.seats == 0 && !in.stopping {
-		in.empty = time.AfterFunc(in.rt.o.EmptyGrace, func() {
+		in.empty = in.rt.o.clock.AfterFunc(in.rt.o.EmptyGrace, func() {
 			in.mu.Lock()
 			idle := in.seats == 0
 			in.mu.Unlock()

@@ -100,8 +100,9 @@ type Options struct {
 	// wall clock unless a test gives another).
 	Now func() time.Time
 
-	// clock keeps the instances' schedules; nil is the wall clock. Tests
-	// give a fake to step instances without sleeping.
+	// clock keeps the instances' schedules and the runtime's timers (resume
+	// graces, empty instances' ends); nil is the wall clock. Tests, and
+	// hoster test's TestGame, give another to step them without sleeping.
 	clock clock
 }
 

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -121,5 +122,207 @@ func TestTestGameEndsWithTheInstance(t *testing.T) {
 	c := frames(ada, "close")
 	if len(c) != 1 || c[0]["code"] != float64(4001) || c[0]["reason"] != "game over" {
 		t.Fatalf("close frames %v", c)
+	}
+}
+
+// roomsGame is a small game for rooms, locks, kicks and resumes: hooks
+// log what happened to whom.
+func roomsGame() map[string]string {
+	files := lab(2)
+	files["hoster-game.json"] = `{"tickRate": 20, "sendRate": 10, "capacity": 2, "origins": ["*"], "resumeGrace": 5}`
+	files["hoster-player/disconnect.js"] = `export default function (i, p) { i.log("disconnect " + p.name); }`
+	files["hoster-player/reconnect.js"] = `export default function (i, p) { i.log("reconnect " + p.name); }`
+	files["hoster-player/leave.js"] = `export default function (i, p) { i.log("leave " + p.name); }`
+	files["hoster-commands/lock/run.js"] = `export default function (i) { i.lock(); }`
+	files["hoster-commands/unlock/run.js"] = `export default function (i) { i.unlock(); }`
+	files["hoster-commands/kick/args.json"] = `{"target": "string"}`
+	files["hoster-commands/kick/run.js"] = `export default function (i, p, a) { i.kick(i.players[a.target], "bye"); }`
+	return files
+}
+
+func join(t *testing.T, tg *TestGame, params map[string]string) *TestPlayer {
+	t.Helper()
+	p, err := tg.Join(params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func lastFrame(p *TestPlayer) map[string]any {
+	var v map[string]any
+	if m := p.Messages(); len(m) > 0 {
+		json.Unmarshal(m[len(m)-1], &v)
+	}
+	return v
+}
+
+func wantClosed(t *testing.T, p *TestPlayer, code int, reason string) {
+	t.Helper()
+	if c := lastFrame(p); c["t"] != "close" || c["code"] != float64(code) || c["reason"] != reason {
+		t.Fatalf("last frame %v, want a close %d %q", c, code, reason)
+	}
+}
+
+// TestTestGameRooms: joins with a room code go to that room's instance and
+// only there; its capacity and lock turn players away with 1013, as the
+// socket does; a locked public instance sends new players to another.
+func TestTestGameRooms(t *testing.T) {
+	tg := testGame(t, roomsGame())
+	ada := join(t, tg, map[string]string{"name": "ada", "room": "r1"})
+	bob := join(t, tg, map[string]string{"name": "bob", "room": "r1"})
+	carol := join(t, tg, map[string]string{"name": "carol"})
+	r1, pub := ada.Instance(), carol.Instance()
+	if r1 == nil || bob.Instance() != r1 || pub == r1 || r1.Room() != "r1" || pub.Room() != "" {
+		t.Fatalf("ada in %v, bob in %v, carol in %v", ada.Instance(), bob.Instance(), carol.Instance())
+	}
+	if in := tg.Instances(); len(in) != 2 || in[0] != r1 || in[1] != pub {
+		t.Fatalf("instances %v, want r1's then the public one", in)
+	}
+	if w := frames(ada, "welcome"); len(w) != 1 || w[0]["room"] != "r1" {
+		t.Fatalf("ada's welcome %v", w)
+	}
+	raw, _ := r1.Players()
+	if !strings.Contains(string(raw), `"name":"bob"`) || strings.Contains(string(raw), "carol") {
+		t.Fatalf("r1's players %s", raw)
+	}
+
+	eve := join(t, tg, map[string]string{"name": "eve", "room": "r1"})
+	if eve.ID() != "" || eve.Instance() != nil {
+		t.Fatalf("eve joined a full room as %q", eve.ID())
+	}
+	if e := frames(eve, "error"); len(e) != 1 || e[0]["error"] != "room r1 is full" {
+		t.Fatalf("eve's errors %v", e)
+	}
+	wantClosed(t, eve, 1013, "room r1 is full")
+	if err := eve.Send("move", json.RawMessage(`{"dx": 1}`)); err == nil {
+		t.Fatal("a refused player could send")
+	}
+
+	ada.Send("lock", nil)
+	tg.Advance(50 * time.Millisecond)
+	if !r1.Locked() {
+		t.Fatal("r1 is not locked after the lock command")
+	}
+	bob.Leave()
+	tg.Advance(50 * time.Millisecond)
+	wantClosed(t, join(t, tg, map[string]string{"name": "eve", "room": "r1"}), 1013, "room r1 is locked")
+	ada.Send("unlock", nil)
+	tg.Advance(50 * time.Millisecond)
+	if eve := join(t, tg, map[string]string{"name": "eve", "room": "r1"}); eve.Instance() != r1 || r1.Locked() {
+		t.Fatalf("after unlock eve is in %v", eve.Instance())
+	}
+
+	// The public instance has room for one more, but is locked: a second
+	// public instance starts.
+	carol.Send("lock", nil)
+	tg.Advance(50 * time.Millisecond)
+	dave := join(t, tg, map[string]string{"name": "dave"})
+	if in := tg.Instances(); len(in) != 3 || dave.Instance() != in[2] || dave.Instance().Room() != "" {
+		t.Fatalf("dave in %v of %v", dave.Instance(), in)
+	}
+	if _, err := tg.Join(map[string]string{"room": "no-dashes"}); err == nil {
+		t.Fatal("a bad room code was taken")
+	}
+}
+
+// TestTestGameDropAndResume: a dropped connection holds the seat
+// (disconnect runs, connected is false) until a resume (reconnect runs, a
+// new welcome, the same player) or until resumeGrace passes on the virtual
+// clock: then the player leaves and the others see it gone.
+func TestTestGameDropAndResume(t *testing.T) {
+	tg := testGame(t, roomsGame())
+	ada := join(t, tg, map[string]string{"name": "ada"})
+	bob := join(t, tg, map[string]string{"name": "bob"})
+	tg.Advance(100 * time.Millisecond)
+	connected := func() bool {
+		t.Helper()
+		var players map[string]struct{ Connected bool }
+		raw, _ := tg.Players()
+		json.Unmarshal(raw, &players)
+		if _, ok := players[ada.ID()]; !ok {
+			t.Fatalf("ada is not in the players: %s", raw)
+		}
+		return players[ada.ID()].Connected
+	}
+	hasLog := func(line string) bool { return slices.Contains(tg.Logs(), line) }
+
+	if err := ada.Drop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ada.Send("move", json.RawMessage(`{"dx": 1}`)); err == nil {
+		t.Fatal("a dropped player could send")
+	}
+	tg.Advance(50 * time.Millisecond)
+	if connected() || !hasLog("disconnect ada") {
+		t.Fatalf("after a drop: connected %v, logs %q", connected(), tg.Logs())
+	}
+	n := len(ada.Messages())
+	tg.Advance(time.Second)
+	if len(ada.Messages()) != n {
+		t.Fatal("a dropped player still got frames")
+	}
+	if err := ada.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	tg.Advance(100 * time.Millisecond)
+	if w := frames(ada, "welcome"); !connected() || !hasLog("reconnect ada") || len(w) != 2 || w[1]["player"] != ada.ID() || !ada.Sees(bob.ID()) {
+		t.Fatalf("after a resume: connected %v, welcomes %v, sees bob %v, logs %q", connected(), w, ada.Sees(bob.ID()), tg.Logs())
+	}
+	if err := ada.Resume(); err == nil {
+		t.Fatal("a connected player resumed")
+	}
+
+	ada.Drop()
+	tg.Advance(4900 * time.Millisecond)
+	if hasLog("leave ada") || !bob.Sees(ada.ID()) {
+		t.Fatal("ada left before resumeGrace passed")
+	}
+	tg.Advance(200 * time.Millisecond)
+	if !hasLog("leave ada") || bob.Sees(ada.ID()) {
+		t.Fatalf("5 s after the drop: bob sees ada %v, logs %q", bob.Sees(ada.ID()), tg.Logs())
+	}
+	if err := ada.Resume(); err == nil {
+		t.Fatal("ada resumed after resumeGrace")
+	}
+}
+
+// TestTestGameKick: a kicked player's frames end with its close (4000, the
+// reason); it leaves at once and cannot resume.
+func TestTestGameKick(t *testing.T) {
+	tg := testGame(t, roomsGame())
+	ada := join(t, tg, map[string]string{"name": "ada", "room": "k"})
+	bob := join(t, tg, map[string]string{"name": "bob", "room": "k"})
+	bob.Send("kick", json.RawMessage(`{"target": "`+ada.ID()+`"}`))
+	tg.Advance(50 * time.Millisecond)
+	wantClosed(t, ada, 4000, "bye")
+	tg.Advance(50 * time.Millisecond) // the leave is applied at the next tick
+	if !slices.Contains(tg.Logs(), "leave ada") || bob.Sees(ada.ID()) {
+		t.Fatalf("logs %q", tg.Logs())
+	}
+	if ada.Drop() == nil || ada.Resume() == nil {
+		t.Fatal("a kicked player could drop or resume")
+	}
+}
+
+// TestTestGameEmptyInstanceEnds: an instance left empty ends after the
+// empty grace on the virtual clock, quietly; its data stays readable and
+// the next player starts a new one.
+func TestTestGameEmptyInstanceEnds(t *testing.T) {
+	tg := testGame(t, roomsGame())
+	ada := join(t, tg, map[string]string{"name": "ada", "room": "e"})
+	r := ada.Instance()
+	ada.Leave()
+	if err := tg.Advance(9 * time.Second); err != nil || r.Ended() {
+		t.Fatalf("9 s empty: ended %v, %v", r.Ended(), err)
+	}
+	if err := tg.Advance(2 * time.Second); err != nil || !r.Ended() {
+		t.Fatalf("11 s empty: ended %v, %v", r.Ended(), err)
+	}
+	if raw, err := r.Entities(); err != nil || !strings.Contains(string(raw), `"box"`) {
+		t.Fatalf("an ended instance's entities: %s %v", raw, err)
+	}
+	if bob := join(t, tg, map[string]string{"name": "bob", "room": "e"}); bob.Instance() == r || bob.Instance() == nil {
+		t.Fatal("bob joined the ended instance")
 	}
 }
