@@ -72,9 +72,10 @@ func (c Config) MadePublic(file string) bool {
 	return false
 }
 
-// bundledModule matches the comment esbuild writes before each module it
-// bundles: its path relative to the folder it bundled in.
-var bundledModule = regexp.MustCompile(`(?m)^[ \t]*// (\S+\.(?:[cm]?[jt]sx?|json))\r?$`)
+// BundledModule matches the comment esbuild writes before each module it
+// bundles, on a line of its own: submatch 1 is the module's path relative
+// to the folder it bundled in.
+var BundledModule = regexp.MustCompile(`(?m)^[ \t]*// (\S+\.(?:[cm]?[jt]sx?|json))\r?$`)
 
 // ServerSources lists the files of a game folder that went into its
 // hoster.server.js (module), as clean slash-separated paths relative to the
@@ -95,7 +96,7 @@ func ServerSources(module, sourceMap []byte) []string {
 			names = append(names, path.Join(m.SourceRoot, s))
 		}
 	} else {
-		for _, sub := range bundledModule.FindAllSubmatch(module, -1) {
+		for _, sub := range BundledModule.FindAllSubmatch(module, -1) {
 			names = append(names, string(sub[1]))
 		}
 	}
