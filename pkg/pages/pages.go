@@ -130,7 +130,9 @@ func Domain(r *http.Request) string {
 }
 
 // Serve answers a GET or HEAD of file (the path below /<game>/, "" for the
-// index) in the folder of domain/game.
+// index) in the folder of domain/game: a [Public] name of a loaded game
+// that its hoster.server.js was not bundled from, or that its
+// hoster-game.json's "public" names; anything else is the uniform 404.
 func (f *Files) Serve(w http.ResponseWriter, r *http.Request, domain, game, file string) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		server.NotFound(w)
