@@ -1,6 +1,7 @@
 package servercmd
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
@@ -9,8 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/apiclient"
+	"github.com/hoster-dev/hoster/pkg/gen"
+	"github.com/hoster-dev/hoster/pkg/mirror"
 )
 
 // serve answers the game's page, its assets and its library on the game's
@@ -94,4 +99,67 @@ func TestServeHasNoPlayground(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A game whose hook imports lib/rounds.ts, generated and pushed by the real
+// client to the real server: what went into hoster.server.js is never
+// served, nor are tsconfig.json and .d.ts files, each a 404 like any other;
+// the page, an asset and the file hoster-game.json's "public" names are.
+func TestServeKeepsServerCodePrivate(t *testing.T) {
+	root := t.TempDir()
+	tok := strings.Repeat("cd", 32)
+	os.WriteFile(filepath.Join(root, api.TokenFile), []byte(tok), 0o600)
+	listen, _, logs := startServe(t, serveOptions{HostingRoot: root, LogsRoot: t.TempDir()})
+
+	sites := filepath.Join(t.TempDir(), "sites")
+	if err := os.CopyFS(sites, os.DirFS("../../test/testdata/private-files")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := gen.Generate(sites)
+	if err != nil || res.Failed() {
+		t.Fatalf("gen: %v %v", err, res.Problems())
+	}
+	client, err := apiclient.NewClient(apiclient.ClientConfig{Server: "http://" + listen, Token: tok, Attempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := mirror.Sync(context.Background(), sites, client, mirror.SyncOptions{}, nil)
+	if err != nil || len(sum.Failures) > 0 {
+		t.Fatalf("sync: %v %+v", err, sum.Failures)
+	}
+	if !logs.WaitFor("game loaded", 1, 20*time.Second) {
+		t.Fatalf("the game did not load:\n%s", logs.String())
+	}
+	vault := filepath.Join(sites, "example.com", "vault")
+	for _, file := range []string{"lib/rounds.ts", "tsconfig.json", "types/extra.d.ts", "hoster.client.d.ts", "hoster.server.js.map"} {
+		if _, err := os.Stat(filepath.Join(root, api.GamesDir, "example.com", "vault", filepath.FromSlash(file))); err != nil {
+			t.Errorf("%s was not pushed: sync takes the whole folder: %v", file, err)
+		}
+		if resp, body := getPage(t, listen, "example.com", "/vault/"+file); resp.StatusCode != 404 || body != "404 page not found\n" {
+			t.Errorf("GET /vault/%s: %s %q, want the uniform 404", file, resp.Status, body)
+		}
+	}
+	for _, file := range []string{"index.html", "assets/sprite.png", "lib/shared.js"} {
+		want, _ := os.ReadFile(filepath.Join(vault, filepath.FromSlash(file)))
+		if resp, body := getPage(t, listen, "example.com", "/vault/"+file); resp.StatusCode != 200 || body != string(want) {
+			t.Errorf("GET /vault/%s: %s %q", file, resp.Status, body)
+		}
+	}
+	if resp, _ := getPage(t, listen, "example.com", "/favicon.ico"); resp.StatusCode != http.StatusNoContent {
+		t.Errorf("GET /favicon.ico: %s", resp.Status)
+	}
+}
+
+// getPage GETs path on listen for host, and reads the whole answer.
+func getPage(t *testing.T, listen, host, path string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", "http://"+listen+path, nil)
+	req.Host = host
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
 }

@@ -195,3 +195,60 @@ func TestNotADirectory(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// hoster dev serves exactly what production does: the files that went into
+// hoster.server.js, tsconfig.json and .d.ts files answer the uniform 404;
+// the page, an asset and the file the game's "public" names answer 200.
+func TestDevKeepsServerCodePrivate(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "sites")
+	if err := os.CopyFS(root, os.DirFS("../../test/testdata/private-files")); err != nil {
+		t.Fatal(err)
+	}
+	var out, log waitbuf.Buffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	t.Setenv("TMPDIR", t.TempDir())
+	go func() { done <- Run(ctx, Options{Root: root, Port: 0, Out: &out, Log: &log}) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("terminal:\n%s%s", out.String(), log.String())
+		}
+	}()
+	var port int
+	if !out.Until(func(s string) bool {
+		_, u, ok := strings.Cut(s, "example.com/vault  ")
+		n, _ := fmt.Sscanf(u, "http://example.com.localhost:%d/vault/\n", &port)
+		return ok && n == 1
+	}, 20*time.Second) {
+		t.Fatal("waiting for the game's URL")
+	}
+	client := &http.Client{Transport: &http.Transport{DialContext: loopback(port)}}
+	get := func(path string) (int, string) {
+		t.Helper()
+		resp, err := client.Get(fmt.Sprintf("http://example.com.localhost:%d%s", port, path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, string(b)
+	}
+	for _, file := range []string{"lib/rounds.ts", "tsconfig.json", "types/extra.d.ts", "hoster.client.d.ts", "hoster.server.js.map"} {
+		if code, body := get("/vault/" + file); code != 404 || body != "404 page not found\n" {
+			t.Errorf("GET /vault/%s: %d %q, want the uniform 404", file, code, body)
+		}
+	}
+	for _, file := range []string{"index.html", "assets/sprite.png", "lib/shared.js"} {
+		want, _ := os.ReadFile(filepath.Join(root, "example.com", "vault", filepath.FromSlash(file)))
+		if code, body := get("/vault/" + file); code != 200 || body != string(want) {
+			t.Errorf("GET /vault/%s: %d %q", file, code, body)
+		}
+	}
+	if code, _ := get("/favicon.ico"); code != http.StatusNoContent {
+		t.Errorf("GET /favicon.ico: %d", code)
+	}
+}

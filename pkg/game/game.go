@@ -68,10 +68,16 @@ type Config struct {
 	// was lost (no close frame) is held for it to come back, 0 to 300;
 	// DefaultResumeGrace when absent. 0: every disconnect is a leave.
 	ResumeGrace float64 `json:"resumeGrace"`
+	// Public names the files that went into hoster.server.js which the page
+	// needs as well, and so are served (see [Config.MadePublic]); the other
+	// files the server module was bundled from are never served. Each entry
+	// is a path relative to the game folder, may use the wildcards *, ? and
+	// [...] within a name, and may end in "/" for everything below a folder.
+	Public []string `json:"public"`
 }
 
 // configKeys are the settings of hoster-game.json.
-var configKeys = []string{"tickRate", "sendRate", "capacity", "origins", "resumeGrace"}
+var configKeys = []string{"tickRate", "sendRate", "capacity", "origins", "resumeGrace", "public"}
 
 // Limits and default of resumeGrace, in seconds.
 const (
@@ -95,7 +101,7 @@ func ParseConfig(data []byte) (Config, error) {
 	var errs []error
 	for _, key := range slices.Sorted(maps.Keys(present)) {
 		switch key {
-		case "tickRate", "sendRate", "capacity", "origins", "resumeGrace":
+		case "tickRate", "sendRate", "capacity", "origins", "resumeGrace", "public":
 		default:
 			msg := fmt.Sprintf("unknown setting %q", key)
 			if n := Nearest(key, configKeys); n != "" {
@@ -133,6 +139,9 @@ func ParseConfig(data []byte) (Config, error) {
 				at("origins", fmt.Errorf("origins: %q is not an origin", o))
 			}
 		}
+	}
+	for _, err := range checkPublic(c.Public) {
+		at("public", err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, err

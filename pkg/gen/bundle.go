@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/dop251/goja"
 	esbuild "github.com/evanw/esbuild/pkg/api"
 	"github.com/hoster-dev/hoster/internal/version"
+	"github.com/hoster-dev/hoster/pkg/game"
 	"github.com/hoster-dev/hoster/pkg/module"
 )
 
@@ -102,9 +102,6 @@ func bundle(dir string, d *definition) (code, sourceMap []byte, problems []Probl
 	return code, sourceMap, nil
 }
 
-// moduleComment matches the comment esbuild puts before each bundled module.
-var moduleComment = regexp.MustCompile(`^\s*// (\S+\.[jt]sx?)$`)
-
 // check loads the generated module in goja, as the server will, and checks
 // every hook is a function.
 func check(server, sourceMap []byte, d *definition) []Problem {
@@ -151,7 +148,7 @@ func check(server, sourceMap []byte, d *definition) []Problem {
 func sourceAt(bundle []byte, line int) string {
 	lines := strings.Split(string(bundle), "\n")
 	for i := min(line, len(lines)) - 1; i >= 0; i-- {
-		if m := moduleComment.FindStringSubmatch(lines[i]); m != nil {
+		if m := game.BundledModule.FindStringSubmatch(lines[i]); m != nil {
 			return m[1]
 		}
 	}

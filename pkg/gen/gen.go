@@ -67,12 +67,21 @@ type GameResult struct {
 	Hooks       int `json:"hooks"`
 	Commands    int `json:"commands"`
 	EntityTypes int `json:"entityTypes"`
+	// Private lists the game's own files, outside the definition folders,
+	// that went into hoster.server.js and that the server therefore never
+	// serves (relative to the game folder, sorted).
+	Private []string `json:"private"`
+	// Public lists those that hoster-game.json's public setting gives to the
+	// page as well: served, though bundled.
+	Public []string `json:"public"`
 	// Problems is empty when the game was generated.
 	Problems []Problem `json:"problems"`
 }
 
-// Summary is one line saying what was generated:
-// "example.com/arena: 11 hooks, 2 commands, 1 entity type".
+// Summary is one line saying what was generated and which of the game's
+// files the server keeps private as server code: "example.com/arena: 11
+// hooks, 2 commands, 1 entity type; private: lib/rounds.ts; public:
+// lib/shared.js".
 func (g GameResult) Summary() string {
 	n := func(k int, one, many string) string {
 		if k == 1 {
@@ -80,8 +89,24 @@ func (g GameResult) Summary() string {
 		}
 		return fmt.Sprintf("%d %s", k, many)
 	}
-	return fmt.Sprintf("%s: %s, %s, %s", g.Dir, n(g.Hooks, "hook", "hooks"),
+	line := fmt.Sprintf("%s: %s, %s, %s", g.Dir, n(g.Hooks, "hook", "hooks"),
 		n(g.Commands, "command", "commands"), n(g.EntityTypes, "entity type", "entity types"))
+	if len(g.Private) > 0 {
+		line += "; private: " + names(g.Private)
+	}
+	if len(g.Public) > 0 {
+		line += "; public: " + names(g.Public)
+	}
+	return line
+}
+
+// names lists a few names, and how many more there are.
+func names(list []string) string {
+	const shown = 4
+	if len(list) <= shown {
+		return strings.Join(list, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(list[:shown], ", "), len(list)-shown)
 }
 
 // Result is what Generate did, one entry per game in path order.
@@ -169,7 +194,7 @@ func FindGames(root string) ([]string, error) {
 }
 
 func generateGame(root, dir string) GameResult {
-	res := GameResult{Dir: dir, Written: []string{}, Problems: []Problem{}}
+	res := GameResult{Dir: dir, Written: []string{}, Private: []string{}, Public: []string{}, Problems: []Problem{}}
 	abs := filepath.Join(root, filepath.FromSlash(dir))
 	def, problems := load(abs)
 	res.Hooks, res.Commands, res.EntityTypes = len(def.Hooks), len(def.Commands), len(def.Entities)
@@ -178,6 +203,9 @@ func generateGame(root, dir string) GameResult {
 		server, sourceMap, problems = bundle(abs, def)
 		if len(problems) == 0 {
 			problems = check(server, sourceMap, def)
+		}
+		if len(problems) == 0 {
+			res.Private, res.Public = keptPrivate(abs, server, sourceMap, def.Config)
 		}
 		if len(problems) == 0 {
 			files := map[string][]byte{
@@ -208,6 +236,26 @@ func generateGame(root, dir string) GameResult {
 		res.Problems = append(res.Problems, p)
 	}
 	return res
+}
+
+// keptPrivate splits the game's own files that went into the server module
+// (those outside the definition folders) into the ones the server keeps
+// private and the ones cfg's public setting serves as well, as the server
+// will from the pushed map.
+func keptPrivate(abs string, server, sourceMap []byte, cfg game.Config) (private, public []string) {
+	private, public = []string{}, []string{}
+	for _, f := range game.ServerSources(server, sourceMap) {
+		top, _, _ := strings.Cut(f, "/")
+		if game.IsDefinitionFolder(top) || !exists(filepath.Join(abs, filepath.FromSlash(f))) {
+			continue
+		}
+		if cfg.MadePublic(f) {
+			public = append(public, f)
+		} else {
+			private = append(private, f)
+		}
+	}
+	return private, public
 }
 
 // writeIfChanged writes data to path atomically unless it already holds

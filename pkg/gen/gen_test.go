@@ -260,3 +260,38 @@ func BenchmarkGenerate50Games(b *testing.B) {
 		}
 	}
 }
+
+// The summary names the game's own files that went into the server module:
+// kept private, or served as well when hoster-game.json says so.
+func TestSummaryNamesWhatIsKeptPrivate(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "a.com", "tag")
+	for name, body := range map[string]string{
+		"hoster-game.json":          `{"tickRate": 10, "sendRate": 5, "capacity": 2, "origins": ["*"], "public": ["lib/shared.js"]}`,
+		"hoster-instance/create.ts": "import { rounds } from \"../lib/rounds\";\nimport { SIZE } from \"../lib/shared.js\";\nimport data from \"../lib/data.json\";\nexport default function (i: any) { i.state.n = rounds() + SIZE + data.n; }\n",
+		"lib/rounds.ts":             "export function rounds(): number { return 3; }\n",
+		"lib/shared.js":             "export const SIZE = 100;\n",
+		"lib/data.json":             `{"n": 1}`,
+		"lib/page.js":               "console.log('the page alone');\n",
+	} {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(body), 0o644)
+	}
+	res, err := Generate(root)
+	if err != nil || res.Failed() {
+		t.Fatalf("%v %v", err, res.Problems())
+	}
+	g := res.Games[0]
+	if strings.Join(g.Private, " ") != "lib/data.json lib/rounds.ts" || strings.Join(g.Public, " ") != "lib/shared.js" {
+		t.Errorf("private %q, public %q", g.Private, g.Public)
+	}
+	if got, want := g.Summary(), "a.com/tag: 1 hook, 0 commands, 0 entity types; private: lib/data.json, lib/rounds.ts; public: lib/shared.js"; got != want {
+		t.Errorf("summary %q, want %q", got, want)
+	}
+	g.Private = []string{"a", "b", "c", "d", "e", "f"}
+	g.Public = nil
+	if got, want := g.Summary(), "a.com/tag: 1 hook, 0 commands, 0 entity types; private: a, b, c, d and 2 more"; got != want {
+		t.Errorf("summary %q, want %q", got, want)
+	}
+}

@@ -17,13 +17,14 @@ func FuzzServe(f *testing.F) {
 		"hoster.server.js.map", "hoster-commands/move/run.js", "_tests/a.test.js", ".hidden",
 		"../broken/index.html", "%2e%2e/broken/index.html", "lib//app.js", "lib/./app.js",
 		"lib\\app.js", "assets/../hoster-game.json", "..", "lib/%00", "/etc/passwd",
+		"lib/rounds.ts", "LIB/Rounds.TS", "lib/shared.js", "tsconfig.json", "types/game.d.ts", "hoster.client.d.ts",
 	} {
 		f.Add(seed)
 	}
 	fx := newFixture(f)
 	public := map[string]bool{}
 	for _, b := range []string{"<!doctype html><title>arena</title>", "lib index", "console.log(1)",
-		"\x89PNG....", "OggS", "?"} {
+		"\x89PNG....", "OggS", "?", "export const shared = 1;"} {
 		public[b] = true
 	}
 	f.Fuzz(func(t *testing.T, p string) {

@@ -8,8 +8,10 @@
 // A file is read through an [os.Root] on its game's folder, so no path and no
 // symlink leads out of it, and through one open descriptor, so a file being
 // replaced by a sync is served whole old or whole new. The game's own
-// machinery is never served (see [Public]), nor anything of a game that is
-// not loaded; every miss is the server's uniform 404.
+// machinery is never served (see [Public]), nor a file that went into its
+// hoster.server.js unless its hoster-game.json makes it public, nor
+// anything of a game that is not loaded; every miss is the server's uniform
+// 404. /favicon.ico, which browsers ask every domain for, answers 204.
 //
 // [Files.Route] puts the pages beside the runtime: the game socket at
 // /<game> and the browser library at /<game>/hoster.client.js stay the
@@ -45,22 +47,25 @@ type Options struct {
 
 // Files serves the public files of the loaded games.
 type Files struct {
-	o     Options
-	mu    sync.Mutex
-	roots map[string]*os.Root // "<domain>/<game>" -> its open folder
+	o       Options
+	mu      sync.Mutex
+	roots   map[string]*os.Root // "<domain>/<game>" -> its open folder
+	bundles map[string]*bundled // "<domain>/<game>" -> read from that folder
 }
 
 // New returns a Files over o.
 func New(o Options) *Files {
-	return &Files{o: o, roots: map[string]*os.Root{}}
+	return &Files{o: o, roots: map[string]*os.Root{}, bundles: map[string]*bundled{}}
 }
 
 // Forget drops the handle on a game's folder, which a reload may have
-// replaced; the next request opens it afresh.
+// replaced, and what was read from its module; the next request opens it
+// afresh.
 func (f *Files) Forget(domain, game string) {
 	f.mu.Lock()
 	r := f.roots[domain+"/"+game]
 	delete(f.roots, domain+"/"+game)
+	delete(f.bundles, domain+"/"+game)
 	f.mu.Unlock()
 	if r != nil {
 		r.Close()
@@ -72,21 +77,31 @@ func (f *Files) Close() {
 	f.mu.Lock()
 	roots := f.roots
 	f.roots = map[string]*os.Root{}
+	f.bundles = map[string]*bundled{}
 	f.mu.Unlock()
 	for _, r := range roots {
 		r.Close()
 	}
 }
 
+// Favicon is the icon browsers ask every domain for. No game owns a
+// domain's root, so it answers 204 No Content, cacheable for a day: no 404
+// in the browser's console or the access log for every page.
+const Favicon = "favicon.ico"
+
 // Route returns the handler of everything outside /api: a plain GET of
 // /<game> is redirected to /<game>/, the socket (/<game> with an Upgrade)
-// and the browser library go to games (the runtime), and every other
-// /<game>/<path> is a file of the game's folder.
+// and the browser library go to games (the runtime), /favicon.ico answers
+// 204, and every other /<game>/<path> is a file of the game's folder.
 func (f *Files) Route(games http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name, file, slash := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+		get := r.Method == http.MethodGet || r.Method == http.MethodHead
 		switch {
-		case !slash && r.Header.Get("Upgrade") == "" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
+		case name == Favicon && !slash && get && r.Header.Get("Upgrade") == "" && !f.o.Loaded(Domain(r), name):
+			w.Header().Set("Cache-Control", "public, max-age=86400")
+			w.WriteHeader(http.StatusNoContent)
+		case !slash && r.Header.Get("Upgrade") == "" && get:
 			if name == "" || !f.o.Loaded(Domain(r), name) {
 				server.NotFound(w)
 				return
@@ -115,7 +130,9 @@ func Domain(r *http.Request) string {
 }
 
 // Serve answers a GET or HEAD of file (the path below /<game>/, "" for the
-// index) in the folder of domain/game.
+// index) in the folder of domain/game: a [Public] name of a loaded game
+// that its hoster.server.js was not bundled from, or that its
+// hoster-game.json's "public" names; anything else is the uniform 404.
 func (f *Files) Serve(w http.ResponseWriter, r *http.Request, domain, game, file string) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		server.NotFound(w)
@@ -124,7 +141,7 @@ func (f *Files) Serve(w http.ResponseWriter, r *http.Request, domain, game, file
 	if file == "" || strings.HasSuffix(file, "/") {
 		file += Index
 	}
-	if !Public(file) || !f.o.Loaded(domain, game) {
+	if !f.serves(domain, game, file) {
 		server.NotFound(w)
 		return
 	}
@@ -141,6 +158,10 @@ func (f *Files) Serve(w http.ResponseWriter, r *http.Request, domain, game, file
 	}
 	if fi.IsDir() {
 		// A folder named without its slash: to its index, when it has one.
+		if !f.serves(domain, game, file+"/"+Index) {
+			server.NotFound(w)
+			return
+		}
 		if idx, err := f.open(domain, game, file+"/"+Index); err == nil {
 			idx.Close()
 			http.Redirect(w, r, "/"+url.PathEscape(game)+"/"+escapePath(file)+"/", http.StatusMovedPermanently)

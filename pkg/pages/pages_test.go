@@ -51,9 +51,13 @@ func newFixture(t testing.TB) *fixture {
 	f.h = f.files.Route(runtime)
 	for name, body := range map[string]string{
 		"index.html":                       "<!doctype html><title>arena</title>",
-		"hoster-game.json":                 `{"tickRate":20}`,
+		"hoster-game.json":                 `{"tickRate":20,"sendRate":10,"capacity":4,"origins":["*"],"public":["lib/shared.js"]}`,
 		"hoster.server.js":                 "var secret = 1;",
-		"hoster.server.js.map":             "{}",
+		"hoster.server.js.map":             `{"version":3,"sources":["lib/rounds.ts","lib/shared.js","hoster-commands/move/run.js","hoster-registry.js"]}`,
+		"lib/rounds.ts":                    "export const rounds = 3;",
+		"lib/shared.js":                    "export const shared = 1;",
+		"tsconfig.json":                    "{}",
+		"types/game.d.ts":                  "declare const x: number;",
 		"hoster.client.js":                 "var Hoster;",
 		"hoster-instance/create.js":        "export default function () {}",
 		"hoster-player/fields.json":        "{}",

@@ -5,31 +5,32 @@ import (
 	"strings"
 
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/game"
 	"github.com/hoster-dev/hoster/pkg/store"
 )
 
 // private are the names at the top of a game folder that are the game's
 // machinery, never its public files: the configuration, the server module
-// and its source map, and the definition folders of the hooks.
+// and its source map (the definition folders of the hooks are
+// [game.IsDefinitionFolder]).
 var private = map[string]bool{
 	api.GameConfigFile:        true,
 	api.ServerModule:          true,
 	api.ServerModule + ".map": true,
-	"hoster-instance":         true,
-	"hoster-player":           true,
-	"hoster-entities":         true,
-	"hoster-commands":         true,
-	"hoster-env.d.ts":         true,
 }
 
 // Public reports whether file, a path relative to a game folder, may be
-// served: a clean relative path (no "", "." or ".." segment, no backslash or
-// NUL), no segment hidden or starting with "_", and not the game's machinery
-// (hoster-game.json, hoster.server.js and its map, hoster-instance/,
-// hoster-player/, hoster-entities/, hoster-commands/).
+// served by its name alone: a clean relative path (no "", "." or ".."
+// segment, no backslash or NUL), no segment hidden or starting with "_", not
+// the game's machinery (hoster-game.json, hoster.server.js and its map,
+// hoster-instance/, hoster-player/, hoster-entities/, hoster-commands/), and
+// not a TypeScript project or declaration file (tsconfig.json,
+// tsconfig.*.json, *.d.ts), which are for editors and tsc, never for a page.
+// What went into hoster.server.js is kept private besides, by the game's
+// own module: see [Files.Serve].
 func Public(file string) bool {
 	segs, err := store.CleanPath(file)
-	if err != nil || private[segs[0]] {
+	if err != nil || private[segs[0]] || game.IsDefinitionFolder(segs[0]) || tooling(segs[len(segs)-1]) {
 		return false
 	}
 	for _, s := range segs {
@@ -38,6 +39,22 @@ func Public(file string) bool {
 		}
 	}
 	return true
+}
+
+// tooling reports whether a file name is a TypeScript project or
+// declaration file, compared without regard to case (a case-insensitive
+// disk would open it under any spelling).
+func tooling(name string) bool {
+	name = strings.ToLower(name)
+	if name == "tsconfig.json" || strings.HasPrefix(name, "tsconfig.") && strings.HasSuffix(name, ".json") {
+		return true
+	}
+	for _, ext := range []string{".d.ts", ".d.mts", ".d.cts"} {
+		if strings.HasSuffix(name, ext) {
+			return true
+		}
+	}
+	return false
 }
 
 // contentTypes are the types of what games are made of. Other names get

@@ -1,0 +1,1 @@
+declare const VAULT_BUILD: string;
