@@ -28,11 +28,12 @@ import (
 // Any other code block is an error: every block runs or says why not.
 
 // guideGlue is what the guide's game needs and the guide names without
-// showing: the coin's fields and say's arguments. A file the guide shows
+// showing: the coin's fields, say's and start's arguments. A file the guide shows
 // wins over its glue.
 var guideGlue = map[string]string{
 	"hoster-entities/coin/fields.json": `{"x": "number", "y": "number", "value": "integer"}`,
 	"hoster-commands/say/args.json":    `{"text": {"type": "string", "maxLength": 80}}`,
+	"hoster-commands/start/args.json":  `{}`,
 }
 
 // guideDir is where the guide's game goes under the sites root.
