@@ -168,11 +168,15 @@ function __make(id) {
   };
 }
 
-// __init starts an instance; params are its first player's (JSON).
+// __init starts an instance; params are its first player's (JSON). What
+// create returns, unless undefined, becomes instance.state: a create that
+// returns nothing keeps what it set there.
 function __init(id, now, params) {
   __now = now;
   __make(id);
-  if (__R.instance.create) __R.instance.create(__inst, JSON.parse(params));
+  if (!__R.instance.create) return;
+  var state = __R.instance.create(__inst, JSON.parse(params));
+  if (state !== undefined) __inst.state = state;
 }
 
 // __takeOut hands __out to Go (as JSON, "" when empty).

@@ -326,3 +326,34 @@ func TestTestGameEmptyInstanceEnds(t *testing.T) {
 		t.Fatal("bob joined the ended instance")
 	}
 }
+
+// TestCreateReturnsTheState: what create returns becomes instance.state, as
+// the guide says; a create that returns nothing keeps what it set there.
+func TestCreateReturnsTheState(t *testing.T) {
+	for _, tc := range []struct{ create, want string }{
+		{`export default function (i) { return { it: null, round: 1 }; }`, `{"it":null,"round":1}`},
+		{`export default function (i) { i.state.round = 2; i.state.tag = i.state.round > 1; return { round: 3 }; }`, `{"round":3}`},
+		{`export default function (i) { i.state = { round: 4 }; }`, `{"round":4}`},
+		{`export default function (i) { i.state.round = 5; return undefined; }`, `{"round":5}`},
+	} {
+		files := lab(4)
+		files["hoster-instance/create.js"] = tc.create
+		files["hoster-instance/tick.js"] = `export default function (i) { i.state.seen = i.state.round; }`
+		tg := testGame(t, files)
+		if err := tg.Advance(time.Second); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := tg.State()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The ticks work on that state: seen is its round.
+		var got map[string]any
+		json.Unmarshal(raw, &got)
+		seen := got["seen"]
+		delete(got, "seen")
+		if b, _ := json.Marshal(got); string(b) != tc.want || seen != got["round"] {
+			t.Errorf("create %s: state %s, want %s and seen the round", tc.create, raw, tc.want)
+		}
+	}
+}
