@@ -161,27 +161,32 @@ func (in *Instance) enqueue(ev event) bool {
 	return true
 }
 
-// release frees a seat; an instance left empty is disposed after EmptyGrace.
+// release frees a seat; an instance left empty ends after its game's
+// emptyGrace (Options.EmptyGrace replaces it in tests): until then a player
+// who comes finds its state as it was.
 func (in *Instance) release() {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	in.seats--
 	if in.seats == 0 && !in.stopping {
-		in.empty = in.rt.o.clock.AfterFunc(in.rt.o.EmptyGrace, func() {
-			in.mu.Lock()
-			idle := in.seats == 0
-			in.mu.Unlock()
-			if idle {
-				in.stop(1001, "the instance is empty")
-			}
+		grace := in.rt.o.EmptyGrace
+		if grace <= 0 {
+			grace = time.Duration(in.ver.cfg.EmptyGrace * float64(time.Second))
+		}
+		in.empty = in.rt.o.clock.AfterFunc(grace, func() {
+			in.stopWhen(func() bool { return in.seats == 0 }, 1001, "the instance is empty")
 		})
 	}
 }
 
 // stop closes every connection with code and reason and ends the instance.
-func (in *Instance) stop(code int, reason string) {
+func (in *Instance) stop(code int, reason string) { in.stopWhen(nil, code, reason) }
+
+// stopWhen is stop if ok (nil: always) holds, checked under in.mu with the
+// stop itself, so that no player is placed between the check and the stop.
+func (in *Instance) stopWhen(ok func() bool, code int, reason string) {
 	in.mu.Lock()
-	if in.stopping {
+	if in.stopping || (ok != nil && !ok()) {
 		in.mu.Unlock()
 		return
 	}

@@ -70,7 +70,9 @@ type Options struct {
 	// long the seat of a player whose connection was lost is held); tests
 	// use it. Zero: each game's hoster-game.json decides.
 	ResumeGrace time.Duration
-	// EmptyGrace is how long an instance with no player lives on: 10 s.
+	// EmptyGrace, when positive, replaces every game's emptyGrace (how
+	// long an instance with no player lives on); tests use it. Zero: each
+	// game's hoster-game.json decides.
 	EmptyGrace time.Duration
 	// HookBudget bounds one call into a game's JavaScript: 1 s of the
 	// call's own CPU time (its thread's clock), not of the wall: an
@@ -144,7 +146,6 @@ func New(o Options) (*Runtime, error) {
 			*d = v
 		}
 	}
-	def(&o.EmptyGrace, 10*time.Second)
 	def(&o.HookBudget, time.Second)
 	def(&o.WriteTimeout, 10*time.Second)
 	if o.MaxFrame <= 0 {
