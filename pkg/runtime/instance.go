@@ -50,6 +50,7 @@ type Instance struct {
 	byPlayer map[string]*seat // the seat of each player placed here
 	empty    stopper
 	tel      counters
+	present  map[string]*seat  // the players whose arrival was counted and departure not yet
 	params   map[string]string // the first player's, for create
 	tables   json.RawMessage   // the compact encoding's field tables of the code it runs
 	started  time.Time
@@ -412,6 +413,7 @@ func (in *Instance) run() {
 		in.fail(err)
 		return
 	}
+	defer in.lastStats(l)
 	timer := clk.NewTimer()
 	defer timer.Stop()
 	start := clk.Now()
@@ -553,7 +555,7 @@ func (in *Instance) moveToCurrent(l *loop, running *version, now time.Time) {
 func (in *Instance) telemetry(l *loop) {
 	t := in.rt.now()
 	if !t.Before(l.nextStats) {
-		in.statsLine(l.v, t)
+		in.statsLine(l.v, t, false)
 		l.nextStats = l.nextStats.Add(in.rt.o.GamelogInterval)
 		if l.nextStats.Before(t) {
 			l.nextStats = t.Add(in.rt.o.GamelogInterval)
@@ -730,14 +732,25 @@ func (in *Instance) count(events []event) {
 		switch ev.kind {
 		case "join":
 			in.tel.arrivals++
+			if in.present == nil {
+				in.present = map[string]*seat{}
+			}
+			in.present[ev.player] = ev.seat
 			in.log.Debug("player joined", "player", ev.player)
 		case "leave":
-			in.tel.departures++
+			delete(in.present, ev.player)
 			in.log.Debug("player left", "player", ev.player)
-			if ev.seat != nil {
-				in.tel.playtime.Sum += in.rt.now().Sub(ev.seat.joined).Seconds()
-				in.tel.playtime.Count++
-			}
+			in.departLocked(ev.seat)
 		}
+	}
+}
+
+// departLocked counts a departure and, with its seat, its session's
+// playtime. in.mu is held.
+func (in *Instance) departLocked(s *seat) {
+	in.tel.departures++
+	if s != nil {
+		in.tel.playtime.Sum += in.rt.now().Sub(s.joined).Seconds()
+		in.tel.playtime.Count++
 	}
 }

@@ -303,16 +303,20 @@ func (rt *Runtime) Shutdown(ctx context.Context) error {
 		}
 	}
 	rt.mu.Unlock()
+	// The instances are listed before they stop: a stopped one leaves its
+	// game's list, and each is waited for, as it writes its last stats line.
+	var instances []*Instance
+	for _, g := range games {
+		instances = append(instances, g.snapshot()...)
+	}
 	for _, g := range games {
 		g.closeAll(1001, "the server is shutting down")
 	}
-	for _, g := range games {
-		for _, in := range g.snapshot() {
-			select {
-			case <-in.done:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
+	for _, in := range instances {
+		select {
+		case <-in.done:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 	// Every line queued so far reaches its file before Shutdown returns.
