@@ -176,11 +176,22 @@ func TestEmptyGraceIsTheGames(t *testing.T) {
 				t.Fatalf("emptyGrace %d: ended a step before the grace ran out", grace)
 			}
 		}
+		// The grace runs out; the instance ends at the end of a tick that
+		// follows (the next, or the one after when the tick came first).
 		clk.Advance(step)
-		select {
-		case <-in.done:
-		case <-time.After(10 * time.Second): // a hang guard
-			t.Fatalf("emptyGrace %d: the instance never ended", grace)
+		for ticks := 1; ; ticks++ {
+			select {
+			case <-in.done:
+			case <-clk.armed:
+				if ticks == 3 {
+					t.Fatalf("emptyGrace %d: the instance lived on for %d ticks after its grace", grace, ticks)
+				}
+				clk.Advance(step)
+				continue
+			case <-time.After(10 * time.Second): // a hang guard
+				t.Fatalf("emptyGrace %d: the instance never ended", grace)
+			}
+			break
 		}
 		if len(g.snapshot()) != 0 {
 			t.Fatalf("emptyGrace %d: the game still lists the instance", grace)

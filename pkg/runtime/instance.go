@@ -48,7 +48,8 @@ type Instance struct {
 	locked   bool             // instance.lock(): takes no new player
 	room     string           // the ?room= code it holds, "" for a public instance
 	byPlayer map[string]*seat // the seat of each player placed here
-	empty    stopper
+	empty    stopper          // runs while it has no player: see release
+	emptyDue bool             // it had no player for its emptyGrace: it ends at the end of its next tick
 	tel      counters
 	present  map[string]*seat  // the players whose arrival was counted and departure not yet
 	params   map[string]string // the first player's, for create
@@ -141,6 +142,7 @@ func (rt *Runtime) place(g *Game, room string, params map[string]string) (*Insta
 		best.empty.Stop()
 		best.empty = nil
 	}
+	best.emptyDue = false
 	best.mu.Unlock()
 	return best, nil
 }
@@ -163,8 +165,9 @@ func (in *Instance) enqueue(ev event) bool {
 }
 
 // release frees a seat; an instance left empty ends after its game's
-// emptyGrace (Options.EmptyGrace replaces it in tests): until then a player
-// who comes finds its state as it was.
+// emptyGrace (Options.EmptyGrace replaces it in tests), at the end of the
+// tick that follows, once the last leave has been applied (endIfEmpty):
+// until then a player who comes finds its state as it was.
 func (in *Instance) release() {
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -175,16 +178,25 @@ func (in *Instance) release() {
 			grace = time.Duration(in.ver.cfg.EmptyGrace * float64(time.Second))
 		}
 		in.empty = in.rt.o.clock.AfterFunc(grace, func() {
-			in.stopWhen(func() bool { return in.seats == 0 }, 1001, "the instance is empty")
+			in.mu.Lock()
+			in.emptyDue = in.seats == 0
+			in.mu.Unlock()
 		})
 	}
+}
+
+// endIfEmpty ends the instance if its emptyGrace ran out with no player
+// coming and no event (the last leave) waiting for a tick; checked with the
+// stop under in.mu, so that no player is placed between the check and the
+// stop.
+func (in *Instance) endIfEmpty() {
+	in.stopWhen(func() bool { return in.emptyDue && in.seats == 0 && len(in.events) == 0 }, 1001, "the instance is empty")
 }
 
 // stop closes every connection with code and reason and ends the instance.
 func (in *Instance) stop(code int, reason string) { in.stopWhen(nil, code, reason) }
 
-// stopWhen is stop if ok (nil: always) holds, checked under in.mu with the
-// stop itself, so that no player is placed between the check and the stop.
+// stopWhen is stop if ok (nil: always), called under in.mu, holds.
 func (in *Instance) stopWhen(ok func() bool, code int, reason string) {
 	in.mu.Lock()
 	if in.stopping || (ok != nil && !ok()) {
@@ -459,8 +471,10 @@ func (in *Instance) ended() bool {
 // step runs one tick at now, in order: the queued events and a pending
 // move to new code, the tick hooks, the welcomes of players who joined, the
 // hooks' requests; then, when due, a send round, a stats line and the hour's
-// snapshot; last, the Inspects that were waiting. It reports false when the
-// instance ended.
+// snapshot; last, the Inspects that were waiting, and the end of an
+// instance whose emptyGrace ran out. It reports false when the instance
+// failed or was closed; one that ended empty reports true (hoster test's
+// clock goes on past it), and ended says so.
 func (in *Instance) step(l *loop, now time.Time) bool {
 	if in.ended() {
 		return false
@@ -528,6 +542,7 @@ func (in *Instance) step(l *loop, now time.Time) bool {
 	}
 	in.telemetry(l)
 	in.answerInspects(l.v, inspects)
+	in.endIfEmpty()
 	return true
 }
 
