@@ -268,6 +268,10 @@ type GameStatsLine struct {
 	// Errors counts the hook errors of the interval: hooks that threw
 	// (refusals are not errors) and field values of the wrong type.
 	Errors int64 `json:"errors"`
+	// Ended marks an instance's last line, written when it ends: its
+	// interval is partial, from the instance's previous line (or its
+	// start) to T, and its players left with it.
+	Ended bool `json:"ended,omitempty"`
 }
 
 // GameSnapshotLine is one line of a snapshot-YYYY-MM-DD-HH.jsonl file: one per

@@ -68,6 +68,10 @@ type Config struct {
 	// was lost (no close frame) is held for it to come back, 0 to 300;
 	// DefaultResumeGrace when absent. 0: every disconnect is a leave.
 	ResumeGrace float64 `json:"resumeGrace"`
+	// EmptyGrace is how many seconds an instance left with no player lives
+	// on, keeping its state for whoever joins next, 0 to 300;
+	// DefaultEmptyGrace when absent. 0: it ends as its last player leaves.
+	EmptyGrace float64 `json:"emptyGrace"`
 	// Public names the files that went into hoster.server.js which the page
 	// needs as well, and so are served (see [Config.MadePublic]); the other
 	// files the server module was bundled from are never served. Each entry
@@ -77,7 +81,7 @@ type Config struct {
 }
 
 // configKeys are the settings of hoster-game.json.
-var configKeys = []string{"tickRate", "sendRate", "capacity", "origins", "resumeGrace", "public"}
+var configKeys = []string{"tickRate", "sendRate", "capacity", "origins", "resumeGrace", "emptyGrace", "public"}
 
 // Limits and default of resumeGrace, in seconds.
 const (
@@ -85,11 +89,17 @@ const (
 	MaxResumeGrace     = 300
 )
 
+// Limits and default of emptyGrace, in seconds.
+const (
+	DefaultEmptyGrace = 10
+	MaxEmptyGrace     = 300
+)
+
 // ParseConfig decodes and validates hoster-game.json. Every problem is
 // reported, joined in one error. Unknown keys are an error, so a misspelt
 // setting is not silently ignored.
 func ParseConfig(data []byte) (Config, error) {
-	c := Config{ResumeGrace: DefaultResumeGrace}
+	c := Config{ResumeGrace: DefaultResumeGrace, EmptyGrace: DefaultEmptyGrace}
 	// Unknown keys are reported below with the other problems, not here.
 	if err := decodeJSON(data, &c, false, "setting"); err != nil {
 		return Config{}, err
@@ -101,7 +111,7 @@ func ParseConfig(data []byte) (Config, error) {
 	var errs []error
 	for _, key := range slices.Sorted(maps.Keys(present)) {
 		switch key {
-		case "tickRate", "sendRate", "capacity", "origins", "resumeGrace", "public":
+		case "tickRate", "sendRate", "capacity", "origins", "resumeGrace", "emptyGrace", "public":
 		default:
 			msg := fmt.Sprintf("unknown setting %q", key)
 			if n := Nearest(key, configKeys); n != "" {
@@ -129,6 +139,9 @@ func ParseConfig(data []byte) (Config, error) {
 	}
 	if c.ResumeGrace < 0 || c.ResumeGrace > MaxResumeGrace {
 		at("resumeGrace", fmt.Errorf("resumeGrace must be from 0 to %d seconds, not %v", MaxResumeGrace, c.ResumeGrace))
+	}
+	if c.EmptyGrace < 0 || c.EmptyGrace > MaxEmptyGrace {
+		at("emptyGrace", fmt.Errorf("emptyGrace must be from 0 to %d seconds, not %v", MaxEmptyGrace, c.EmptyGrace))
 	}
 	if need("origins") {
 		if len(c.Origins) == 0 {

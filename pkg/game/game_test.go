@@ -287,6 +287,32 @@ func TestErrorsPointAtTheirPlace(t *testing.T) {
 	}
 }
 
+// TestEmptyGrace: emptyGrace is a setting in seconds, 10 by default, from 0
+// to 300, checked like the others.
+func TestEmptyGrace(t *testing.T) {
+	base := `{"tickRate": 20, "sendRate": 10, "capacity": 1, "origins": ["*"]%s}`
+	if c, err := ParseConfig([]byte(fmt.Sprintf(base, ""))); err != nil || c.EmptyGrace != DefaultEmptyGrace || DefaultEmptyGrace != 10 {
+		t.Fatalf("without emptyGrace: %+v %v, want %d", c, err, 10)
+	}
+	for _, grace := range []float64{0, 0.5, 300} {
+		if c, err := ParseConfig([]byte(fmt.Sprintf(base, fmt.Sprintf(`, "emptyGrace": %v`, grace)))); err != nil || c.EmptyGrace != grace {
+			t.Errorf("emptyGrace %v: %+v %v", grace, c, err)
+		}
+	}
+	for in, want := range map[string]string{
+		`, "emptyGrace": 301`:  "line 1, column 67: emptyGrace must be from 0 to 300 seconds, not 301",
+		`, "emptyGrace": -1`:   "line 1, column 67: emptyGrace must be from 0 to 300 seconds, not -1",
+		`, "emptyGrace": "10"`: `line 1, column 81: setting "emptyGrace": found a string, want a number`,
+		`, "emptyGrase": 10`:   `line 1, column 67: unknown setting "emptyGrase" (did you mean "emptyGrace"?)`,
+		`, "emptygrace": 10`:   `unknown setting "emptygrace" (did you mean "emptyGrace"?)`,
+	} {
+		_, err := ParseConfig([]byte(fmt.Sprintf(base, in)))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseConfig(...%s) = %v, want %q", in, err, want)
+		}
+	}
+}
+
 func TestNearest(t *testing.T) {
 	hooks := []string{"join", "leave", "visible", "disconnect", "reconnect"}
 	for _, tc := range []struct{ in, want string }{

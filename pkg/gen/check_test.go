@@ -90,3 +90,43 @@ func TestCheckFindsTypeErrors(t *testing.T) {
 		t.Fatalf("tsc said\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestStateIsWhatCreateReturns: instance.state has create's declared return
+// type; a create that may return undefined (and then sets the state itself)
+// does not make the state possibly undefined.
+func TestStateIsWhatCreateReturns(t *testing.T) {
+	tsc := tscOrSkip(t)
+	root := t.TempDir()
+	game := filepath.Join(root, "a.com", "tag")
+	for rel, data := range map[string]string{
+		"hoster-game.json": `{"tickRate": 20, "sendRate": 10, "capacity": 2, "origins": ["*"]}`,
+		"hoster-instance/create.ts": "interface Round { round: number }\n" +
+			"export default function create(instance: Instance, params: Params): Round | undefined {\n" +
+			"  if (params.fresh) return { round: 1 };\n  instance.state = { round: 0 };\n}\n",
+		"hoster-instance/tick.ts": "export default function tick(instance: Instance) {\n" +
+			"  instance.state.round += 1;\n  instance.state.round = \"two\";\n}\n",
+	} {
+		p := filepath.Join(game, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res, err := Generate(root); err != nil || res.Failed() {
+		t.Fatalf("generating: %v %v", err, res.Problems())
+	}
+	problems, err := Check(context.Background(), tsc, root, "a.com/tag")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range problems {
+		got = append(got, p.String())
+	}
+	want := "a.com/tag/hoster-instance/tick.ts:3:3: TS2322: Type 'string' is not assignable to type 'number'."
+	if strings.Join(got, "\n") != want {
+		t.Fatalf("tsc said\n%s\nwant\n%s", strings.Join(got, "\n"), want)
+	}
+}

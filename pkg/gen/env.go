@@ -57,8 +57,10 @@ type Params = Record<string, string>;
 
 `)
 	if d.stateFrom != "" {
-		fmt.Fprintf(&b, `/** instance.state: the return type %s declares, else any. */
-type State = typeof import(%q) extends { default: (...args: any[]) => infer R } ? (unknown extends R ? any : [R] extends [void] ? any : R) : any;
+		// What create returns becomes instance.state unless it is undefined
+		// (then create set the state itself): undefined is no state type.
+		fmt.Fprintf(&b, `/** instance.state: the return type %s declares (less undefined), else any. */
+type State = typeof import(%q) extends { default: (...args: any[]) => infer R } ? (unknown extends R ? any : [R] extends [void] ? any : Exclude<R, void | undefined>) : any;
 
 `, d.stateFrom, "./"+strings.TrimSuffix(d.stateFrom, ".ts"))
 	} else {

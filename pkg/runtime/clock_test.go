@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -143,5 +144,57 @@ func TestScheduleFollowsTheClock(t *testing.T) {
 	clk.waitArmed(t)
 	if ticks.Load() != n+2 {
 		t.Fatalf("a step after the stall: %d ticks, want %d", ticks.Load(), n+2)
+	}
+}
+
+// An instance left with no player lives on for its game's emptyGrace, on
+// the runtime's clock, then ends; 0 ends it as its last player leaves.
+func TestEmptyGraceIsTheGames(t *testing.T) {
+	for _, grace := range []int{30, 0} {
+		clk := newStepClock()
+		files := lab(4)
+		files["hoster-game.json"] = fmt.Sprintf(`{"tickRate": 50, "sendRate": 25, "capacity": 4, "origins": ["*"], "emptyGrace": %d}`, grace)
+		e := startWith(t, map[string]map[string]string{"a.example/lab": files}, func(o *Options) {
+			o.clock = clk
+			o.EmptyGrace = 0 // the game's setting applies
+		})
+		g := e.rt.lookup("a.example", "lab")
+		if g == nil {
+			t.Fatalf("emptyGrace %d: the game did not load", grace)
+		}
+		in, err := e.rt.place(g, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clk.waitArmed(t)
+		in.release() // its only seat
+		step := time.Second / 50
+		if grace > 0 {
+			clk.Advance(time.Duration(grace)*time.Second - step)
+			clk.waitArmed(t)
+			if in.ended() {
+				t.Fatalf("emptyGrace %d: ended a step before the grace ran out", grace)
+			}
+		}
+		// The grace runs out; the instance ends at the end of a tick that
+		// follows (the next, or the one after when the tick came first).
+		clk.Advance(step)
+		for ticks := 1; ; ticks++ {
+			select {
+			case <-in.done:
+			case <-clk.armed:
+				if ticks == 3 {
+					t.Fatalf("emptyGrace %d: the instance lived on for %d ticks after its grace", grace, ticks)
+				}
+				clk.Advance(step)
+				continue
+			case <-time.After(10 * time.Second): // a hang guard
+				t.Fatalf("emptyGrace %d: the instance never ended", grace)
+			}
+			break
+		}
+		if len(g.snapshot()) != 0 {
+			t.Fatalf("emptyGrace %d: the game still lists the instance", grace)
+		}
 	}
 }

@@ -48,8 +48,10 @@ type Instance struct {
 	locked   bool             // instance.lock(): takes no new player
 	room     string           // the ?room= code it holds, "" for a public instance
 	byPlayer map[string]*seat // the seat of each player placed here
-	empty    stopper
+	empty    stopper          // runs while it has no player: see release
+	emptyDue bool             // it had no player for its emptyGrace: it ends at the end of its next tick
 	tel      counters
+	present  map[string]*seat  // the players whose arrival was counted and departure not yet
 	params   map[string]string // the first player's, for create
 	tables   json.RawMessage   // the compact encoding's field tables of the code it runs
 	started  time.Time
@@ -140,6 +142,7 @@ func (rt *Runtime) place(g *Game, room string, params map[string]string) (*Insta
 		best.empty.Stop()
 		best.empty = nil
 	}
+	best.emptyDue = false
 	best.mu.Unlock()
 	return best, nil
 }
@@ -161,27 +164,42 @@ func (in *Instance) enqueue(ev event) bool {
 	return true
 }
 
-// release frees a seat; an instance left empty is disposed after EmptyGrace.
+// release frees a seat; an instance left empty ends after its game's
+// emptyGrace (Options.EmptyGrace replaces it in tests), at the end of the
+// tick that follows, once the last leave has been applied (endIfEmpty):
+// until then a player who comes finds its state as it was.
 func (in *Instance) release() {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	in.seats--
 	if in.seats == 0 && !in.stopping {
-		in.empty = in.rt.o.clock.AfterFunc(in.rt.o.EmptyGrace, func() {
+		grace := in.rt.o.EmptyGrace
+		if grace <= 0 {
+			grace = time.Duration(in.ver.cfg.EmptyGrace * float64(time.Second))
+		}
+		in.empty = in.rt.o.clock.AfterFunc(grace, func() {
 			in.mu.Lock()
-			idle := in.seats == 0
+			in.emptyDue = in.seats == 0
 			in.mu.Unlock()
-			if idle {
-				in.stop(1001, "the instance is empty")
-			}
 		})
 	}
 }
 
+// endIfEmpty ends the instance if its emptyGrace ran out with no player
+// coming and no event (the last leave) waiting for a tick; checked with the
+// stop under in.mu, so that no player is placed between the check and the
+// stop.
+func (in *Instance) endIfEmpty() {
+	in.stopWhen(func() bool { return in.emptyDue && in.seats == 0 && len(in.events) == 0 }, 1001, "the instance is empty")
+}
+
 // stop closes every connection with code and reason and ends the instance.
-func (in *Instance) stop(code int, reason string) {
+func (in *Instance) stop(code int, reason string) { in.stopWhen(nil, code, reason) }
+
+// stopWhen is stop if ok (nil: always), called under in.mu, holds.
+func (in *Instance) stopWhen(ok func() bool, code int, reason string) {
 	in.mu.Lock()
-	if in.stopping {
+	if in.stopping || (ok != nil && !ok()) {
 		in.mu.Unlock()
 		return
 	}
@@ -407,6 +425,7 @@ func (in *Instance) run() {
 		in.fail(err)
 		return
 	}
+	defer in.lastStats(l)
 	timer := clk.NewTimer()
 	defer timer.Stop()
 	start := clk.Now()
@@ -452,8 +471,10 @@ func (in *Instance) ended() bool {
 // step runs one tick at now, in order: the queued events and a pending
 // move to new code, the tick hooks, the welcomes of players who joined, the
 // hooks' requests; then, when due, a send round, a stats line and the hour's
-// snapshot; last, the Inspects that were waiting. It reports false when the
-// instance ended.
+// snapshot; last, the Inspects that were waiting, and the end of an
+// instance whose emptyGrace ran out. It reports false when the instance
+// failed or was closed; one that ended empty reports true (hoster test's
+// clock goes on past it), and ended says so.
 func (in *Instance) step(l *loop, now time.Time) bool {
 	if in.ended() {
 		return false
@@ -521,6 +542,7 @@ func (in *Instance) step(l *loop, now time.Time) bool {
 	}
 	in.telemetry(l)
 	in.answerInspects(l.v, inspects)
+	in.endIfEmpty()
 	return true
 }
 
@@ -548,7 +570,7 @@ func (in *Instance) moveToCurrent(l *loop, running *version, now time.Time) {
 func (in *Instance) telemetry(l *loop) {
 	t := in.rt.now()
 	if !t.Before(l.nextStats) {
-		in.statsLine(l.v, t)
+		in.statsLine(l.v, t, false)
 		l.nextStats = l.nextStats.Add(in.rt.o.GamelogInterval)
 		if l.nextStats.Before(t) {
 			l.nextStats = t.Add(in.rt.o.GamelogInterval)
@@ -725,14 +747,25 @@ func (in *Instance) count(events []event) {
 		switch ev.kind {
 		case "join":
 			in.tel.arrivals++
+			if in.present == nil {
+				in.present = map[string]*seat{}
+			}
+			in.present[ev.player] = ev.seat
 			in.log.Debug("player joined", "player", ev.player)
 		case "leave":
-			in.tel.departures++
+			delete(in.present, ev.player)
 			in.log.Debug("player left", "player", ev.player)
-			if ev.seat != nil {
-				in.tel.playtime.Sum += in.rt.now().Sub(ev.seat.joined).Seconds()
-				in.tel.playtime.Count++
-			}
+			in.departLocked(ev.seat)
 		}
+	}
+}
+
+// departLocked counts a departure and, with its seat, its session's
+// playtime. in.mu is held.
+func (in *Instance) departLocked(s *seat) {
+	in.tel.departures++
+	if s != nil {
+		in.tel.playtime.Sum += in.rt.now().Sub(s.joined).Seconds()
+		in.tel.playtime.Count++
 	}
 }

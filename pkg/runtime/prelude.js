@@ -158,7 +158,11 @@ function __make(id) {
       var m = __message(type, data);
       for (var id in __inst.players) __out.push(["msg", id, m]);
     },
-    kick: function (player, reason) { __out.push(["kick", __pid(player), reason === undefined ? "" : String(reason)]); },
+    kick: function (player, reason) {
+      var id = __pid(player);
+      __out.push(["kick", id, reason === undefined ? "" : String(reason)]);
+      __leave(id); // gone from every list before kick returns
+    },
     close: function (reason) { __out.push(["close", reason === undefined ? "" : String(reason)]); },
     lock: function () { __out.push(["lock"]); },
     unlock: function () { __out.push(["unlock"]); },
@@ -168,11 +172,15 @@ function __make(id) {
   };
 }
 
-// __init starts an instance; params are its first player's (JSON).
+// __init starts an instance; params are its first player's (JSON). What
+// create returns, unless undefined, becomes instance.state: a create that
+// returns nothing keeps what it set there.
 function __init(id, now, params) {
   __now = now;
   __make(id);
-  if (__R.instance.create) __R.instance.create(__inst, JSON.parse(params));
+  if (!__R.instance.create) return;
+  var state = __R.instance.create(__inst, JSON.parse(params));
+  if (state !== undefined) __inst.state = state;
 }
 
 // __takeOut hands __out to Go (as JSON, "" when empty).
@@ -221,6 +229,25 @@ function __adopt(json, now) {
   }
 }
 
+// __leaving holds the ids whose leave hook is running, so that a kick of
+// that player from its own leave hook does not run it again.
+var __leaving = {};
+
+// __leave takes a player out of the game: its leave hook runs (the player
+// still listed), then it is gone from instance.players and the viewers;
+// the others are told gone at their next update.
+function __leave(id) {
+  var p = __inst.players[id];
+  if (!p || __leaving[id]) return;
+  if (__R.player.leave) {
+    __leaving[id] = true;
+    try { __R.player.leave(__inst, p); } catch (e) { __hookErr("leave", e, false); }
+    delete __leaving[id];
+  }
+  delete __inst.players[id];
+  delete __viewers[id];
+}
+
 // __tick applies the queued events in order, then runs the timers that are
 // due and ticks (when dt > 0), and returns what hooks asked of Go (see
 // __out). A hook that throws is recorded and the rest goes on: a command's
@@ -248,10 +275,7 @@ function __tick(dt, now, evs) {
         }
       }
     } else if (ev[0] === "leave") {
-      p = __inst.players[ev[1]];
-      if (p && __R.player.leave) { try { __R.player.leave(__inst, p); } catch (e) { __hookErr("leave", e, false); } }
-      delete __inst.players[ev[1]];
-      delete __viewers[ev[1]];
+      __leave(ev[1]); // nothing left to do when a kick did it
     } else if (ev[0] === "drop") {
       p = __inst.players[ev[1]];
       if (p && p.connected !== false) {

@@ -70,7 +70,9 @@ type Options struct {
 	// long the seat of a player whose connection was lost is held); tests
 	// use it. Zero: each game's hoster-game.json decides.
 	ResumeGrace time.Duration
-	// EmptyGrace is how long an instance with no player lives on: 10 s.
+	// EmptyGrace, when positive, replaces every game's emptyGrace (how
+	// long an instance with no player lives on); tests use it. Zero: each
+	// game's hoster-game.json decides.
 	EmptyGrace time.Duration
 	// HookBudget bounds one call into a game's JavaScript: 1 s of the
 	// call's own CPU time (its thread's clock), not of the wall: an
@@ -144,7 +146,6 @@ func New(o Options) (*Runtime, error) {
 			*d = v
 		}
 	}
-	def(&o.EmptyGrace, 10*time.Second)
 	def(&o.HookBudget, time.Second)
 	def(&o.WriteTimeout, 10*time.Second)
 	if o.MaxFrame <= 0 {
@@ -302,16 +303,20 @@ func (rt *Runtime) Shutdown(ctx context.Context) error {
 		}
 	}
 	rt.mu.Unlock()
+	// The instances are listed before they stop: a stopped one leaves its
+	// game's list, and each is waited for, as it writes its last stats line.
+	var instances []*Instance
+	for _, g := range games {
+		instances = append(instances, g.snapshot()...)
+	}
 	for _, g := range games {
 		g.closeAll(1001, "the server is shutting down")
 	}
-	for _, g := range games {
-		for _, in := range g.snapshot() {
-			select {
-			case <-in.done:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
+	for _, in := range instances {
+		select {
+		case <-in.done:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 	// Every line queued so far reaches its file before Shutdown returns.

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -86,7 +87,14 @@ func startWith(t *testing.T, games map[string]map[string]string, opt func(*Optio
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(rt)
-	t.Cleanup(func() { rt.Shutdown(t.Context()); ts.Close() })
+	t.Cleanup(func() {
+		// Not t.Context(), cancelled by now: the instances' last stats lines
+		// are written before the test's folders are removed.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a hang guard
+		defer cancel()
+		rt.Shutdown(ctx)
+		ts.Close()
+	})
 	return &env{rt: rt, url: ts.URL, root: root}
 }
 

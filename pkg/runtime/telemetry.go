@@ -77,9 +77,23 @@ func (rt *Runtime) emit(l logLine) {
 	}
 }
 
+// lastStats writes the stats line of an ended instance's last, partial,
+// interval: once, from its goroutine, before Shutdown stops the writer.
+// The players still in it leave with it: their departures and playtime
+// are counted, as are those of leaves it had not applied yet.
+func (in *Instance) lastStats(l *loop) {
+	in.mu.Lock()
+	for _, s := range in.present {
+		in.departLocked(s)
+	}
+	in.present = nil
+	in.mu.Unlock()
+	in.statsLine(l.v, in.rt.now(), true)
+}
+
 // statsLine writes the instance's stats line for the interval ending at now
-// and starts the next interval.
-func (in *Instance) statsLine(v *vm, now time.Time) {
+// and starts the next interval; ended marks the instance's last line.
+func (in *Instance) statsLine(v *vm, now time.Time, ended bool) {
 	var players, entities int
 	if res, err := v.call(v.sizes); err == nil {
 		if n, ok := res.Export().([]any); ok && len(n) == 2 {
@@ -97,7 +111,7 @@ func (in *Instance) statsLine(v *vm, now time.Time) {
 		Arrivals: c.arrivals, Departures: c.departures, Playtime: c.playtime,
 		Commands: c.commands, CmdBytes: c.cmdBytes, UpdBytes: c.updBytes,
 		Delta:  api.DeltaCounts{Appeared: appeared + c.delta.Appeared, Changed: changed + c.delta.Changed, Gone: gone + c.delta.Gone},
-		Errors: c.errors,
+		Errors: c.errors, Ended: ended,
 	}
 	if line.Commands == nil {
 		line.Commands = map[string]int64{}

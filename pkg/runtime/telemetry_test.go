@@ -13,6 +13,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/hoster-dev/hoster/internal/waitfs"
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/gen"
 )
 
 // fakeClock is the telemetry's clock, moved by the test.
@@ -170,5 +171,115 @@ func TestHourRolloverAndSnapshot(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
 		t.Fatalf("files %v, want the 11 o'clock snapshot and stats files only", entries)
+	}
+}
+
+// statsLines reads a stats file's lines as GameStatsLines.
+func statsLines(t *testing.T, lines []string) []api.GameStatsLine {
+	t.Helper()
+	out := make([]api.GameStatsLine, len(lines))
+	for i, l := range lines {
+		if err := json.Unmarshal([]byte(l), &out[i]); err != nil {
+			t.Fatalf("stats line %q: %v", l, err)
+		}
+	}
+	return out
+}
+
+// Games shorter than the interval are counted: each instance writes its
+// last, partial, interval when it ends.
+func TestShortGamesLeaveStatsLines(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 11, 22, 10, 30, 0, 0, time.UTC)}
+	logs := t.TempDir()
+	e := startWith(t, map[string]map[string]string{"a.example/lab": lab(4)}, func(o *Options) {
+		o.LogsRoot, o.GamelogInterval, o.Now = logs, time.Minute, clock.Now
+		o.EmptyGrace = time.Nanosecond // an empty instance ends at its next tick
+	})
+	path := filepath.Join(logs, "hoster-logs", "a.example", "lab", "hoster-processes", e.rt.Process(), "stats-2026-11-22-10.jsonl")
+	seen := map[string]bool{}
+	for i := range 3 {
+		a := e.join(t, "a.example", "lab", "a")
+		if seen[a.inst] {
+			t.Fatalf("game %d joined instance %s, which had ended", i, a.inst)
+		}
+		seen[a.inst] = true
+		a.send("move", map[string]any{"dx": 0.5})
+		a.until("its move", func(m map[string]map[string]any) bool { return m[a.me]["x"] == 0.5 })
+		clock.Add(time.Duration(10+i) * time.Second)
+		a.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(1000, ""))
+		got := statsLines(t, waitFile(t, path, i+1))[i]
+		if got.Instance != a.inst || !got.Ended || got.T != clock.Now().Unix() || got.Players != 0 ||
+			got.Arrivals != 1 || got.Departures != 1 || got.Playtime != (api.SumCount{Sum: float64(10 + i), Count: 1}) ||
+			got.Commands["move"] != 1 || got.CmdBytes.Count != 1 || got.UpdBytes.Count == 0 {
+			t.Fatalf("game %d (instance %s): stats line %+v", i, a.inst, got)
+		}
+	}
+}
+
+// Shutting the server down writes the partial interval of each live
+// instance, its players' sessions counted as ended; a hot reload within the
+// interval counts nothing twice.
+func TestShutdownWritesThePartialInterval(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 11, 22, 10, 30, 0, 0, time.UTC)}
+	logs := t.TempDir()
+	e := startWith(t, map[string]map[string]string{"a.example/lab": lab(4)}, func(o *Options) {
+		o.LogsRoot, o.GamelogInterval, o.Now = logs, time.Minute, clock.Now
+	})
+	a := e.join(t, "a.example", "lab", "a")
+	b := e.join(t, "a.example", "lab", "b")
+	var ra, rb received
+	doneA, doneB := make(chan struct{}), make(chan struct{})
+	go func() { a.tally(&ra); close(doneA) }()
+	go func() { b.tally(&rb); close(doneB) }()
+	frame := `{"c":"move","a":{"dx":0.25}}`
+	for range 3 {
+		a.ws.WriteMessage(websocket.TextMessage, []byte(frame))
+	}
+	a.until("three moves", func(m map[string]map[string]any) bool { return m[a.me]["x"] == 0.75 })
+	clock.Add(15 * time.Second)
+
+	// New code: every player is named v2 from its next tick on.
+	dir := filepath.Join(e.root, "a.example", "lab")
+	os.WriteFile(filepath.Join(dir, "hoster-instance/tick.js"),
+		[]byte(`export default function (i) { for (const id in i.players) i.players[id].name = "v2"; }`), 0o644)
+	if res, err := gen.Generate(e.root); err != nil || res.Failed() {
+		t.Fatal(err, res.Problems())
+	}
+	e.rt.Reload("a.example", "lab")
+	a.ws.WriteMessage(websocket.TextMessage, []byte(frame))
+	final := func(m map[string]map[string]any) bool {
+		return m[a.me]["x"] == 1.0 && m[a.me]["name"] == "v2" && m[b.me]["name"] == "v2"
+	}
+	a.until("the new code and a fourth move", final)
+	b.until("the new code and a's fourth move", final)
+	clock.Add(10 * time.Second)
+
+	if err := e.rt.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	<-doneA
+	<-doneB
+	path := filepath.Join(logs, "hoster-logs", "a.example", "lab", "hoster-processes", e.rt.Process(), "stats-2026-11-22-10.jsonl")
+	lines := readLines(t, path)
+	if len(lines) != 1 {
+		t.Fatalf("stats lines %q, want the one of the partial interval", lines)
+	}
+	ra.mu.Lock()
+	rb.mu.Lock()
+	defer ra.mu.Unlock()
+	defer rb.mu.Unlock()
+	want := api.GameStatsLine{
+		T: clock.Now().Unix(), Process: e.rt.Process(), Instance: a.inst,
+		Players: 2, Entities: 1, Arrivals: 2, Departures: 2,
+		Playtime: api.SumCount{Sum: 50, Count: 2},
+		Commands: map[string]int64{"move": 4},
+		CmdBytes: api.SumCount{Sum: float64(4 * len(frame)), Count: 4},
+		UpdBytes: api.SumCount{Sum: float64(ra.bytes + rb.bytes), Count: ra.updates + rb.updates},
+		Delta:    api.DeltaCounts{Appeared: ra.appeared + rb.appeared, Changed: ra.changed + rb.changed, Gone: ra.gone + rb.gone},
+		Ended:    true,
+	}
+	wb, _ := json.Marshal(want)
+	if lines[0] != string(wb) {
+		t.Fatalf("stats line\n%s\nwant\n%s", lines[0], wb)
 	}
 }

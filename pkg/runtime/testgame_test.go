@@ -326,3 +326,100 @@ func TestTestGameEmptyInstanceEnds(t *testing.T) {
 		t.Fatal("bob joined the ended instance")
 	}
 }
+
+// TestCreateReturnsTheState: what create returns becomes instance.state, as
+// the guide says; a create that returns nothing keeps what it set there.
+func TestCreateReturnsTheState(t *testing.T) {
+	for _, tc := range []struct{ create, want string }{
+		{`export default function (i) { return { it: null, round: 1 }; }`, `{"it":null,"round":1}`},
+		{`export default function (i) { i.state.round = 2; i.state.tag = i.state.round > 1; return { round: 3 }; }`, `{"round":3}`},
+		{`export default function (i) { i.state = { round: 4 }; }`, `{"round":4}`},
+		{`export default function (i) { i.state.round = 5; return undefined; }`, `{"round":5}`},
+	} {
+		files := lab(4)
+		files["hoster-instance/create.js"] = tc.create
+		files["hoster-instance/tick.js"] = `export default function (i) { i.state.seen = i.state.round; }`
+		tg := testGame(t, files)
+		if err := tg.Advance(time.Second); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := tg.State()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The ticks work on that state: seen is its round.
+		var got map[string]any
+		json.Unmarshal(raw, &got)
+		seen := got["seen"]
+		delete(got, "seen")
+		if b, _ := json.Marshal(got); string(b) != tc.want || seen != got["round"] {
+			t.Errorf("create %s: state %s, want %s and seen the round", tc.create, raw, tc.want)
+		}
+	}
+}
+
+// TestKickedPlayerGoneAtOnce: after kick returns, the player is in no list
+// a hook reads; its leave hook runs once, during the kick, with the player
+// still listed (as for any leave); the others are told gone at their next
+// update and the player gets 4000 and the reason.
+func TestKickedPlayerGoneAtOnce(t *testing.T) {
+	files := lab(4)
+	files["hoster-commands/boot/args.json"] = `{"who": "string"}`
+	files["hoster-commands/boot/run.js"] = `export default function (i, p, a) {
+  i.kick(a.who, "bye");
+  i.state.after = Object.keys(i.players).sort();
+  i.send(a.who, "late", {}); // to nobody: the player is gone
+}`
+	// Kicking the player again from its own leave hook changes nothing.
+	files["hoster-player/leave.js"] = `export default function (i, p) {
+  i.state.left = (i.state.left || []).concat([p.id + (p.id in i.players ? " listed" : " unlisted")]);
+  i.kick(p, "again");
+}`
+	files["hoster-instance/tick.js"] = `export default function (i) { i.state.tickSaw = Object.keys(i.players).length; }`
+	tg := testGame(t, files)
+	ada, err := tg.Join(map[string]string{"name": "ada"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cy, err := tg.Join(map[string]string{"name": "cy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tg.Advance(100 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if !ada.Sees(cy.ID()) {
+		t.Fatal("ada does not see cy")
+	}
+	ada.Send("boot", json.RawMessage(`{"who": "`+cy.ID()+`"}`))
+	if err := tg.Advance(time.Second / 50); err != nil { // one tick of lab's: it runs the command
+		t.Fatal(err)
+	}
+	want := `{"after":["` + ada.ID() + `"],"left":["` + cy.ID() + ` listed"],"tickSaw":1}`
+	state := func() string { // keys sorted
+		raw, _ := tg.State()
+		var m map[string]any
+		json.Unmarshal(raw, &m)
+		b, _ := json.Marshal(m)
+		return string(b)
+	}
+	if got := state(); got != want {
+		t.Fatalf("state after the kick's tick %s, want %s", got, want)
+	}
+	if raw, _ := tg.Players(); strings.Contains(string(raw), cy.ID()) {
+		t.Fatalf("players after the kick %s", raw)
+	}
+	if err := tg.Advance(100 * time.Millisecond); err != nil { // the seat's leave reaches the game
+		t.Fatal(err)
+	}
+	if got := state(); got != want {
+		t.Fatalf("state later %s, want %s: the leave ran again", got, want)
+	}
+	if ada.Sees(cy.ID()) {
+		t.Fatal("ada still sees cy after the kick")
+	}
+	c := frames(cy, "close")
+	if len(c) != 1 || c[0]["code"] != float64(4000) || c[0]["reason"] != "bye" || len(frames(cy, "message")) != 0 {
+		t.Fatalf("cy got closes %v and messages %v", c, frames(cy, "message"))
+	}
+}
