@@ -45,7 +45,7 @@ var fences = map[string][]fence{
 		{pkg: "github.com/dop251/goja", why: "JavaScript runs in hoster only to prove a generated module loads (gen) and to play games locally (hoster dev, hoster test)",
 			through: []string{mod + "pkg/gen", mod + "pkg/module", mod + "pkg/runtime", mod + "pkg/gametest"}},
 		{pkg: mod + "pkg/runtime", why: "the game runtime serves games in hoster only for hoster dev and hoster test",
-			through: []string{mod + "internal/cli", mod + "pkg/dev"}},
+			through: []string{mod + "pkg/dev", mod + "pkg/gametest"}},
 		{pkg: "github.com/gorilla/websocket", why: "game sockets are the runtime's (hoster dev)",
 			through: []string{mod + "pkg/runtime"}},
 	},
