@@ -30,9 +30,12 @@ const (
 )
 
 // batchMaxBytes is the longest tar stream a batch may be: twice the upload
-// limit (1 GiB by default), so that a file at the limit fits in a batch of
-// its own, headers and all, and a request writes no more than that.
-func (s *Server) batchMaxBytes() int64 { return 2 * s.opts.MaxUpload }
+// limit (1 GiB by default), and at least the limit and 1 MiB, so that a
+// file at the limit fits in a batch of its own, whatever its headers, while
+// what one request writes stays bounded.
+func (s *Server) batchMaxBytes() int64 {
+	return max(2*s.opts.MaxUpload, s.opts.MaxUpload+BatchMaxNameBytes)
+}
 
 // errBatchTooLong is a batch's body going past batchMaxBytes.
 var errBatchTooLong = errors.New("the batch is longer than the server's bound")

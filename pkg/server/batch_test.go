@@ -254,26 +254,36 @@ func offer(t *testing.T, e *env) api.VersionInfo {
 func TestBatchBounds(t *testing.T) {
 	for _, v := range []api.Variant{api.Variant1, api.Variant2} {
 		t.Run(fmt.Sprint("variant", v), func(t *testing.T) {
-			// An upload limit of 1 KiB makes a batch bound of 2 KiB.
-			e := start(t, Options{Token: token, Variant: v, MaxUpload: 1 << 10})
-			want := api.VersionInfo{API: api.Version, BatchUpload: true, BatchMaxFiles: 10_000, BatchMaxBytes: 2 << 10, BatchMaxNameBytes: 1 << 20}
+			// An upload limit of 1 MiB makes a batch bound of 2 MiB.
+			e := start(t, Options{Token: token, Variant: v, MaxUpload: 1 << 20})
+			want := api.VersionInfo{API: api.Version, BatchUpload: true, BatchMaxFiles: 10_000, BatchMaxBytes: 2 << 20, BatchMaxNameBytes: 1 << 20}
 			if got := offer(t, e); got != want {
 				t.Errorf("/api/version %+v, want %+v", got, want)
 			}
-			// Three files of 600 bytes: 5,632 bytes of tar, the first
-			// file ending at 1,536 and the second's header at 2,048.
-			six := strings.Repeat("6", 600)
-			body := tarOf(t, [2]string{"a.com/g/1", six}, [2]string{"a.com/g/2", six}, [2]string{"a.com/g/3", six})
+			// Three files of 900,000 bytes: the second ends at 1,801,216
+			// bytes of tar, the third's bytes go past 2 MiB.
+			big := strings.Repeat("9", 900_000)
+			body := tarOf(t, [2]string{"a.com/g/1", big}, [2]string{"a.com/g/2", big}, [2]string{"a.com/g/3", big})
 			r := call(t, e, "PUT", api.PathFiles, bytes.NewReader(body))
-			wantBatchRefused(t, v, r, 413, "longer than the server's bound of 2048 bytes")
+			wantBatchRefused(t, v, r, 413, "longer than the server's bound of 2097152 bytes")
 			if _, err := os.Stat(filepath.Join(e.games, "a.com")); err == nil {
 				t.Error("a batch over its Content-Length's bound wrote files")
 			}
 			// Without its length told, it is cut off where it passes.
 			r = call(t, e, "PUT", api.PathFiles, io.MultiReader(bytes.NewReader(body)))
-			wantBatchRefused(t, v, r, 413, "longer than the server's bound of 2048 bytes")
-			if left, _ := os.ReadDir(filepath.Join(e.games, "a.com/g")); len(left) != 1 || left[0].Name() != "1" {
-				t.Errorf("a.com/g holds %v, want only the file before the bound", left)
+			wantBatchRefused(t, v, r, 413, "longer than the server's bound of 2097152 bytes")
+			if left, _ := os.ReadDir(filepath.Join(e.games, "a.com/g")); len(left) != 2 || left[0].Name() != "1" || left[1].Name() != "2" {
+				t.Errorf("a.com/g holds %v, want the two files before the bound", left)
+			}
+			// A file at the upload limit fits in a batch of its own, even
+			// where the limit is small.
+			e = start(t, Options{Token: token, Variant: v, MaxUpload: 1 << 10})
+			if got := offer(t, e).BatchMaxBytes; got != 1<<10+1<<20 {
+				t.Errorf("the bound with an upload limit of 1 KiB: %d", got)
+			}
+			r = call(t, e, "PUT", api.PathFiles, bytes.NewReader(tarOf(t, [2]string{"a.com/g/" + strings.Repeat("long/", 200) + "f", strings.Repeat("x", 1<<10)})))
+			if files, _ := r.body["files"].([]any); r.status != 200 || len(files) != 1 || files[0].(map[string]any)["size"] != float64(1<<10) {
+				t.Errorf("a file at the limit alone: %d %v", r.status, r.body)
 			}
 
 			// Names that add up to more than 1 MiB (each far from the
