@@ -45,7 +45,8 @@ const (
 	PathFile    = "/api/file"
 	// PathFiles is hoster's own extension, not the contract's: PUT a batch
 	// of files as one tar stream. A server offers it with
-	// VersionInfo.BatchUpload; a client uses it only when offered.
+	// VersionInfo.BatchUpload, and bounds it there; a client uses it only
+	// when offered, and within the bounds.
 	PathFiles = "/api/files"
 
 	// Tools routes, relative to ToolsPrefix(Version).

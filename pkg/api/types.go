@@ -11,6 +11,15 @@ type VersionInfo struct {
 	// from other servers' answers): PUT PathFiles takes many files in one
 	// request, so a push across a long round trip does not pay one per file.
 	BatchUpload bool `json:"batchUpload,omitempty"`
+	// BatchMaxFiles, BatchMaxBytes and BatchMaxNameBytes bound one batch
+	// upload: its number of files, the length of its tar stream (headers,
+	// contents and padding, as its Content-Length), and the length of its
+	// file names added up. A batch over one of them is refused as a whole.
+	// 0 (absent: a server from before the bounds) is no bound the server
+	// tells; a client then sends the batches it would anyway.
+	BatchMaxFiles     int   `json:"batchMaxFiles,omitempty"`
+	BatchMaxBytes     int64 `json:"batchMaxBytes,omitempty"`
+	BatchMaxNameBytes int64 `json:"batchMaxNameBytes,omitempty"`
 }
 
 // BatchResult is the body of a PUT /api/files answer (the batch upload

@@ -81,6 +81,7 @@ type Client struct {
 	rtt    time.Duration // shortest request-to-answer time seen; 0: none yet
 	warmed int           // connections opened ahead by Warm
 	batch  bool          // the server offered the batch upload
+	bounds batchBounds   // and bounded it so (0: no bound told)
 	pre    *predialer    // nil through a proxy
 }
 
@@ -296,13 +297,14 @@ func tlsConfig(host, pin string, insecure bool, warn func(string)) *tls.Config {
 }
 
 // Version asks the server's API version (the one route without a token),
-// and notes whether the server offers the batch upload.
+// and notes whether the server offers the batch upload, and its bounds.
 func (c *Client) Version(ctx context.Context) (api.VersionInfo, error) {
 	var v api.VersionInfo
 	err := c.getJSON(ctx, "asking the server's API version", api.PathVersion, &v)
 	if err == nil {
 		c.mu.Lock()
 		c.batch = v.BatchUpload
+		c.bounds = batchBounds{files: v.BatchMaxFiles, bytes: v.BatchMaxBytes, names: v.BatchMaxNameBytes}
 		c.mu.Unlock()
 	}
 	return v, err
@@ -316,15 +318,15 @@ func (c *Client) CanBatch() bool {
 	return c.batch
 }
 
-// PutFiles uploads files in one request, the batch upload extension
-// (PathFiles; only where CanBatch). The body is a tar stream made as it is
-// sent, each file read from Open, with its length told up front; a retried
-// batch is sent again whole. It returns one outcome per file (written,
-// exactly Size bytes, with the hash the server reports; or why not), or an
-// error for the whole batch when the request itself failed. With tree set
-// it asks for the server's tree as it stands after the batch, and returns
-// it where the server sent it (nil where not).
-func (c *Client) PutFiles(ctx context.Context, files []api.BatchFile, tree bool) ([]api.BatchOutcome, api.Tree, error) {
+// putBatch uploads files in one request, the batch upload extension
+// (PathFiles). The body is a tar stream made as it is sent, each file read
+// from Open, with its length told up front; a retried batch is sent again
+// whole. It returns one outcome per file (written, exactly Size bytes, with
+// the hash the server reports; or why not), or an error for the whole
+// batch when the request itself failed. With tree set it asks for the
+// server's tree as it stands after the batch, and returns it where the
+// server sent it (nil where not).
+func (c *Client) putBatch(ctx context.Context, files []api.BatchFile, tree bool) ([]api.BatchOutcome, api.Tree, error) {
 	op := fmt.Sprintf("uploading %d files at once", len(files))
 	out := make([]api.BatchOutcome, len(files))
 	size, err := tarSize(files)
@@ -407,16 +409,29 @@ func tarHeader(f api.BatchFile) *tar.Header {
 // request's Content-Length, it spares both hops (to the proxy, and on to
 // the server) the chunked encoding.
 func tarSize(files []api.BatchFile) (int64, error) {
-	const block = 512
 	var total int64
 	for _, f := range files {
-		var n countingWriter
-		if err := tar.NewWriter(&n).WriteHeader(tarHeader(f)); err != nil {
-			return 0, fmt.Errorf("%s cannot be sent in a batch: %w", f.Rel, err)
+		n, err := tarEntrySize(f)
+		if err != nil {
+			return 0, err
 		}
-		total += int64(n) + (f.Size+block-1)/block*block
+		total += n
 	}
-	return total + 2*block, nil
+	return total + tarEnd, nil
+}
+
+// tarEnd is the length of the two zero blocks that end a tar stream.
+const tarEnd = 2 * 512
+
+// tarEntrySize is the length of f in a tar stream: its header blocks and
+// its bytes padded to a block.
+func tarEntrySize(f api.BatchFile) (int64, error) {
+	const block = 512
+	var n countingWriter
+	if err := tar.NewWriter(&n).WriteHeader(tarHeader(f)); err != nil {
+		return 0, fmt.Errorf("%s cannot be sent in a batch: %w", f.Rel, err)
+	}
+	return int64(n) + (f.Size+block-1)/block*block, nil
 }
 
 type countingWriter int64

@@ -220,7 +220,8 @@ func notFound(w http.ResponseWriter, closeConn bool) {
 const notFoundBody = "404 page not found\n"
 
 func (s *Server) version(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, api.VersionInfo{API: api.Version, BatchUpload: true})
+	writeJSON(w, http.StatusOK, api.VersionInfo{API: api.Version, BatchUpload: true,
+		BatchMaxFiles: BatchMaxFiles, BatchMaxBytes: s.batchMaxBytes(), BatchMaxNameBytes: BatchMaxNameBytes})
 }
 
 func (s *Server) tree(w http.ResponseWriter, r *http.Request) error {
@@ -260,7 +261,7 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return writeFailed(http.StatusInternalServerError, err)
 	}
-	s.markChanged(rel)
+	markChanged(s.debouncer, rel)
 	res := api.WriteResult{Size: wr.Size}
 	if s.opts.Variant == api.Variant2 {
 		res.OK = api.Bool(true)
@@ -298,7 +299,7 @@ func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return deleteFailed(err)
 	}
-	s.markChanged(rel)
+	markChanged(s.debouncer, rel)
 	if s.opts.Variant == api.Variant2 {
 		writeJSON(w, http.StatusOK, api.DeleteResult{OK: api.Bool(true)})
 		return nil
@@ -315,9 +316,14 @@ func (s *Server) reload(domain, game string) {
 	}
 }
 
-func (s *Server) markChanged(rel string) {
+// marker is what records a change for the reload: the server's
+// [store.Debouncer], or a batch upload's [store.Batch].
+type marker interface{ Mark(domain, game string) }
+
+// markChanged marks the game of rel changed.
+func markChanged(m marker, rel string) {
 	if domain, game, ok := store.GameOf(rel); ok {
-		s.debouncer.Mark(domain, game)
+		m.Mark(domain, game)
 	}
 }
 

@@ -390,7 +390,7 @@ type manualTimer struct {
 	fired bool
 }
 
-func (m *manualTimers) after(_ time.Duration, f func()) quietTimer {
+func (m *manualTimers) after(_ time.Duration, f func()) QuietTimer {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t := &manualTimer{m: m, f: f}
@@ -452,6 +452,41 @@ func TestDebouncerBurst(t *testing.T) {
 	d.Mark("a.com", "x")
 	if len(clock.armed) != 2 {
 		t.Fatalf("%d timers after a change past the quiet period, want 2", len(clock.armed))
+	}
+}
+
+// TestDebouncerBatchHolds: a game changed by a batch under way is not
+// reloaded when a quiet period ends inside the batch (its body stalled),
+// while other games are; the batch's end starts its quiet period afresh and
+// it reloads once; a game two batches changed waits for both.
+func TestDebouncerBatchHolds(t *testing.T) {
+	var got []string
+	d := NewDebouncer(time.Hour, func(domain, game string) { got = append(got, domain+"/"+game) })
+	clock := &manualTimers{}
+	d.WithTimers(clock.after)
+	defer d.Close()
+	b1, b2 := d.Batch(), d.Batch()
+	b1.Mark("a.com", "x")
+	b1.Mark("a.com", "y")
+	b2.Mark("a.com", "y")
+	d.Mark("b.com", "z") // a single upload beside the batches
+	clock.fire(0)        // the batches stall past the quiet period
+	if fmt.Sprint(got) != "[b.com/z]" {
+		t.Fatalf("reloads %v during the batches, want only b.com/z", got)
+	}
+	b1.Mark("a.com", "x") // the stalled file lands
+	b1.Release()
+	if len(clock.armed) != 2 {
+		t.Fatalf("%d quiet periods, want a second one from the batch's end", len(clock.armed))
+	}
+	clock.fire(1)
+	if fmt.Sprint(got) != "[b.com/z a.com/x]" {
+		t.Fatalf("reloads %v after the first batch, want a.com/x once more (a.com/y is still held)", got)
+	}
+	b2.Release()
+	clock.fire(2)
+	if fmt.Sprint(got) != "[b.com/z a.com/x a.com/y]" {
+		t.Fatalf("reloads %v after both batches, want a.com/y once", got)
 	}
 }
 
