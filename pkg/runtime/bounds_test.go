@@ -178,3 +178,16 @@ func TestAddrKey(t *testing.T) {
 		t.Error("no address is not the empty key")
 	}
 }
+
+// A negative bound is none (hoster dev's, whose sockets all come from the
+// developer), and a socket without an address (hoster test's players) is
+// under no per-address bound.
+func TestNoAddressBound(t *testing.T) {
+	none := &Runtime{o: Options{RoomsPerMinute: -1, SocketsPerAddress: -1}, now: time.Now}
+	tight := &Runtime{o: Options{RoomsPerMinute: 1, SocketsPerAddress: 1}, now: time.Now}
+	for i := range 100 {
+		if !none.takeRoom("203.0.113.1") || !none.takeSocket("203.0.113.1") || !tight.takeRoom("") || !tight.takeSocket("") {
+			t.Fatalf("refused at %d without a bound", i)
+		}
+	}
+}
