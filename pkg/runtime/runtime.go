@@ -41,6 +41,10 @@
 // computed against what it last received, so it gets one merged delta. A
 // viewer stuck past the write deadline, or not answering pings, is dropped;
 // one queueing more than the byte cap (maxQueued) is closed with 1008.
+//
+// What a game and an address may make is bounded (bounds.go): a game's
+// instances, the new instances and the open sockets of one address. A
+// socket past a bound gets 1013 and a reason before any instance exists.
 package runtime
 
 import (
