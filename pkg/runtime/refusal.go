@@ -33,7 +33,7 @@ func (rt *Runtime) refused(key, msg string, args ...any) {
 	now := rt.now()
 	r := &rt.refusals
 	r.mu.Lock()
-	if r.last == nil || len(r.last) > 10000 { // bounded against a flood of made-up origins
+	if r.last == nil || len(r.last) > 10000 { // bounded against a flood of made-up origins or addresses
 		r.last, r.hidden = map[string]time.Time{}, map[string]int{}
 	}
 	if t, ok := r.last[key]; ok && now.Sub(t) < refusalEvery {
