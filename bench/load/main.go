@@ -90,7 +90,9 @@ func inProcess(g loadGame, players, moveRate, seconds int, cpuprofile string) {
 	var ticks, sends []time.Duration
 	var measuring atomic.Bool
 	var skips, stalls, stalled atomic.Int64
-	rt, err := runtime.New(runtime.Options{GamesRoot: root, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), Observe: func(kind string, d time.Duration) {
+	// Every bot comes from loopback, one address: no per-address bound,
+	// and room for every bot in an instance of its own.
+	rt, err := runtime.New(runtime.Options{GamesRoot: root, RoomsPerMinute: -1, SocketsPerAddress: -1, MaxInstances: max(players, 1), Instances: max(players, 1), Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), Observe: func(kind string, d time.Duration) {
 		switch kind {
 		case "skip":
 			if measuring.Load() {
@@ -182,12 +184,16 @@ func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serve
 		}
 		defer os.RemoveAll(root)
 		g.write(filepath.Join(root, "hosting", "hoster-games"))
+		bound := fmt.Sprint(max(players, 1))
 		bin, err := filepath.Abs(serverBin)
 		if err != nil {
 			log.Fatal(err)
 		}
 		srv, err = startServer([]string{bin, "serve", "--hosting-root", filepath.Join(root, "hosting"), "--logs-root", filepath.Join(root, "logs"),
-			"--listen", addr, "--ask-listen", freeAddr()}, []string{"GODEBUG=schedtrace=500"}, root, addr)
+			"--listen", addr, "--ask-listen", freeAddr(),
+			// Every bot comes from loopback, one address: bounds no bot reaches.
+			"--max-instances", bound, "--default-instances", bound, "--rooms-per-minute", bound, "--sockets-per-address", bound},
+			[]string{"GODEBUG=schedtrace=500"}, root, addr)
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -45,6 +45,8 @@ func buildParts(ctx context.Context, o serveOptions, variant api.Variant, log *s
 	rt, err := runtime.New(runtime.Options{
 		GamesRoot: gamesRoot, Logger: log,
 		LogsRoot: o.LogsRoot, GamelogInterval: o.GamelogInterval,
+		MaxInstances: o.MaxInstances, Instances: o.DefaultInstances,
+		RoomsPerMinute: o.RoomsPerMinute, SocketsPerAddress: o.SocketsPerAddress,
 	})
 	if err != nil {
 		st.Close()

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/runtime"
 	"github.com/hoster-dev/hoster/pkg/server"
 	"github.com/spf13/cobra"
 )
@@ -34,6 +35,11 @@ type serveOptions struct {
 	GamelogInterval time.Duration
 	ReloadDebounce  time.Duration
 	MaxUpload       int64
+	// The bounds no game can lift (runtime.Options has their meaning).
+	MaxInstances      int
+	DefaultInstances  int
+	RoomsPerMinute    int
+	SocketsPerAddress int
 
 	// shutdownGrace is how long a stop waits for requests in flight before
 	// cutting them off; 0 means 10 s. Not a flag: tests shorten it.
@@ -84,6 +90,10 @@ HOSTER_SERVER_LISTEN; a flag on the command line wins.`,
 	f.DurationVar(&o.GamelogInterval, "gamelog-interval", 60*time.Second, "interval of the game stats lines")
 	f.DurationVar(&o.ReloadDebounce, "reload-debounce", 500*time.Millisecond, "quiet period after a sync before changed games reload")
 	f.Int64Var(&o.MaxUpload, "max-upload", server.DefaultMaxUpload, "largest accepted upload in bytes")
+	f.IntVar(&o.MaxInstances, "max-instances", runtime.DefaultMaxInstances, "the most instances of one game at once, whatever its maxInstances says")
+	f.IntVar(&o.DefaultInstances, "default-instances", runtime.DefaultInstances, "the most instances of one game at once when it sets no maxInstances")
+	f.IntVar(&o.RoomsPerMinute, "rooms-per-minute", runtime.DefaultRoomsPerMinute, "new instances (rooms) one client address may start in a minute")
+	f.IntVar(&o.SocketsPerAddress, "sockets-per-address", runtime.DefaultSocketsPerAddress, "game sockets one client address may hold open at once")
 	return cmd
 }
 
@@ -110,6 +120,17 @@ func (o serveOptions) validate() error {
 	}
 	if o.MaxUpload <= 0 {
 		return bad("reading --max-upload: must be positive, not %d", o.MaxUpload)
+	}
+	for _, n := range []struct {
+		flag string
+		v    int
+	}{{"--max-instances", o.MaxInstances}, {"--default-instances", o.DefaultInstances}, {"--rooms-per-minute", o.RoomsPerMinute}, {"--sockets-per-address", o.SocketsPerAddress}} {
+		if n.v <= 0 {
+			return bad("reading %s: must be positive, not %d", n.flag, n.v)
+		}
+	}
+	if o.DefaultInstances > o.MaxInstances {
+		return bad("reading --default-instances: %d is above --max-instances (%d)", o.DefaultInstances, o.MaxInstances)
 	}
 	return nil
 }

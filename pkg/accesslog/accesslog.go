@@ -30,6 +30,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/clientip"
 	"gopkg.in/natefinch/lumberjack.v2"
 )
 
@@ -161,10 +162,14 @@ func (l *Log) write(r *http.Request, rec *recorder, read int64, start time.Time)
 	if err != nil {
 		ip = r.RemoteAddr
 	}
+	client := ip
+	if a := clientip.Of(r); a.IsValid() {
+		client = a.String()
+	}
 	headers, resp := clipHeaders(r.Header), clipHeaders(rec.Header())
 	ln := line{
 		Level: "info", TS: float64(start.UnixNano()) / 1e9, Logger: "http.log.access", Msg: "handled request",
-		Request: request{RemoteIP: ip, RemotePort: port, ClientIP: ip, Proto: r.Proto, Method: r.Method,
+		Request: request{RemoteIP: ip, RemotePort: port, ClientIP: client, Proto: r.Proto, Method: r.Method,
 			Host: clip(r.Host), URI: clip(r.RequestURI), Headers: headers},
 		BytesRead: read, Duration: time.Since(start).Seconds(), Size: rec.size, Status: rec.status, RespHeaders: resp,
 	}

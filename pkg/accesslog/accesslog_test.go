@@ -51,6 +51,7 @@ func TestCaddyShapedLines(t *testing.T) {
 	req, _ := http.NewRequest("PUT", ts.URL+"/api/file?path=a.com/g/x", strings.NewReader("body!"))
 	req.Host = "example.com"
 	req.Header.Set("Authorization", "Bearer secret-token")
+	req.Header.Set("X-Forwarded-For", "198.51.100.1") // from loopback: a proxy's word, believed
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -87,6 +88,7 @@ func TestCaddyShapedLines(t *testing.T) {
 	if m["msg"] != "handled request" || m["level"] != "info" || !strings.HasPrefix(m["logger"].(string), "http.log.access") ||
 		req0["host"] != "example.com" || req0["method"] != "PUT" || req0["uri"] != "/api/file?path=a.com/g/x" ||
 		m["status"] != 201.0 || m["size"] != 5.0 || m["bytes_read"] != 5.0 || req0["remote_ip"] != "127.0.0.1" ||
+		req0["client_ip"] != "198.51.100.1" ||
 		hdr["Authorization"].([]any)[0] != "REDACTED" || m["resp_headers"].(map[string]any)["Set-Cookie"].([]any)[0] != "REDACTED" {
 		t.Fatalf("not Caddy's shape: %v", m)
 	}

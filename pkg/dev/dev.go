@@ -100,7 +100,9 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer st.Close()
-	rt, err := runtime.New(runtime.Options{GamesRoot: gamesRoot, Logger: log})
+	// Every socket of hoster dev is the developer's, from one address: only
+	// the game's own bound on its instances applies.
+	rt, err := runtime.New(runtime.Options{GamesRoot: gamesRoot, Logger: log, RoomsPerMinute: -1, SocketsPerAddress: -1})
 	if err != nil {
 		ln.Close()
 		return err

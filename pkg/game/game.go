@@ -72,6 +72,10 @@ type Config struct {
 	// on, keeping its state for whoever joins next, 0 to 300;
 	// DefaultEmptyGrace when absent. 0: it ends as its last player leaves.
 	EmptyGrace float64 `json:"emptyGrace"`
+	// MaxInstances is the most instances of the game that run at once, at
+	// least 1; 0 when absent: the server's default. The server caps it at
+	// its own maximum (hoster-server serve --max-instances).
+	MaxInstances int `json:"maxInstances"`
 	// Public names the files that went into hoster.server.js which the page
 	// needs as well, and so are served (see [Config.MadePublic]); the other
 	// files the server module was bundled from are never served. Each entry
@@ -81,7 +85,7 @@ type Config struct {
 }
 
 // configKeys are the settings of hoster-game.json.
-var configKeys = []string{"tickRate", "sendRate", "capacity", "origins", "resumeGrace", "emptyGrace", "public"}
+var configKeys = []string{"tickRate", "sendRate", "capacity", "origins", "resumeGrace", "emptyGrace", "maxInstances", "public"}
 
 // Limits and default of resumeGrace, in seconds.
 const (
@@ -111,7 +115,7 @@ func ParseConfig(data []byte) (Config, error) {
 	var errs []error
 	for _, key := range slices.Sorted(maps.Keys(present)) {
 		switch key {
-		case "tickRate", "sendRate", "capacity", "origins", "resumeGrace", "emptyGrace", "public":
+		case "tickRate", "sendRate", "capacity", "origins", "resumeGrace", "emptyGrace", "maxInstances", "public":
 		default:
 			msg := fmt.Sprintf("unknown setting %q", key)
 			if n := Nearest(key, configKeys); n != "" {
@@ -142,6 +146,9 @@ func ParseConfig(data []byte) (Config, error) {
 	}
 	if c.EmptyGrace < 0 || c.EmptyGrace > MaxEmptyGrace {
 		at("emptyGrace", fmt.Errorf("emptyGrace must be from 0 to %d seconds, not %v", MaxEmptyGrace, c.EmptyGrace))
+	}
+	if _, ok := present["maxInstances"]; ok && c.MaxInstances < 1 {
+		at("maxInstances", fmt.Errorf("maxInstances must be at least 1, not %d", c.MaxInstances))
 	}
 	if need("origins") {
 		if len(c.Origins) == 0 {

@@ -324,3 +324,30 @@ func TestNearest(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxInstances: maxInstances is an optional whole number, at least 1;
+// absent, it is 0 (the server's default).
+func TestMaxInstances(t *testing.T) {
+	base := `{"tickRate": 20, "sendRate": 10, "capacity": 1, "origins": ["*"]%s}`
+	if c, err := ParseConfig([]byte(fmt.Sprintf(base, ""))); err != nil || c.MaxInstances != 0 {
+		t.Fatalf("without maxInstances: %+v %v, want 0", c, err)
+	}
+	for _, n := range []int{1, 20, 100000} {
+		if c, err := ParseConfig([]byte(fmt.Sprintf(base, fmt.Sprintf(`, "maxInstances": %d`, n)))); err != nil || c.MaxInstances != n {
+			t.Errorf("maxInstances %d: %+v %v", n, c, err)
+		}
+	}
+	for in, want := range map[string]string{
+		`, "maxInstances": 0`:   "line 1, column 67: maxInstances must be at least 1, not 0",
+		`, "maxInstances": -3`:  "line 1, column 67: maxInstances must be at least 1, not -3",
+		`, "maxInstances": 2.5`: `line 1, column 83: setting "maxInstances": found the number 2.5, want a whole number`,
+		`, "maxInstances": "5"`: `line 1, column 83: setting "maxInstances": found a string, want a whole number`,
+		`, "maxInstance": 5`:    `line 1, column 67: unknown setting "maxInstance" (did you mean "maxInstances"?)`,
+		`, "maxinstances": 5`:   `unknown setting "maxinstances" (did you mean "maxInstances"?)`,
+	} {
+		_, err := ParseConfig([]byte(fmt.Sprintf(base, in)))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseConfig(...%s) = %v, want %q", in, err, want)
+		}
+	}
+}

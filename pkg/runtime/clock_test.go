@@ -122,7 +122,7 @@ func TestScheduleFollowsTheClock(t *testing.T) {
 			}
 		}
 	})
-	if _, err := e.rt.place(e.rt.lookup("a.example", "lab"), "", nil); err != nil {
+	if _, err := e.rt.place(e.rt.lookup("a.example", "lab"), "", nil, ""); err != nil {
 		t.Fatal(err)
 	}
 	step := time.Second / 50
@@ -162,7 +162,7 @@ func TestEmptyGraceIsTheGames(t *testing.T) {
 		if g == nil {
 			t.Fatalf("emptyGrace %d: the game did not load", grace)
 		}
-		in, err := e.rt.place(g, "", nil)
+		in, err := e.rt.place(g, "", nil, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/hoster-dev/hoster/internal/compact"
+	"github.com/hoster-dev/hoster/pkg/clientip"
 )
 
 // maxQueued is how many bytes may wait for a slow socket before it is cut.
@@ -58,6 +59,9 @@ type conn struct {
 	// touches it).
 	compact  bool
 	lastTime int64
+	// addr is the client's address as the per-address bounds count it
+	// (addrKey); "" for a TestGame's players.
+	addr string
 
 	mu      sync.Mutex
 	queue   []outFrame // not yet taken by a writer
@@ -83,7 +87,9 @@ var upgrader = websocket.Upgrader{
 }
 
 // serveSocket checks the Origin, upgrades, and seats the player: on its
-// resume token's seat when valid, else in an instance with room.
+// resume token's seat when valid, else in an instance with room. A socket
+// past its address's bound is turned away after the upgrade, with 1013 and
+// a reason the page can show.
 func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) {
 	if origin := r.Header.Get("Origin"); origin != "" && !g.current().cfg.AllowsOrigin(origin) {
 		rt.refusedOrigin(g, origin)
@@ -98,14 +104,23 @@ func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) 
 		http.Error(w, "room must be letters and digits, up to 32", http.StatusBadRequest)
 		return
 	}
+	addr := addrKey(clientip.Of(r))
+	held := rt.takeSocket(addr)
+	if held {
+		defer rt.dropSocket(addr)
+	}
 	var sock *wire
 	ws, err := upgrader.Upgrade(hijackInto{w, &sock}, r, nil)
 	if err != nil {
 		return
 	}
 	sock.markUpgraded()
-	c := &conn{ws: ws, sock: sock, rt: rt, wake: make(chan struct{}, 1), gone: make(chan struct{}), compact: ws.Subprotocol() == compact.Protocol}
+	c := &conn{ws: ws, sock: sock, rt: rt, addr: addr, wake: make(chan struct{}, 1), gone: make(chan struct{}), compact: ws.Subprotocol() == compact.Protocol}
 	go c.writeLoop()
+	if !held {
+		rt.refuseBound(c, g, boundSockets, socketsReason)
+		return
+	}
 
 	q := r.URL.Query()
 	params := map[string]string{}
@@ -124,12 +139,16 @@ func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) 
 
 // seatNew places a new player on c (room and params from its socket's
 // query) and queues its join for the instance's next tick. A player with
-// no place (a full or locked room) gets an error frame and a close saying
-// why, and nil is returned.
+// no place (a full or locked room, a bound reached) gets an error frame
+// and a close saying why, and nil is returned.
 func (rt *Runtime) seatNew(g *Game, room string, params map[string]string, c *conn) *seat {
-	in, err := rt.place(g, room, params)
+	in, err := rt.place(g, room, params, c.addr)
 	if err != nil {
 		np := err.(*errNoPlace)
+		if np.bound != "" {
+			rt.refuseBound(c, g, np.bound, np.reason)
+			return nil
+		}
 		c.sendError(np.reason, "")
 		c.closeWith(np.code, np.reason)
 		return nil

@@ -91,6 +91,7 @@ func newID() string {
 type errNoPlace struct {
 	code   int
 	reason string
+	bound  string // the bound reached (boundInstances, boundRooms), if that is why
 }
 
 func (e *errNoPlace) Error() string { return e.reason }
@@ -99,25 +100,32 @@ func (e *errNoPlace) Error() string { return e.reason }
 // is not locked, or a new instance, and reserves the seat so capacity can
 // never be exceeded. With a room code it is the instance holding that code
 // (started when there is none), which never takes players without it.
-// params are the player's, given to create when an instance starts.
-func (rt *Runtime) place(g *Game, room string, params map[string]string) (*Instance, error) {
+// params are the player's, given to create when an instance starts. No
+// instance starts past the game's maxInstances, nor past the new instances
+// addr (an addrKey; "" for none) may start in a minute: both are refused
+// before any of the game's code runs.
+func (rt *Runtime) place(g *Game, room string, params map[string]string, addr string) (*Instance, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.removed {
-		return nil, &errNoPlace{1001, "the game was removed"}
+		return nil, &errNoPlace{code: 1001, reason: "the game was removed"}
 	}
 	var best *Instance
+	live := 0
 	for _, in := range g.instances {
 		in.mu.Lock()
+		if !in.stopping {
+			live++
+		}
 		if !in.stopping && in.room == room {
 			if room != "" {
 				switch {
 				case in.locked:
 					in.mu.Unlock()
-					return nil, &errNoPlace{1013, "room " + room + " is locked"}
+					return nil, &errNoPlace{code: 1013, reason: "room " + room + " is locked"}
 				case in.seats >= in.ver.cfg.Capacity:
 					in.mu.Unlock()
-					return nil, &errNoPlace{1013, "room " + room + " is full"}
+					return nil, &errNoPlace{code: 1013, reason: "room " + room + " is full"}
 				}
 				best = in
 			} else if !in.locked && in.seats < in.ver.cfg.Capacity && (best == nil || in.seats > best.seats) {
@@ -127,6 +135,12 @@ func (rt *Runtime) place(g *Game, room string, params map[string]string) (*Insta
 		in.mu.Unlock()
 	}
 	if best == nil {
+		if limit := rt.maxInstances(g.current().cfg); live >= limit {
+			return nil, &errNoPlace{code: 1013, reason: instancesReason(limit), bound: boundInstances}
+		}
+		if !rt.takeRoom(addr) {
+			return nil, &errNoPlace{code: 1013, reason: roomsReason, bound: boundRooms}
+		}
 		best = &Instance{id: newID(), rt: rt, g: g, domain: g.Domain, name: g.Name, ver: g.current(), room: room, params: params, started: rt.now(),
 			conns: map[string]*conn{}, byPlayer: map[string]*seat{}, quit: make(chan struct{}), done: make(chan struct{})}
 		best.log = rt.log.With("game", g.Key(), "instance", best.id)

@@ -41,6 +41,10 @@
 // computed against what it last received, so it gets one merged delta. A
 // viewer stuck past the write deadline, or not answering pings, is dropped;
 // one queueing more than the byte cap (maxQueued) is closed with 1008.
+//
+// What a game and an address may make is bounded (bounds.go): a game's
+// instances, the new instances and the open sockets of one address. A
+// socket past a bound gets 1013 and a reason before any instance exists.
 package runtime
 
 import (
@@ -86,6 +90,22 @@ type Options struct {
 	MaxFrame int64
 	// MaxCommandsPerSecond per player: 100.
 	MaxCommandsPerSecond int
+	// MaxInstances is the most instances of one game that run at once,
+	// whatever its hoster-game.json says: DefaultMaxInstances.
+	MaxInstances int
+	// Instances is the most instances of one game that run at once when
+	// its hoster-game.json sets no maxInstances: DefaultInstances, never
+	// above MaxInstances.
+	Instances int
+	// RoomsPerMinute is how many new instances the sockets of one address
+	// may start in a minute (a private room, or a public instance when the
+	// others are full), on the clock of Now: DefaultRoomsPerMinute;
+	// negative: no bound. An address is the client's (behind a loopback
+	// proxy, its X-Forwarded-For: see pkg/clientip), an IPv6 one's /64.
+	RoomsPerMinute int
+	// SocketsPerAddress is how many game sockets one address may hold open
+	// at once: DefaultSocketsPerAddress; negative: no bound.
+	SocketsPerAddress int
 	// Observe, if set, is told how long each tick ("tick") and each send
 	// round ("send") took, and, with a zero duration, of each viewer passed
 	// over in a send round because its earlier updates were still waiting
@@ -115,15 +135,18 @@ type Runtime struct {
 
 	// Lock order: rt.mu, then a Game's mu, then an Instance's mu, then a
 	// conn's mu. A lock is never taken while holding one later in that
-	// order; hook calls into JavaScript run with none of them held.
+	// order; hook calls into JavaScript run with none of them held. The
+	// locks of refusals and bounds are leaves: taken under any of those,
+	// they are held while nothing else is locked.
 	mu     sync.RWMutex
 	games  map[string]map[string]*Game // domain -> game name -> game
 	seats  map[string]*seat            // resume token -> seat
 	closed bool
 
-	manual     bool     // instances are stepped by a TestGame, not by their own goroutine
-	refusals   refusals // origins refused, for a rate-limited log
-	process    string   // this process's id, minted at start
+	manual     bool       // instances are stepped by a TestGame, not by their own goroutine
+	refusals   refusals   // sockets refused, for a rate-limited log
+	bounds     addrBounds // what each address holds, for its bounds
+	process    string     // this process's id, minted at start
 	now        func() time.Time
 	logs       chan logLine
 	logsDone   chan struct{}
@@ -154,6 +177,17 @@ func New(o Options) (*Runtime, error) {
 	if o.MaxCommandsPerSecond <= 0 {
 		o.MaxCommandsPerSecond = 100
 	}
+	for _, b := range []struct {
+		v   *int
+		def int
+	}{{&o.MaxInstances, DefaultMaxInstances}, {&o.Instances, DefaultInstances},
+		{&o.RoomsPerMinute, DefaultRoomsPerMinute}, {&o.SocketsPerAddress, DefaultSocketsPerAddress}} {
+		if *b.v == 0 {
+			*b.v = b.def
+		}
+	}
+	o.MaxInstances = max(o.MaxInstances, 1)
+	o.Instances = min(max(o.Instances, 1), o.MaxInstances)
 	def(&o.GamelogInterval, 60*time.Second)
 	if o.clock == nil {
 		o.clock = realClock{}
@@ -246,7 +280,11 @@ func (rt *Runtime) Reload(domain, name string) {
 	// their players connected; new instances start on it.
 	g.cur.Store(v)
 	rt.mu.Unlock()
-	log.Info("game loaded", "tickRate", v.cfg.TickRate, "sendRate", v.cfg.SendRate, "capacity", v.cfg.Capacity)
+	if v.cfg.MaxInstances > rt.o.MaxInstances {
+		log.Warn("maxInstances is above the server's maximum: capped", "maxInstances", v.cfg.MaxInstances, "cap", rt.o.MaxInstances)
+	}
+	log.Info("game loaded", "tickRate", v.cfg.TickRate, "sendRate", v.cfg.SendRate, "capacity", v.cfg.Capacity,
+		"maxInstances", rt.maxInstances(v.cfg))
 }
 
 // AskHandler answers Caddy's on-demand TLS question on --ask-listen:

@@ -85,7 +85,7 @@ func (tg *TestGame) first() (*TestInstance, error) {
 	if len(tg.instances) > 0 {
 		return tg.instances[0], nil
 	}
-	in, err := tg.rt.place(tg.g, "", nil)
+	in, err := tg.rt.place(tg.g, "", nil, "")
 	if err != nil {
 		return nil, err
 	}

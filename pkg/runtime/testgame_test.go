@@ -423,3 +423,26 @@ func TestKickedPlayerGoneAtOnce(t *testing.T) {
 		t.Fatalf("cy got closes %v and messages %v", c, frames(cy, "message"))
 	}
 }
+
+// A TestGame applies the game's maxInstances as a server does, and no
+// per-address bound: its players have no address.
+func TestTestGameMaxInstances(t *testing.T) {
+	files := roomsGame()
+	files["hoster-game.json"] = `{"tickRate": 20, "sendRate": 10, "capacity": 2, "origins": ["*"], "maxInstances": 2, "emptyGrace": 0}`
+	tg := testGame(t, files)
+	for i := range DefaultRoomsPerMinute + 5 { // past the per-address bound, were there one
+		if err := join(t, tg, map[string]string{"room": "r1"}).Leave(); err != nil {
+			t.Fatal(err)
+		}
+		if err := tg.Advance(time.Second); err != nil { // the empty instance ends
+			t.Fatalf("round %d: %v", i, err)
+		}
+	}
+	if n := len(tg.Instances()); n != DefaultRoomsPerMinute+5 {
+		t.Fatalf("%d instances started, want %d", n, DefaultRoomsPerMinute+5)
+	}
+	join(t, tg, map[string]string{"name": "ada", "room": "r1"})
+	join(t, tg, map[string]string{"name": "bob", "room": "r2"})
+	eve := join(t, tg, map[string]string{"name": "eve", "room": "r3"})
+	wantClosed(t, eve, 1013, "the game runs as many instances as it may (2): try again later")
+}
