@@ -1,9 +1,10 @@
 // Package apiclient is hoster's HTTP client of the contract in [api]: the
 // Sync API (version, tree, upload, delete) and the tools API's listings and
-// files, with the certificate pin, retries and error classification. Every
-// request goes one way: one function builds it as a resty request, sends it
-// through the one transport (with the connections [Client.Warm] opens
-// ahead), classifies the answer and retries it under the one policy. It is
+// files, with the certificate pin, retries, waits and error classification.
+// Every request goes one way: one function builds it as a resty request,
+// sends it through the one transport (with the connections [Client.Warm]
+// opens ahead) under one watchdog (no answer, or a body that stalls, cuts
+// it off), classifies the answer and retries it under the one policy. It is
 // the one place hoster links an HTTP client library (resty); hoster-server
 // never imports it.
 //
