@@ -107,6 +107,16 @@ func (o *output) Status(format string, a ...any) {
 	}
 }
 
+// Notice prints a line that -q does not silence, as it does not a failure:
+// something the run did that its user must know (not with --json, whose
+// object says it).
+func (o *output) Notice(format string, a ...any) {
+	o.Finish()
+	if !o.json {
+		fmt.Fprintf(o.ios.ErrOut, format+"\n", a...)
+	}
+}
+
 // Warn prints a warning (not with -q).
 func (o *output) Warn(msg string) {
 	if !o.quiet {

@@ -107,6 +107,7 @@ func runPull(cmd *cobra.Command, ios *IO, g *globals, parts []pullPart, all bool
 		rep.Bytes += s.Bytes
 		rep.Unchanged += s.Unchanged
 		rep.Failures = append(rep.Failures, s.Failures...)
+		rep.Kept = append(rep.Kept, s.Kept...)
 		switch {
 		case errors.Is(err, errNoGameLogs) && all:
 			rep.Notes = append(rep.Notes, "game logs skipped: "+err.Error())
@@ -119,11 +120,14 @@ func runPull(cmd *cobra.Command, ios *IO, g *globals, parts []pullPart, all bool
 	for _, n := range rep.Notes {
 		out.Status("note: %s", n)
 	}
+	for _, k := range rep.Kept {
+		out.Notice("kept: %s: %s; the archived copy is now %s, and the server's copy in its place", k.Path, k.Why, k.As)
+	}
 	out.Status("pulled: %d files fetched (%s), %d unchanged in %.1fs", rep.Fetched, humanBytes(rep.Bytes), rep.Unchanged, rep.Elapsed)
 	// Each failure was printed as it happened.
 	if len(errs) > 0 || len(rep.Failures) > 0 {
 		if len(rep.Failures) > 0 {
-			errs = append(errs, fmt.Errorf("%d files failed; the next run completes them", len(rep.Failures)))
+			errs = append(errs, fmt.Errorf("%d files failed, each named above; the next run tries them again", len(rep.Failures)))
 		}
 		return withExit(ExitFailed, errors.Join(errs...))
 	}

@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -86,5 +87,50 @@ func TestPullFailurePrintedOnce(t *testing.T) {
 	}
 	if n := strings.Count(errOut, "cpu-2026-11-22.log"); n != 1 {
 		t.Errorf("the failed file is named %d times:\n%s", n, errOut)
+	}
+}
+
+// A game-log path holding a newline is refused, named on one line (no
+// forged line in the output, no folder named with a newline); the rest is
+// mirrored and the run exits 1. A rotated log that shrank on the server is
+// mirrored with the archived copy kept beside it, which even -q says.
+func TestPullOddNamesAndKeptCopies(t *testing.T) {
+	e := newCLIEnv(t, api.Variant1)
+	logs := pullServer(t, e, api.Variant1)
+	odd := filepath.Join(logs, "hoster-logs/a.com/g\nfetched evil.com/hoster-processes/0123456789ab/stats-2026-11-22-10.jsonl")
+	os.MkdirAll(filepath.Dir(odd), 0o755)
+	os.WriteFile(odd, []byte("{}\n"), 0o644)
+	rotated := filepath.Join(logs, "web-logs/access-2026-11-20T10-00-00.000.log")
+	os.WriteFile(rotated, []byte("a long rotated log\n"), 0o644)
+
+	_, errOut, code := e.run(false, "pull")
+	if code != ExitFailed || !strings.Contains(errOut, `failed: fetch a.com/g\nfetched evil.com/hoster-processes/0123456789ab/stats-2026-11-22-10.jsonl: the server listed it, but the name holds a control character; skipped`) {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	for _, line := range strings.Split(errOut, "\n") {
+		if strings.HasPrefix(line, "fetched evil") {
+			t.Errorf("a forged line in the output: %q", line)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "hoster-mirror/hoster-logs/a.com/g\nfetched evil.com")); err == nil {
+		t.Error("a folder named with a newline was made")
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "hoster-mirror/hoster-logs/a.com/g/hoster-processes/0123456789ab/stats-2026-11-22-10.jsonl")); err != nil {
+		t.Error("the rest was not mirrored")
+	}
+
+	os.RemoveAll(filepath.Join(logs, "hoster-logs/a.com/g\nfetched evil.com"))
+	fi, _ := os.Stat(rotated)
+	os.WriteFile(rotated, []byte("short\n"), 0o644)
+	os.Chtimes(rotated, fi.ModTime(), fi.ModTime())
+	_, errOut, code = e.run(false, "-q", "pull")
+	name := "access-" + strconv.FormatInt(fi.ModTime().UnixMilli(), 10) + ".log"
+	want := "kept: " + name + ": the server's copy, 6 bytes, does not begin with the 19 bytes archived; the archived copy is now " +
+		name + ".kept-1, and the server's copy in its place\n"
+	if code != 0 || errOut != want {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.dir, "hoster-mirror/web-logs", name+".kept-1")); string(b) != "a long rotated log\n" {
+		t.Fatalf("the archived copy holds %q", b)
 	}
 }

@@ -185,7 +185,7 @@ func failureSummary(sum mirror.SyncSummary) string {
 		if n == 1 {
 			noun = "name"
 		}
-		parts = append(parts, fmt.Sprintf("%d local %s skipped (not UTF-8)", n, noun))
+		parts = append(parts, fmt.Sprintf("%d local %s skipped (not UTF-8, or with a control character)", n, noun))
 	}
 	if sum.DeletesSkipped && sum.NotSent == 0 {
 		parts = append(parts, mirror.ErrUploadsFailed.Error())

@@ -441,7 +441,7 @@ func TestSyncSkipsNameNotUTF8(t *testing.T) {
 	e.game("arena", map[string]string{"ok.txt": "ok", "bad\xff.txt": "bad"})
 	_, errOut, code := e.run(false, "sync", "sites")
 	if code != ExitFailed || !strings.Contains(errOut, `failed: skip example.com/arena/bad\xff.txt: the name is not valid UTF-8`) ||
-		!strings.Contains(errOut, "1 local name skipped (not UTF-8)") {
+		!strings.Contains(errOut, "1 local name skipped (not UTF-8, or with a control character)") {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
 	if _, err := os.Stat(filepath.Join(e.games, "example.com/arena/ok.txt")); err != nil {

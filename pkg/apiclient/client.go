@@ -1,9 +1,10 @@
 // Package apiclient is hoster's HTTP client of the contract in [api]: the
 // Sync API (version, tree, upload, delete) and the tools API's listings and
-// files, with the certificate pin, retries and error classification. Every
-// request goes one way: one function builds it as a resty request, sends it
-// through the one transport (with the connections [Client.Warm] opens
-// ahead), classifies the answer and retries it under the one policy. It is
+// files, with the certificate pin, retries, waits and error classification.
+// Every request goes one way: one function builds it as a resty request,
+// sends it through the one transport (with the connections [Client.Warm]
+// opens ahead) under one watchdog (no answer, or a body that stalls, cuts
+// it off), classifies the answer and retries it under the one policy. It is
 // the one place hoster links an HTTP client library (resty); hoster-server
 // never imports it.
 //
@@ -68,6 +69,15 @@ type ClientConfig struct {
 	// RetryBase is the first backoff; 0 means 250 ms. Backoff doubles, with
 	// jitter, up to 10 s, and honours a 429's Retry-After.
 	RetryBase time.Duration
+	// HeaderTimeout is how long an answer's headers may take once the
+	// request is sent; 0 means 60 s. An attempt that waits longer is cut
+	// off, and tried again as one that got no answer.
+	HeaderTimeout time.Duration
+	// StallTimeout is how long a body, an upload's as it is sent or an
+	// answer's as it is read, may move no byte; 0 means 60 s. A stalled
+	// attempt is cut off: an upload is tried again, a download's body
+	// read gives an error saying it stalled.
+	StallTimeout time.Duration
 }
 
 // Client speaks the contract over HTTP.
@@ -76,6 +86,8 @@ type Client struct {
 	small    *resty.Client // every other request: HTTP/2 where the server offers it
 	attempts int
 	base     time.Duration
+	header   time.Duration // see ClientConfig.HeaderTimeout
+	stall    time.Duration // see ClientConfig.StallTimeout
 
 	mu     sync.Mutex
 	rtt    time.Duration // shortest request-to-answer time seen; 0: none yet
@@ -240,6 +252,13 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if c.base <= 0 {
 		c.base = 250 * time.Millisecond
 	}
+	c.header, c.stall = cfg.HeaderTimeout, cfg.StallTimeout
+	if c.header <= 0 {
+		c.header = defaultHeaderTimeout
+	}
+	if c.stall <= 0 {
+		c.stall = defaultStallTimeout
+	}
 	return c, nil
 }
 
@@ -300,7 +319,7 @@ func tlsConfig(host, pin string, insecure bool, warn func(string)) *tls.Config {
 // and notes whether the server offers the batch upload, and its bounds.
 func (c *Client) Version(ctx context.Context) (api.VersionInfo, error) {
 	var v api.VersionInfo
-	err := c.getJSON(ctx, "asking the server's API version", api.PathVersion, &v)
+	err := c.getJSON(ctx, "asking the server's API version", api.PathVersion, maxAnswer, &v)
 	if err == nil {
 		c.mu.Lock()
 		c.batch = v.BatchUpload
@@ -483,7 +502,7 @@ const tarChunk = 64 << 10
 // Tree fetches the server's tree of hashes.
 func (c *Client) Tree(ctx context.Context) (api.Tree, error) {
 	t := api.Tree{}
-	err := c.getJSON(ctx, "fetching the server's tree", api.PathTree, &t)
+	err := c.getJSON(ctx, "fetching the server's tree", api.PathTree, maxAnswer, &t)
 	return t, err
 }
 
@@ -617,9 +636,9 @@ func (p *predialer) get(ctx context.Context, _, _ string) (net.Conn, error) {
 	return p.dial(ctx)
 }
 
-// getJSON gets path's JSON answer into v.
-func (c *Client) getJSON(ctx context.Context, op, path string, v any) error {
-	k := call{op: op, method: http.MethodGet, path: path, timed: path == api.PathVersion}
+// getJSON gets path's JSON answer, of at most limit bytes, into v.
+func (c *Client) getJSON(ctx context.Context, op, path string, limit int64, v any) error {
+	k := call{op: op, method: http.MethodGet, path: path, limit: limit, timed: path == api.PathVersion}
 	return c.do(ctx, k, func(_ *http.Response, answer []byte) error {
 		if err := json.Unmarshal(answer, v); err != nil {
 			return &Error{Op: op, Msg: "the answer is not the expected JSON: " + err.Error()}
@@ -698,6 +717,8 @@ type call struct {
 	// stream leaves the body of a 200 or 206 answer unread, for the caller
 	// to read and close.
 	stream bool
+	// limit bounds an answer read whole (not k.stream's); 0 means maxAnswer.
+	limit  int64
 	timed  bool // keeps the round trip (RTT)
 	upload bool // goes over HTTP/1.1, on a connection of its own
 }
@@ -713,7 +734,8 @@ type body struct {
 	done func() error
 }
 
-// maxAnswer bounds the answer read into memory.
+// maxAnswer bounds an answer read into memory, unless its call sets a
+// bound of its own: a longer answer is refused.
 const maxAnswer = 256 << 20
 
 // do is the one way a request goes: it builds k as a resty request (the
@@ -732,9 +754,16 @@ func (c *Client) do(ctx context.Context, k call, read func(resp *http.Response, 
 			return read(resp, nil)
 		}
 		defer resp.Body.Close()
-		answer, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+		limit := k.limit
+		if limit <= 0 {
+			limit = maxAnswer
+		}
+		answer, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 		if err != nil {
 			return transportError(k.op, err)
+		}
+		if int64(len(answer)) > limit {
+			return &Error{Op: k.op, Status: resp.StatusCode, Err: fmt.Errorf("the answer is over %d MiB, more than any answer to this request should be; refused", limit>>20)}
 		}
 		if err := statusError(k.op, resp.StatusCode, resp.Header, answer); err != nil {
 			return err
@@ -743,7 +772,8 @@ func (c *Client) do(ctx context.Context, k call, read func(resp *http.Response, 
 	})
 }
 
-// send makes one attempt of k: the answer, or an *Error.
+// send makes one attempt of k, under a watchdog (see watchdog): the
+// answer, whose body's Close ends the watch, or an *Error.
 func (c *Client) send(ctx context.Context, k call) (*http.Response, error) {
 	var b body
 	if k.open != nil {
@@ -755,6 +785,7 @@ func (c *Client) send(ctx context.Context, k call) (*http.Response, error) {
 	if k.timed {
 		ctx = c.timed(ctx)
 	}
+	ctx, w := c.watch(ctx)
 	rc := c.small
 	if k.upload {
 		rc = c.r
@@ -766,6 +797,7 @@ func (c *Client) send(ctx context.Context, k call) (*http.Response, error) {
 	if b.r != nil && b.size == 0 {
 		b.r.Close() // nothing to send: no body, and a Content-Length of 0
 	} else if b.r != nil {
+		w.watchBody(&b)
 		ctx = context.WithValue(ctx, bodyKey{}, &b) // for withBody: resty never sees it
 	}
 	resp, err := req.SetContext(ctx).Execute(k.method, k.path)
@@ -774,13 +806,20 @@ func (c *Client) send(ctx context.Context, k call) (*http.Response, error) {
 			if err == nil {
 				resp.RawBody().Close()
 			}
+			w.stop()
 			return nil, derr
 		}
 	}
 	if err != nil {
+		w.stop()
+		if why := w.cutOff(); why != "" {
+			return nil, &Error{Op: k.op, Msg: why, Transient: true}
+		}
 		return nil, transportError(k.op, err)
 	}
-	return resp.RawResponse, nil
+	raw := resp.RawResponse
+	raw.Body = &watchedBody{r: raw.Body, w: w, answer: true}
+	return raw, nil
 }
 
 // bodyKey carries a request's *body in its context, for withBody.

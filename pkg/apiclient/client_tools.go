@@ -11,17 +11,25 @@ import (
 	"github.com/hoster-dev/hoster/pkg/api"
 )
 
+// maxListing bounds a tools listing's answer, 64 MiB: the game-log listing,
+// the longest, takes about 100 bytes a file, so 64 MiB is some 650,000
+// files, the 30 days a server keeps of more than 400 games running every
+// hour of them (two files a game an hour); the access-log and stats
+// listings stay under 100 KiB. A longer answer is refused rather than read:
+// decoding one costs the client many times its size.
+const maxListing = 64 << 20
+
 // Logs fetches the access-log listing.
 func (c *Client) Logs(ctx context.Context) (api.LogListing, error) {
 	var l api.LogListing
-	err := c.getJSON(ctx, "listing the access logs", api.ToolsPath(api.Version, api.PathLogs), &l)
+	err := c.getJSON(ctx, "listing the access logs", api.ToolsPath(api.Version, api.PathLogs), maxListing, &l)
 	return l, err
 }
 
 // Stats fetches the health day-file listing.
 func (c *Client) Stats(ctx context.Context) (api.StatsListing, error) {
 	var l api.StatsListing
-	err := c.getJSON(ctx, "listing the health day-files", api.ToolsPath(api.Version, api.PathStats), &l)
+	err := c.getJSON(ctx, "listing the health day-files", api.ToolsPath(api.Version, api.PathStats), maxListing, &l)
 	return l, err
 }
 
@@ -29,7 +37,7 @@ func (c *Client) Stats(ctx context.Context) (api.StatsListing, error) {
 // answers ErrNotFound).
 func (c *Client) GameLogs(ctx context.Context) (api.GameLogListing, error) {
 	var l api.GameLogListing
-	err := c.getJSON(ctx, "listing the game logs", api.ToolsPath(api.Version, api.PathGameLogs), &l)
+	err := c.getJSON(ctx, "listing the game logs", api.ToolsPath(api.Version, api.PathGameLogs), maxListing, &l)
 	return l, err
 }
 

@@ -1,10 +1,12 @@
 package mirror
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
-	"github.com/hoster-dev/hoster/pkg/atomicfile"
+	"hash"
 	"io"
 	"io/fs"
 	"net/url"
@@ -17,6 +19,7 @@ import (
 	"sync"
 
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/atomicfile"
 )
 
 // LogsRemote is the server side of a pull; *apiclient.Client is one.
@@ -33,6 +36,9 @@ type PullSummary struct {
 	Bytes     int64     `json:"bytes"`     // bytes received
 	Unchanged int       `json:"unchanged"` // files already exact
 	Failures  []Failure `json:"failures"`
+	// Kept are the archived copies set aside because the server's copy no
+	// longer continued them: each was fetched too.
+	Kept []Kept `json:"kept,omitempty"`
 }
 
 func (s *PullSummary) add(o PullSummary) {
@@ -40,6 +46,17 @@ func (s *PullSummary) add(o PullSummary) {
 	s.Bytes += o.Bytes
 	s.Unchanged += o.Unchanged
 	s.Failures = append(s.Failures, o.Failures...)
+	s.Kept = append(s.Kept, o.Kept...)
+}
+
+// Kept is an archived copy that a pull set aside, under a name of its own
+// beside it, before putting the server's copy in its place: the server's
+// copy did not begin with the archived bytes (it shrank, or was
+// rewritten), and the mirror loses no byte it held.
+type Kept struct {
+	Path string `json:"path"` // the file, as the listing names it
+	As   string `json:"as"`   // where the archived copy now is: Path + ".kept-<n>"
+	Why  string `json:"why"`
 }
 
 // fileJob is one file to bring up to date.
@@ -134,7 +151,7 @@ func PullStats(ctx context.Context, remote LogsRemote, dir string, jobs int, rep
 	var bad []Failure
 	for _, f := range l.Files {
 		if !statsName.MatchString(f.Name) {
-			bad = append(bad, Failure{Op: "fetch", Path: f.Name, Error: "the server listed a name that is not <type>-YYYY-MM-DD.log; skipped"})
+			bad = append(bad, Failure{Op: "fetch", Path: shownName(f.Name), Error: "the server listed a name that is not <type>-YYYY-MM-DD.log; skipped"})
 			continue
 		}
 		jobsList = append(jobsList, fileJob{route: api.PathStatsFile, query: url.Values{api.QueryName: {f.Name}},
@@ -152,7 +169,8 @@ var gameLogPath = regexp.MustCompile(`^[^/_.][^/]*\.[^/]*/[^/_.][^/]*/hoster-pro
 // tree-relative path. Every hour file is treated as growing: the contract
 // says a changed size means the client fetches the tail. A path the server
 // lists that is not of the contract's shape is refused, so a server cannot
-// make the client write outside dir.
+// make the client write outside dir; so is one that sync would refuse
+// (nameFault), so that no folder is named with a newline.
 func PullGameLogs(ctx context.Context, remote LogsRemote, dir string, jobs int, rep Reporter) (PullSummary, error) {
 	l, err := remote.GameLogs(ctx)
 	if err != nil {
@@ -161,6 +179,10 @@ func PullGameLogs(ctx context.Context, remote LogsRemote, dir string, jobs int, 
 	var jobsList []fileJob
 	var bad []Failure
 	for _, f := range l.Files {
+		if fault := nameFault(f.Path); fault != "" {
+			bad = append(bad, Failure{Op: "fetch", Path: shownName(f.Path), Error: "the server listed it, but " + fault + "; skipped"})
+			continue
+		}
 		if !gameLogPath.MatchString(f.Path) || strings.Contains(f.Path, "..") {
 			bad = append(bad, Failure{Op: "fetch", Path: f.Path, Error: "the server listed a path outside the game-log layout; skipped"})
 			continue
@@ -190,6 +212,10 @@ func runJobs(ctx context.Context, remote LogsRemote, list []fileJob, jobs int, r
 		rep = NopReporter{}
 	}
 	sum := PullSummary{Failures: []Failure{}}
+	list, dup := unique(list)
+	if dup != nil {
+		sum.add(reportBad(rep, []Failure{*dup}))
+	}
 	removeStaleParts(list)
 	var todo []fileJob
 	for _, j := range list {
@@ -210,7 +236,7 @@ func runJobs(ctx context.Context, remote LogsRemote, list []fileJob, jobs int, r
 	var mu sync.Mutex
 	parallel(ctx, max(jobs, 1), len(todo), func(i int) {
 		j := todo[i]
-		n, err := syncFile(ctx, remote, j)
+		got, err := syncFile(ctx, remote, j)
 		if err != nil {
 			err = errors.New(pullCause(err))
 		}
@@ -219,12 +245,44 @@ func runJobs(ctx context.Context, remote LogsRemote, list []fileJob, jobs int, r
 			sum.Failures = append(sum.Failures, Failure{Op: "fetch", Path: j.label, Error: err.Error()})
 		} else {
 			sum.Fetched++
-			sum.Bytes += n
+			sum.Bytes += got.n
+			if got.kept != nil {
+				sum.Kept = append(sum.Kept, *got.kept)
+			}
 		}
 		mu.Unlock()
-		rep.Done(Op{Kind: "fetch", Path: j.label, Size: n}, err)
+		rep.Done(Op{Kind: "fetch", Path: j.label, Size: got.n}, err)
 	})
+	sort.Slice(sum.Kept, func(a, b int) bool { return sum.Kept[a].Path < sum.Kept[b].Path })
 	return sum
+}
+
+// unique drops the jobs whose local file an earlier job of list writes
+// already: the contract lists each file once, and a listing that names one
+// again (a million times, from a broken or hostile server) gets it fetched
+// once, at its first listed size. The one failure, if any, names the first
+// repeated file and counts the repeats.
+func unique(list []fileJob) ([]fileJob, *Failure) {
+	seen := make(map[string]bool, len(list))
+	out := list[:0:0]
+	var first string
+	repeats := 0
+	for _, j := range list {
+		if seen[j.dst] {
+			if repeats == 0 {
+				first = j.label
+			}
+			repeats++
+			continue
+		}
+		seen[j.dst] = true
+		out = append(out, j)
+	}
+	if repeats == 0 {
+		return list, nil
+	}
+	return out, &Failure{Op: "fetch", Path: first, Error: fmt.Sprintf(
+		"the server listed it more than once (%d repeated entries in its listing); each file was fetched once, at its first listed size", repeats)}
 }
 
 // pullCause is err as a failure line shows it beside the file's name: the
@@ -242,10 +300,16 @@ func pullCause(err error) string {
 	return cause(err)
 }
 
-// syncFile brings one local file up to date and returns the bytes received.
-func syncFile(ctx context.Context, remote LogsRemote, j fileJob) (int64, error) {
+// fetched is what bringing one file up to date did.
+type fetched struct {
+	n    int64 // bytes received
+	kept *Kept // the archived copy set aside, if it was
+}
+
+// syncFile brings one local file up to date.
+func syncFile(ctx context.Context, remote LogsRemote, j fileJob) (fetched, error) {
 	if err := os.MkdirAll(filepath.Dir(j.dst), 0o755); err != nil {
-		return 0, err
+		return fetched{}, err
 	}
 	local := int64(-1)
 	if fi, err := os.Stat(j.dst); err == nil {
@@ -254,95 +318,194 @@ func syncFile(ctx context.Context, remote LogsRemote, j fileJob) (int64, error) 
 	if j.growing && local <= j.size {
 		return fetchTail(ctx, remote, j, max(local, 0))
 	}
-	return fetchWhole(ctx, remote, j)
-}
-
-// fetchWhole fetches the file into a temporary file beside dst and renames it
-// into place only when complete: exactly the listed size for a frozen file,
-// at least it for a growing one.
-func fetchWhole(ctx context.Context, remote LogsRemote, j fileJob) (int64, error) {
 	f, err := remote.Fetch(ctx, j.route, j.query, 0)
 	if err != nil {
-		return 0, err
+		return fetched{}, err
 	}
 	defer f.Body.Close()
-	return receive(j, f.Body, func(n int64) bool { return n == j.size || j.growing && n > j.size })
+	return receive(j, f.Body, f.Length)
 }
 
-// receive writes body whole into j's local file (pkg/atomicfile), if
-// complete says the byte count is right; else nothing is written.
-func receive(j fileJob, body io.Reader, complete func(n int64) bool) (int64, error) {
-	var short error
-	n, err := atomicfile.Copy(j.dst, body, 0o644, func(n int64) error {
-		if !complete(n) {
-			short = fmt.Errorf("received %d bytes, the listing said %d (nothing was written; the next run fetches it again)", n, j.size)
-			return short
+// receive writes body, whose length is given (-1: not known), whole in
+// place of j's local file (pkg/atomicfile), only once it has exactly the
+// listed size; it reads no more of it than that. A frozen file whose body
+// has more is refused: the server sent what it did not list. A growing one
+// may have grown since the listing: its first j.size bytes are taken, the
+// rest is the next run's tail. A local copy that the body does not begin
+// with (the server's copy shrank, or was rewritten) is first set aside
+// (keepAside), so the mirror loses none of its bytes. On any failure,
+// nothing is written.
+func receive(j fileJob, body io.Reader, length int64) (fetched, error) {
+	if !j.growing && length > j.size {
+		return fetched{}, fmt.Errorf("the server sent %d bytes where it listed %d (nothing was written)", length, j.size)
+	}
+	limit := j.size
+	if !j.growing {
+		limit++ // one byte more tells a longer body
+	}
+	old, err := archivedCopy(j.dst)
+	if err != nil {
+		return fetched{}, err
+	}
+	var r io.Reader = io.LimitReader(body, limit)
+	if old != nil {
+		r = io.TeeReader(r, old)
+	}
+	var got fetched
+	var aside string
+	var refused error
+	n, err := atomicfile.Copy(j.dst, r, 0o644, func(n int64) error {
+		switch {
+		case n > j.size:
+			refused = fmt.Errorf("the server sent more than the %d bytes it listed (nothing was written)", j.size)
+		case n < j.size:
+			refused = fmt.Errorf("received %d bytes, the listing said %d (nothing was written; the next run fetches it again)", n, j.size)
+		case old != nil && !old.continued():
+			var err error
+			if aside, err = keepAside(j.dst); err != nil {
+				refused = fmt.Errorf("setting the archived copy aside (the server's copy no longer begins with it): %w (nothing was written)", err)
+				break
+			}
+			got.kept = &Kept{Path: j.label, As: j.label + strings.TrimPrefix(aside, j.dst),
+				Why: fmt.Sprintf("the server's copy, %d bytes, does not begin with the %d bytes archived", n, old.size)}
 		}
-		return nil
+		return refused
 	})
+	got.n = n
+	if err != nil && aside != "" {
+		os.Remove(aside) // the archived copy is still in place
+		got.kept = nil
+	}
 	switch {
 	case err == nil:
-		return n, nil
-	case short != nil && errors.Is(err, short):
-		return n, short
+		return got, nil
+	case refused != nil && errors.Is(err, refused):
+		return got, refused
 	case errors.Is(err, atomicfile.ErrNotRegular):
-		return n, fmt.Errorf("putting the file in place: %w", atomicfile.ErrNotRegular)
+		return got, fmt.Errorf("putting the file in place: %w", atomicfile.ErrNotRegular)
 	}
 	if cause := errors.Unwrap(err); cause != nil {
 		err = cause // atomicfile's error names the local path, which the caller names already
 	}
-	return n, fmt.Errorf("receiving: %w (nothing was written; the next run fetches it again)", err)
+	return got, fmt.Errorf("receiving: %w (nothing was written; the next run fetches it again)", err)
 }
 
-// fetchTail appends the bytes past from. Only a 206 starting exactly at from
-// is appended; a 200 with a body means the server ignored the Range, and the
-// whole body replaces the file; an empty 200 means there is nothing new. If
-// the transfer fails part-way, the file is cut back to from.
-func fetchTail(ctx context.Context, remote LogsRemote, j fileJob, from int64) (int64, error) {
+// prefixCheck learns whether a body begins with the bytes of the local
+// copy it is to replace: the body's first size bytes are written to it as
+// they are received, and their hash compared with the copy's.
+type prefixCheck struct {
+	want []byte // the local copy's sha256
+	size int64  // its length
+	h    hash.Hash
+	left int64 // bytes still to hash
+}
+
+func (p *prefixCheck) Write(b []byte) (int, error) {
+	m := min(int64(len(b)), p.left)
+	p.h.Write(b[:m])
+	p.left -= m
+	return len(b), nil
+}
+
+// continued reports whether the body began with the local copy.
+func (p *prefixCheck) continued() bool {
+	return p.left == 0 && bytes.Equal(p.h.Sum(nil), p.want)
+}
+
+// archivedCopy is the check of a body against the local file at dst, or
+// nil where there is no local file with bytes to lose (none, or empty, or
+// not a regular file, which atomicfile refuses to replace).
+func archivedCopy(dst string) (*prefixCheck, error) {
+	f, err := os.Open(dst)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() == 0 {
+		return nil, err
+	}
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return nil, err
+	}
+	return &prefixCheck{want: h.Sum(nil), size: n, h: sha256.New(), left: n}, nil
+}
+
+// maxKept bounds the archived copies set aside for one file.
+const maxKept = 1000
+
+// keepAside links the local file at dst under a name of its own beside it,
+// <name>.kept-<n> with the first n free, and returns that path: the
+// server's copy can then take dst's place without losing a byte of it. A
+// link never replaces what is there.
+func keepAside(dst string) (string, error) {
+	for i := 1; i <= maxKept; i++ {
+		as := fmt.Sprintf("%s.kept-%d", dst, i)
+		err := os.Link(dst, as)
+		if err == nil {
+			return as, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			var le *os.LinkError
+			if errors.As(err, &le) {
+				err = le.Err // the paths are the caller's to name
+			}
+			return "", err
+		}
+	}
+	return "", fmt.Errorf("%s.kept-1 to -%d are all taken", filepath.Base(dst), maxKept)
+}
+
+// fetchTail appends the bytes past from, up to the listed size: what the
+// file grew since the listing is the next run's. Only a 206 starting exactly
+// at from is appended; a 200 with a body means the server ignored the
+// Range, and the whole body replaces the file (receive); an empty 200 means
+// there is nothing new. If the transfer fails part-way, the file is cut
+// back to from.
+func fetchTail(ctx context.Context, remote LogsRemote, j fileJob, from int64) (fetched, error) {
 	f, err := remote.Fetch(ctx, j.route, j.query, from)
 	if err != nil {
-		return 0, err
+		return fetched{}, err
 	}
 	defer f.Body.Close()
 	if f.Status == 200 {
 		if f.Length == 0 {
 			if from == 0 {
 				// An empty file on the server: mirror it as empty.
-				return 0, os.WriteFile(j.dst, nil, 0o644)
+				return fetched{}, os.WriteFile(j.dst, nil, 0o644)
 			}
-			return 0, nil
+			return fetched{}, nil
 		}
-		if from > 0 {
-			// The server ignored the Range: replace the file with the whole body.
-			j.growing = true
-		}
-		return replaceWith(j, f.Body)
+		return receive(j, f.Body, f.Length)
 	}
 	if f.Start != from {
-		return 0, fmt.Errorf("the server sent bytes from %d, not from %d; nothing was written", f.Start, from)
+		return fetched{}, fmt.Errorf("the server sent bytes from %d, not from %d; nothing was written", f.Start, from)
+	}
+	want := j.size - from
+	if f.Length >= 0 {
+		want = min(want, f.Length) // the file is shorter now than listed: what there is
 	}
 	out, err := os.OpenFile(j.dst, os.O_WRONLY|os.O_CREATE, 0o644)
 	if err != nil {
-		return 0, err
+		return fetched{}, err
 	}
 	if _, err := out.Seek(from, io.SeekStart); err != nil {
 		out.Close()
-		return 0, err
+		return fetched{}, err
 	}
-	n, err := io.Copy(out, f.Body)
-	if err == nil && f.Length >= 0 && n != f.Length {
-		err = fmt.Errorf("received %d of %d bytes", n, f.Length)
+	n, err := io.Copy(out, io.LimitReader(f.Body, want))
+	if err == nil && n != want {
+		err = fmt.Errorf("received %d of %d bytes", n, want)
 	}
 	if err != nil {
 		out.Truncate(from)
 		out.Close()
-		return 0, fmt.Errorf("receiving: %w (cut back to %d bytes; the next run continues)", err, from)
+		return fetched{}, fmt.Errorf("receiving: %w (cut back to %d bytes; the next run continues)", err, from)
 	}
-	return n, out.Close()
-}
-
-// replaceWith writes body whole in place of j's local file, if it has at
-// least the listed size.
-func replaceWith(j fileJob, body io.Reader) (int64, error) {
-	return receive(j, body, func(n int64) bool { return n >= j.size })
+	return fetched{n: n}, out.Close()
 }

@@ -532,3 +532,23 @@ func TestNameNotUTF8IsRefused(t *testing.T) {
 		t.Fatalf("server holds %s", got)
 	}
 }
+
+// TestNameWithControlCharacterIsRefused: a local name holding a control
+// character (a newline would forge a line of every report naming it) is
+// refused by the same rule as a name that is not UTF-8, and shown on one
+// line.
+func TestNameWithControlCharacterIsRefused(t *testing.T) {
+	f := newFixture(t, api.Variant1)
+	writeFiles(t, f.root, "a.com/g/hoster-game.json", cfg, "a.com/g/bad\nfailed: forged.txt", "b", "a.com/g/ok.txt", "o")
+	sum, err := f.sync(t, SyncOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Failures) != 1 || sum.Failures[0].Path != `a.com/g/bad\nfailed: forged.txt` ||
+		!strings.Contains(sum.Failures[0].Error, "holds a control character") {
+		t.Fatalf("failures %+v", sum.Failures)
+	}
+	if got := fmt.Sprint(f.serverFiles(t)); got != "[a.com/g/hoster-game.json a.com/g/ok.txt]" {
+		t.Fatalf("server holds %s", got)
+	}
+}

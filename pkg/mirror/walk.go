@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/hoster-dev/hoster/pkg/api"
@@ -34,7 +35,7 @@ type Local struct {
 	Files map[string]*File
 	// Games are the "<domain>/<game>" folders found, sorted.
 	Games []string
-	// Refused are names that cannot be mirrored (not valid UTF-8): left
+	// Refused are names that cannot be mirrored (see nameFault): left
 	// out, each a failure of the sync.
 	Refused []Failure
 	// Cache, when set, gives the hashes of files unchanged since it last
@@ -42,12 +43,32 @@ type Local struct {
 	Cache *HashCache
 }
 
-// refusedName is the failure of a local name that is not valid UTF-8: the
-// server refuses such a path, and the tree's JSON could not carry it back.
-func refusedName(path string) Failure {
-	q := strconv.Quote(path)
-	return Failure{Op: "skip", Path: q[1 : len(q)-1],
-		Error: "the name is not valid UTF-8, which the server refuses; rename it (it was not sent)"}
+// nameFault is why a name cannot be mirrored, either way (sync's walk, a
+// pull's listing), or "" when it can: a name that is not valid UTF-8 (the
+// server refuses such a path, and JSON could not carry it back), or that
+// holds a control character (a newline in it would forge lines of every
+// report that names it, and make a folder no one can type).
+func nameFault(name string) string {
+	switch {
+	case !utf8.ValidString(name):
+		return "the name is not valid UTF-8, which the server refuses"
+	case strings.ContainsFunc(name, unicode.IsControl):
+		return "the name holds a control character"
+	}
+	return ""
+}
+
+// shownName is name as reports show it: Go's escapes for what is not
+// printable (a newline as \n, a byte that is not UTF-8 as \xff), so a name
+// is one line, whatever it holds.
+func shownName(name string) string {
+	q := strconv.Quote(name)
+	return q[1 : len(q)-1]
+}
+
+// refusedName is the failure of a local name that nameFault refuses.
+func refusedName(path, fault string) Failure {
+	return Failure{Op: "skip", Path: shownName(path), Error: fault + "; rename it (it was not sent)"}
 }
 
 // HashCache keeps the hashes of local files between the rounds of
@@ -125,8 +146,8 @@ func Walk(root string) (*Local, error) {
 		if !d.IsDir() || !game.IsDomainName(d.Name()) {
 			continue
 		}
-		if !utf8.ValidString(d.Name()) {
-			l.Refused = append(l.Refused, refusedName(d.Name()))
+		if fault := nameFault(d.Name()); fault != "" {
+			l.Refused = append(l.Refused, refusedName(d.Name(), fault))
 			continue
 		}
 		games, err := os.ReadDir(filepath.Join(root, d.Name()))
@@ -138,8 +159,8 @@ func Walk(root string) (*Local, error) {
 			if !g.IsDir() || !game.IsGameName(g.Name()) {
 				continue
 			}
-			if !utf8.ValidString(g.Name()) {
-				l.Refused = append(l.Refused, refusedName(d.Name()+"/"+g.Name()))
+			if fault := nameFault(g.Name()); fault != "" {
+				l.Refused = append(l.Refused, refusedName(d.Name()+"/"+g.Name(), fault))
 				continue
 			}
 			if fi, err := os.Lstat(filepath.Join(gameDir, api.GameConfigFile)); err != nil || !fi.Mode().IsRegular() {
@@ -199,9 +220,9 @@ func walkGame(dir, prefix string) ([]*File, []Failure, error) {
 		if !e.IsDir() && !e.Type().IsRegular() {
 			return nil // symlinks and devices are not mirrored
 		}
-		if !utf8.ValidString(e.Name()) {
+		if fault := nameFault(e.Name()); fault != "" {
 			rel, _ := filepath.Rel(dir, p)
-			refused = append(refused, refusedName(prefix+"/"+filepath.ToSlash(rel)))
+			refused = append(refused, refusedName(prefix+"/"+filepath.ToSlash(rel), fault))
 			if e.IsDir() {
 				return filepath.SkipDir
 			}
