@@ -1,11 +1,16 @@
 package main
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/hoster-dev/hoster/internal/cli"
+	"github.com/hoster-dev/hoster/internal/servercmd"
+	"github.com/spf13/pflag"
 )
 
 // TestCLIDocsAreCurrent fails when docs/cli is not what `make docs` writes
@@ -78,5 +83,34 @@ func TestReadmeListsEveryPage(t *testing.T) {
 		if !listed[rel] {
 			t.Errorf("README.md's Documentation list does not name %s", rel)
 		}
+	}
+}
+
+// TestConfigNamesEveryFlag fails when docs/config.md, the one table of
+// settings, misses a flag of hoster-server serve or init (each also an
+// environment variable) or a global flag of hoster.
+func TestConfigNamesEveryFlag(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "config.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	ios := &cli.IO{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}
+	server := servercmd.Command(io.Discard, io.Discard)
+	sets := map[string]*pflag.FlagSet{"hoster": cli.Command(ios).PersistentFlags()}
+	for _, c := range server.Commands() {
+		if c.Name() == "serve" || c.Name() == "init" {
+			sets["hoster-server "+c.Name()] = c.Flags()
+		}
+	}
+	for cmd, fs := range sets {
+		fs.VisitAll(func(f *pflag.Flag) {
+			if !strings.Contains(text, "`--"+f.Name+"`") && !strings.Contains(text, "`--"+f.Name+" ") && !strings.Contains(text, "`--"+f.Name+",") {
+				t.Errorf("docs/config.md does not name %s --%s", cmd, f.Name)
+			}
+			if strings.HasPrefix(cmd, "hoster-server") && !strings.Contains(text, servercmd.EnvName(f.Name)) {
+				t.Errorf("docs/config.md does not name %s, the variable of %s --%s", servercmd.EnvName(f.Name), cmd, f.Name)
+			}
+		})
 	}
 }
