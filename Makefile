@@ -11,7 +11,7 @@ TESTENV := XDG_CONFIG_HOME=/nonexistent/hoster-test HOSTER_CONFIG_SERVER= HOSTER
 TSC := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/hoster-test/typescript/node_modules/.bin/tsc
 TESTENV += HOSTER_TSC=$$(test -x $(TSC) && echo $(TSC))
 
-.PHONY: help build test test-deps bench lint fuzz clean demo demo-smoke
+.PHONY: help build test test-deps bench lint fuzz clean demo demo-smoke docs
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -54,6 +54,9 @@ fuzz: ## fuzz the path checks and parsers, FUZZTIME (30s) each
 	$(GO) test -run '^$$' -fuzz FuzzParseCommand -fuzztime $(FUZZTIME) ./pkg/runtime
 	$(GO) test -run '^$$' -fuzz FuzzPlanAgainstAHostileTree -fuzztime $(FUZZTIME) ./pkg/mirror
 	$(GO) test -run '^$$' -fuzz FuzzNormalisePin -fuzztime $(FUZZTIME) ./pkg/apiclient
+
+docs: ## regenerate the command-line reference, docs/cli, from the cobra commands
+	$(GO) run ./internal/docgen -out docs/cli
 
 clean: ## remove build output
 	rm -rf bin

@@ -47,6 +47,10 @@ func run(ios *IO, args []string) int {
 	return exitCode(err)
 }
 
+// Command is the hoster command tree, reading and writing through ios (run
+// executes it; the CLI reference in docs/cli is generated from it).
+func Command(ios *IO) *cobra.Command { return newRootCmd(ios) }
+
 // globals are the flags every command takes.
 type globals struct {
 	JSON       bool

@@ -16,19 +16,8 @@ import (
 // Main runs hoster-server with args and returns the exit status: 0 done,
 // 1 failed, 2 usage error.
 func Main(args []string, out, errOut io.Writer) int {
-	root := &cobra.Command{
-		Use:           "hoster-server",
-		Short:         "Run hoster games and the Sync and tools APIs",
-		SilenceUsage:  true,
-		SilenceErrors: true,
-	}
+	root := Command(out, errOut)
 	root.SetArgs(args)
-	root.SetOut(out)
-	root.SetErr(errOut)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	for _, add := range []func(out, errOut io.Writer) *cobra.Command{newServeCmd, newInitCmd, newVersionCmd} {
-		root.AddCommand(add(out, errOut))
-	}
 	_, _, err := root.Find(args)
 	if err != nil {
 		err = usageError{err} // no such command
@@ -43,6 +32,24 @@ func Main(args []string, out, errOut io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// Command is the hoster-server command tree, writing to out and errOut
+// (Main runs it; the CLI reference in docs/cli is generated from it).
+func Command(out, errOut io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "hoster-server",
+		Short:         "Run hoster games and the Sync and tools APIs",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(out)
+	root.SetErr(errOut)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	for _, add := range []func(out, errOut io.Writer) *cobra.Command{newServeCmd, newInitCmd, newVersionCmd} {
+		root.AddCommand(add(out, errOut))
+	}
+	return root
 }
 
 func newVersionCmd(out, _ io.Writer) *cobra.Command {
