@@ -1,31 +1,33 @@
 // Package apiclient is hoster's HTTP client of the contract in [api]: the
 // Sync API (version, tree, upload, delete) and the tools API's listings and
 // files, with the certificate pin, retries, waits and error classification.
-// Every request goes one way: one function builds it as a resty request,
-// sends it through the one transport (with the connections [Client.Warm]
-// opens ahead) under one watchdog (no answer, or a body that stalls, cuts
-// it off), classifies the answer and retries it under the one policy. It is
-// the one place hoster links an HTTP client library (resty); hoster-server
-// never imports it.
+// Every request goes one way (request.go): one function builds it as a
+// resty request, and resty sends it, tries it again under the one retry
+// policy (resty's retry count, condition, backoff and Retry-After, set up
+// once in [NewClient]) and reads its answer (whole, within a bound, or
+// left to stream where the caller reads it). Each attempt goes through
+// one of the two transports (transport.go: the pin, HTTP/2 but for
+// uploads, the connections [Client.Warm] opens ahead) under a watchdog of
+// its own (watchdog.go: no answer, or a body that stalls, cuts it off).
+// Batches are split and sent as tar streams in batch.go; errors.go
+// classifies what went wrong. It is the one place hoster links an HTTP
+// client library (resty); hoster-server never imports it.
 //
-// Bodies are streamed, never read into memory: resty builds each request
-// without one (given an io.Reader, resty v2 reads it whole to be able to
-// send it again), and a pre-request hook gives the request its body, its
-// length and the way to reopen it, carried in the request's context.
+// Upload bodies are streamed, never read into memory: resty v2 reads an
+// io.Reader body whole before sending it, so resty builds each request
+// without one, and its pre-request hook (withBody) opens the body afresh
+// at each attempt and gives it to the request, with its length.
 package apiclient
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 	"time"
 
@@ -59,7 +61,8 @@ type ClientConfig struct {
 	// Attempts is how many times a transient failure is tried; 0 means 5.
 	Attempts int
 	// RetryBase is the first backoff; 0 means 250 ms. Backoff doubles, with
-	// jitter, up to 10 s, and honours a 429's Retry-After.
+	// jitter, up to 10 s (resty's backoff), and honours a 429's Retry-After
+	// up to the same 10 s.
 	RetryBase time.Duration
 	// HeaderTimeout is how long an answer's headers may take once the
 	// request is sent; 0 means 60 s. An attempt that waits longer is cut
@@ -76,10 +79,8 @@ type ClientConfig struct {
 type Client struct {
 	r        *resty.Client // uploads: HTTP/1.1, a connection each
 	small    *resty.Client // every other request: HTTP/2 where the server offers it
-	attempts int
-	base     time.Duration
-	header   time.Duration // see ClientConfig.HeaderTimeout
-	stall    time.Duration // see ClientConfig.StallTimeout
+	attempts int           // see ClientConfig.Attempts
+	base     time.Duration // see ClientConfig.RetryBase
 
 	mu     sync.Mutex
 	rtt    time.Duration // shortest request-to-answer time seen; 0: none yet
@@ -99,75 +100,29 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Two transports. Uploads go over HTTP/1.1, each on its own TCP
-	// connection and window: behind Caddy, Go's HTTP/2 server gives a
-	// connection a 1 MiB receive window, so many streams on one connection
-	// are held to 1 MiB a round trip (bench/link.sh: 19.5 s against 3.0 s at
-	// 50 ms). Every other request (the version, the tree, deletes, pulls)
-	// is small or a download, and where a TLS server offers HTTP/2 it goes
-	// over one HTTP/2 connection: no handshake of its own, and a download is
-	// not held by the server's window but by this client's, which is large.
-	conns := max(cfg.Conns, 8)
-	tr := &http.Transport{
-		Proxy:               http.ProxyFromEnvironment,
-		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:        conns * 2,
-		MaxIdleConnsPerHost: conns,
-		IdleConnTimeout:     90 * time.Second,
-		TLSHandshakeTimeout: 10 * time.Second,
-	}
-	var tlsCfg *tls.Config
-	if u.Scheme == "https" {
-		tlsCfg = tlsConfig(u.Hostname(), pin, cfg.InsecureSkipVerify, cfg.Warn)
-		tr.TLSClientConfig = tlsCfg
-	}
-	small := tr.Clone()
-	small.ForceAttemptHTTP2 = true // with our own TLS config, HTTP/2 must be asked for
-	tr.TLSClientConfig = tlsCfg.Clone()
-	if tlsCfg != nil {
-		tr.TLSClientConfig.NextProtos = []string{"http/1.1"}
-	}
-	// Connections opened ahead (Warm) are handed to the upload transport
-	// as it asks for them; through a proxy from the environment there are
-	// none.
-	var pre *predialer
-	if proxy, err := http.ProxyFromEnvironment(&http.Request{URL: u}); err == nil && proxy == nil {
-		pre = newPredialer(u, tr.TLSClientConfig)
-		if tlsCfg != nil {
-			tr.DialTLSContext = pre.get
-		} else {
-			tr.DialContext = pre.get
-		}
-	}
-	restyFor := func(tr *http.Transport) *resty.Client {
-		r := resty.New().
-			SetBaseURL(strings.TrimRight(cfg.Server, "/")).
-			SetTransport(tr).
-			SetLogger(quietLogger{}).
-			SetRetryCount(0).
-			SetDoNotParseResponse(true). // do reads each answer itself, or leaves it to Fetch's caller
-			SetPreRequestHook(withBody)
-		if cfg.Token != "" {
-			r.SetAuthToken(cfg.Token)
-		}
-		return r
-	}
-	r := restyFor(tr)
-	c := &Client{r: r, small: restyFor(small), attempts: cfg.Attempts, base: cfg.RetryBase, pre: pre}
-	if c.attempts <= 0 {
-		c.attempts = 5
-	}
-	if c.base <= 0 {
-		c.base = 250 * time.Millisecond
-	}
-	c.header, c.stall = cfg.HeaderTimeout, cfg.StallTimeout
-	if c.header <= 0 {
-		c.header = defaultHeaderTimeout
-	}
-	if c.stall <= 0 {
-		c.stall = defaultStallTimeout
-	}
+	cfg.defaults()
+	c := &Client{attempts: cfg.Attempts, base: cfg.RetryBase}
+	uploads, small, pre := transports(u, pin, cfg)
+	c.pre = pre
+	c.r = c.resty(cfg, uploads)
+	c.small = c.resty(cfg, small)
 	return c, nil
+}
+
+// defaults fills the zero values that mean a default.
+func (cfg *ClientConfig) defaults() {
+	if cfg.Attempts <= 0 {
+		cfg.Attempts = 5
+	}
+	if cfg.RetryBase <= 0 {
+		cfg.RetryBase = 250 * time.Millisecond
+	}
+	if cfg.HeaderTimeout <= 0 {
+		cfg.HeaderTimeout = defaultHeaderTimeout
+	}
+	if cfg.StallTimeout <= 0 {
+		cfg.StallTimeout = defaultStallTimeout
+	}
 }
 
 // Version asks the server's API version (the one route without a token),

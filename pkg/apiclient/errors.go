@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/hoster-dev/hoster/pkg/api"
 )
@@ -28,7 +26,6 @@ type Error struct {
 	Transient bool
 	// Attempts is how many times it was tried, when more than once.
 	Attempts int
-	retryAt  time.Duration
 }
 
 // Unreachable reports whether the failure says the server is not there to
@@ -101,6 +98,14 @@ func (e *UntrustedError) Unwrap() error { return e.Err }
 
 // transportError classifies a request that got no answer.
 func transportError(op string, err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e // the client's own: a local file that could not be read
+	}
+	var cut *cutOffError
+	if errors.As(err, &cut) {
+		return &Error{Op: op, Msg: cut.why, Transient: true}
+	}
 	var pe *PinError
 	if errors.As(err, &pe) {
 		return &Error{Op: op, Err: pe}
@@ -135,14 +140,13 @@ func statusError(op string, status int, header http.Header, body []byte) error {
 	if status == http.StatusNotFound {
 		return &Error{Op: op, Err: ErrNotFound}
 	}
-	e := &Error{Op: op, Status: status, Msg: serverMessage(body),
-		Transient: status >= 500 || status == http.StatusTooManyRequests}
-	if status == http.StatusTooManyRequests {
-		if secs, err := strconv.Atoi(header.Get("Retry-After")); err == nil && secs >= 0 {
-			e.retryAt = time.Duration(secs) * time.Second
-		}
-	}
-	return e
+	return &Error{Op: op, Status: status, Msg: serverMessage(body), Transient: transientStatus(status)}
+}
+
+// transientStatus reports whether an answer's status is worth trying
+// again: a server error, or a 429 (slow down).
+func transientStatus(status int) bool {
+	return status >= 500 || status == http.StatusTooManyRequests
 }
 
 // serverMessage reads {error} from a body, or a short excerpt of it.
