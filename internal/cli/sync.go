@@ -121,50 +121,62 @@ func runSync(ctx context.Context, ios *IO, g *globals, root string, o syncOption
 		return withExit(ExitFailed, fmt.Errorf("syncing: %w", err))
 	}
 	report := syncReport{SyncSummary: sum, Elapsed: time.Since(start).Seconds(), DryRun: o.DryRun}
-
 	if o.DryRun {
-		for _, u := range sum.Plan.Uploads {
-			report.Uploads = append(report.Uploads, plannedUpload{u.Path, u.Size})
-			if !g.JSON {
-				fmt.Fprintf(ios.Out, "upload %s %d\n", u.Path, u.Size)
-			}
-		}
-		for _, d := range sum.Plan.Deletes {
-			report.Deletes = append(report.Deletes, d.Path)
-			if !g.JSON {
-				fmt.Fprintf(ios.Out, "delete %s\n", d.Path)
-			}
-		}
-		out.JSON(report)
-		out.Status("dry run: would upload %d files (%s) and delete %d; %d unchanged; nothing was changed",
-			len(sum.Plan.Uploads), humanBytes(sum.Plan.UploadBytes()), sum.Plan.DeleteFiles(), sum.Unchanged)
-		if len(sum.Left) > 0 {
-			return withExit(ExitFailed, errors.New(leftMessage(sum.Left)))
-		}
-		return nil
+		return reportDryRun(ios, g, out, report)
 	}
+	return reportSync(ios, out, root, report)
+}
+
+// reportDryRun prints the plan of a dry run, and what it would do.
+func reportDryRun(ios *IO, g *globals, out *output, report syncReport) error {
+	sum := report.SyncSummary
+	for _, u := range sum.Plan.Uploads {
+		report.Uploads = append(report.Uploads, plannedUpload{u.Path, u.Size})
+		if !g.JSON {
+			fmt.Fprintf(ios.Out, "upload %s %d\n", u.Path, u.Size)
+		}
+	}
+	for _, d := range sum.Plan.Deletes {
+		report.Deletes = append(report.Deletes, d.Path)
+		if !g.JSON {
+			fmt.Fprintf(ios.Out, "delete %s\n", d.Path)
+		}
+	}
+	out.JSON(report)
+	out.Status("dry run: would upload %d files (%s) and delete %d; %d unchanged; nothing was changed",
+		len(sum.Plan.Uploads), humanBytes(sum.Plan.UploadBytes()), sum.Plan.DeleteFiles(), sum.Unchanged)
+	if len(sum.Left) > 0 {
+		return withExit(ExitFailed, errors.New(leftMessage(sum.Left)))
+	}
+	return nil
+}
+
+// reportSync prints what a sync did, and fails it where it failed
+// somewhere.
+func reportSync(ios *IO, out *output, root string, report syncReport) error {
+	sum := report.SyncSummary
 	out.JSON(report)
 	for _, n := range sum.Notes {
 		out.Status("note: %s", n)
 	}
 	out.Status("synced %s: %d uploaded (%s), %d deleted, %d unchanged in %.1fs",
 		root, sum.Uploaded, humanBytes(sum.Bytes), sum.Deleted, sum.Unchanged, report.Elapsed)
-	if len(sum.Failures) > 0 || sum.NotSent > 0 || len(sum.Left) > 0 {
-		for _, f := range sum.Failures {
-			if f.Op != "upload" && f.Op != "delete" { // those were printed as they happened
-				fmt.Fprintf(ios.ErrOut, "failed: %s %s: %s\n", f.Op, f.Path, f.Error)
-			}
-		}
-		var msgs []string
-		if len(sum.Left) > 0 {
-			msgs = append(msgs, leftMessage(sum.Left))
-		}
-		if m := failureSummary(sum); m != "" {
-			msgs = append(msgs, m)
-		}
-		return withExit(ExitFailed, errors.New(strings.Join(msgs, "; ")))
+	if len(sum.Failures) == 0 && sum.NotSent == 0 && len(sum.Left) == 0 {
+		return nil
 	}
-	return nil
+	for _, f := range sum.Failures {
+		if f.Op != "upload" && f.Op != "delete" { // those were printed as they happened
+			fmt.Fprintf(ios.ErrOut, "failed: %s %s: %s\n", f.Op, f.Path, f.Error)
+		}
+	}
+	var msgs []string
+	if len(sum.Left) > 0 {
+		msgs = append(msgs, leftMessage(sum.Left))
+	}
+	if m := failureSummary(sum); m != "" {
+		msgs = append(msgs, m)
+	}
+	return withExit(ExitFailed, errors.New(strings.Join(msgs, "; ")))
 }
 
 // failureSummary is the last line of a sync that failed somewhere.

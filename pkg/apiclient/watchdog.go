@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/http/httptrace"
 	"sync"
 	"time"
@@ -45,11 +46,11 @@ type watchdog struct {
 
 // watch starts a watchdog over one attempt, which runs under the returned
 // context; stop it once the attempt is over (its answer read or closed).
-func (c *Client) watch(ctx context.Context) (context.Context, *watchdog) {
+func watch(ctx context.Context, header, stall time.Duration) (context.Context, *watchdog) {
 	ctx, cancel := context.WithCancel(ctx)
-	noAnswer := fmt.Sprintf("no answer came within %s", c.header)
-	w := &watchdog{header: c.header, stall: c.stall, cancel: cancel, wait: c.header, waiting: noAnswer}
-	w.timer = time.AfterFunc(c.header, w.fire)
+	noAnswer := fmt.Sprintf("no answer came within %s", header)
+	w := &watchdog{header: header, stall: stall, cancel: cancel, wait: header, waiting: noAnswer}
+	w.timer = time.AfterFunc(header, w.fire)
 	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		WroteRequest: func(httptrace.WroteRequestInfo) { w.expect(w.header, noAnswer) },
 		GotFirstResponseByte: func() {
@@ -57,6 +58,60 @@ func (c *Client) watch(ctx context.Context) (context.Context, *watchdog) {
 		},
 	}), w
 }
+
+// watchedTransport is the transport under the client's requests: each
+// round trip, one attempt of a request (resty makes one per attempt, and
+// one per redirect), runs under a watchdog of its own, and ends with its
+// body's finish, where it has one.
+type watchedTransport struct {
+	next          http.RoundTripper
+	header, stall time.Duration
+}
+
+func (t *watchedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx, w := watch(req.Context(), t.header, t.stall)
+	attempt := req.WithContext(ctx)
+	var finish func() error
+	if b, ok := req.Body.(*finishingBody); ok {
+		finish = b.finish
+	}
+	if req.Body != nil && req.Body != http.NoBody {
+		attempt.Body = &watchedBody{r: req.Body, w: w}
+		if reopen := req.GetBody; reopen != nil {
+			attempt.GetBody = func() (io.ReadCloser, error) {
+				r, err := reopen()
+				if err != nil {
+					return nil, err
+				}
+				return &watchedBody{r: r, w: w}, nil
+			}
+		}
+	}
+	resp, err := t.next.RoundTrip(attempt)
+	if finish != nil {
+		if ferr := finish(); ferr != nil {
+			if err == nil {
+				resp.Body.Close()
+			}
+			w.stop()
+			return nil, ferr
+		}
+	}
+	if err != nil {
+		w.stop()
+		if why := w.cutOff(); why != "" {
+			return nil, &cutOffError{why}
+		}
+		return nil, err
+	}
+	resp.Body = &watchedBody{r: resp.Body, w: w, answer: true}
+	return resp, nil
+}
+
+// cutOffError is an attempt the watchdog cut off: what did not come.
+type cutOffError struct{ why string }
+
+func (e *cutOffError) Error() string { return e.why }
 
 // expect starts waiting for what, for at most d.
 func (w *watchdog) expect(d time.Duration, what string) {
@@ -99,20 +154,6 @@ func (w *watchdog) stop() {
 	w.timer.Stop()
 	w.mu.Unlock()
 	w.cancel()
-}
-
-// watchBody makes b's reads, and those of its reopenings, movement.
-func (w *watchdog) watchBody(b *body) {
-	b.r = &watchedBody{r: b.r, w: w}
-	if reopen := b.reopen; reopen != nil {
-		b.reopen = func() (io.ReadCloser, error) {
-			r, err := reopen()
-			if err != nil {
-				return nil, err
-			}
-			return &watchedBody{r: r, w: w}, nil
-		}
-	}
 }
 
 // cutOff is what did not come when the watchdog cut the attempt off, or

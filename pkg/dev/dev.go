@@ -70,15 +70,7 @@ func Run(ctx context.Context, o Options) error {
 	if st, err := os.Stat(o.Root); err != nil || !st.IsDir() {
 		return fmt.Errorf("running %s: %w", o.Root, ErrNotDir)
 	}
-	if o.Debounce <= 0 {
-		o.Debounce = 200 * time.Millisecond
-	}
-	if o.Out == nil {
-		o.Out = io.Discard
-	}
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
+	o.defaults()
 	log := slog.New(newTermHandler(o.Log))
 
 	tmp, err := os.MkdirTemp("", "hoster-dev-")
@@ -143,6 +135,32 @@ func Run(ctx context.Context, o Options) error {
 		hs.Close()
 		return err
 	}
+	failure := syncAndWatch(ctx, o, client, served)
+	fmt.Fprintln(o.Log, "stopping")
+	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rt.Shutdown(shut)
+	hs.Shutdown(shut)
+	return failure
+}
+
+// defaults fills the options left zero.
+func (o *Options) defaults() {
+	if o.Debounce <= 0 {
+		o.Debounce = 200 * time.Millisecond
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+}
+
+// syncAndWatch syncs the tree into the server through client, then again
+// on every save, until ctx ends, the server stops serving (served) or the
+// watch fails: the failure, if one ended it.
+func syncAndWatch(ctx context.Context, o Options, client *apiclient.Client, served <-chan error) error {
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	push := func() { syncOnce(wctx, o.Root, client, o.Log) }
@@ -154,25 +172,17 @@ func Run(ctx context.Context, o Options) error {
 	ready := func() { fmt.Fprintf(o.Log, "watching %s for changes; Ctrl-C stops\n", o.Root) }
 	go func() { watched <- mirror.Watch(wctx, o.Root, o.Debounce, ready, push) }()
 
-	var failure error
 	select {
 	case <-ctx.Done():
 		<-watched
+		return nil
 	case err := <-served:
-		failure = fmt.Errorf("serving: %w", err)
 		stopWatch()
 		<-watched
+		return fmt.Errorf("serving: %w", err)
 	case err := <-watched:
-		if err != nil {
-			failure = err
-		}
+		return err
 	}
-	fmt.Fprintln(o.Log, "stopping")
-	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	rt.Shutdown(shut)
-	hs.Shutdown(shut)
-	return failure
 }
 
 // URL is where a game is played in dev.

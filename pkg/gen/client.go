@@ -423,7 +423,14 @@ func clientTypes(dir string, d *definition) []byte {
 	for _, n := range slices.Sorted(maps.Keys(d.Commands)) {
 		fmt.Fprintf(&b, "  %s: %s;\n", prop(n), argsType(d.Commands[n]))
 	}
-	b.WriteString(`}
+	b.WriteString(clientTypesRest)
+	return []byte(b.String())
+}
+
+// clientTypesRest is the part of hoster.client.d.ts that is the same for
+// every game: it closes CommandArgs, and declares the messages, the
+// connection and the module's functions over the game's types above it.
+const clientTypesRest = `}
 
 export interface Welcome { t: "welcome"; game: string; instance: string; player: string; tickRate: number; sendRate: number; resume?: string; room?: string; types?: WireType[] }
 /** A field table of the compact wire format (hoster.compact.1; docs/protocol.md): present in the welcome only on that format. */
@@ -492,9 +499,7 @@ export declare const games: Record<string, unknown> | undefined;
 
 /** A plain <script src=".../hoster.client.js"> page sees this module as the global Hoster. */
 export as namespace Hoster;
-`)
-	return []byte(b.String())
-}
+`
 
 func fieldsType(f game.Fields) string {
 	if len(f) == 0 {

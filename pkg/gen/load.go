@@ -41,99 +41,135 @@ var (
 
 // load reads and validates a game folder, reporting every problem.
 func load(dir string) (*definition, []Problem) {
-	d := &definition{Entities: map[string]game.Fields{}, Commands: map[string]game.Args{}}
-	var problems []Problem
-	add := func(file string, err error) {
-		for _, e := range game.Split(err) {
-			if pe := (*game.PosError)(nil); errors.As(e, &pe) {
-				problems = append(problems, Problem{File: file, Line: pe.Line, Col: pe.Col, Msg: pe.Msg})
-				continue
-			}
-			for _, line := range strings.Split(e.Error(), "\n") {
-				problems = append(problems, Problem{File: file, Msg: line})
-			}
-		}
-	}
-	// known checks that a definition folder holds only what it may: a file
-	// that is not one of its hooks or schemas is a mistake (a misspelt hook
-	// would otherwise be silently left out), named with the nearest name.
-	known := func(folder string, hooks []string, schema string) {
-		problems = append(problems, strangers(dir, folder, hooks, schema)...)
-	}
+	l := &loader{dir: dir, d: &definition{Entities: map[string]game.Fields{}, Commands: map[string]game.Args{}}}
+	l.config()
+	l.instance()
+	l.player()
+	l.entities()
+	l.commands()
+	l.problems = append(l.problems, strangers(dir, "hoster-entities", nil, "")...)
+	l.problems = append(l.problems, strangers(dir, "hoster-commands", nil, "")...)
+	sort.Strings(l.d.Sources)
+	return l.d, l.problems
+}
 
-	if b, err := os.ReadFile(filepath.Join(dir, api.GameConfigFile)); err != nil {
-		add(api.GameConfigFile, err)
-	} else if d.Config, err = game.ParseConfig(b); err != nil {
-		add(api.GameConfigFile, err)
-	}
-	d.Sources = append(d.Sources, api.GameConfigFile)
+// loader is one load: the game folder, the definition read from it so far,
+// and every problem found.
+type loader struct {
+	dir      string
+	d        *definition
+	problems []Problem
+}
 
-	// findHook looks for <base>.js or <base>.ts in folder; required hooks
-	// that are absent are reported.
-	findHook := func(folder, base, path string, required bool) {
-		var found []string
-		for _, ext := range []string{".js", ".ts"} {
-			if exists(filepath.Join(dir, folder, base+ext)) {
-				found = append(found, folder+"/"+base+ext)
-			}
+// add reports err, one problem for each of its parts, about file.
+func (l *loader) add(file string, err error) {
+	for _, e := range game.Split(err) {
+		if pe := (*game.PosError)(nil); errors.As(e, &pe) {
+			l.problems = append(l.problems, Problem{File: file, Line: pe.Line, Col: pe.Col, Msg: pe.Msg})
+			continue
 		}
-		switch len(found) {
-		case 0:
-			if required {
-				problems = append(problems, Problem{File: folder, Msg: fmt.Sprintf("no %s.js (or %s.ts): a command needs a handler", base, base)})
-			}
-		case 1:
-			d.Hooks = append(d.Hooks, hook{File: found[0], Path: path})
-			d.Sources = append(d.Sources, found[0])
-		default:
-			problems = append(problems, Problem{File: found[1], Msg: fmt.Sprintf("both %s and %s define the %s hook; keep one", found[0], found[1], base)})
+		for _, line := range strings.Split(e.Error(), "\n") {
+			l.problems = append(l.problems, Problem{File: file, Msg: line})
 		}
 	}
-	readJSON := func(file string, parse func([]byte) error) {
-		b, err := os.ReadFile(filepath.Join(dir, file))
-		if errors.Is(err, os.ErrNotExist) {
-			return
-		}
-		d.Sources = append(d.Sources, file)
-		if err == nil {
-			err = parse(b)
-		}
-		if err != nil {
-			add(file, err)
-		}
-	}
+}
 
-	for _, h := range instanceHooks {
-		findHook("hoster-instance", h, "instance."+h, false)
-	}
-	known("hoster-instance", instanceHooks, "")
-	for _, h := range d.Hooks {
-		if h.File == "hoster-instance/create.ts" {
-			d.stateFrom = h.File
+// known checks that a definition folder holds only what it may: a file
+// that is not one of its hooks or schemas is a mistake (a misspelt hook
+// would otherwise be silently left out), named with the nearest name.
+func (l *loader) known(folder string, hooks []string, schema string) {
+	l.problems = append(l.problems, strangers(l.dir, folder, hooks, schema)...)
+}
+
+// findHook looks for <base>.js or <base>.ts in folder; required hooks
+// that are absent are reported.
+func (l *loader) findHook(folder, base, path string, required bool) {
+	var found []string
+	for _, ext := range []string{".js", ".ts"} {
+		if exists(filepath.Join(l.dir, folder, base+ext)) {
+			found = append(found, folder+"/"+base+ext)
 		}
 	}
-	d.Player = game.Fields{}
-	readJSON("hoster-player/fields.json", func(b []byte) (err error) { d.Player, err = game.ParseFields(b); return })
-	for _, h := range playerHooks {
-		findHook("hoster-player", h, "player."+h, false)
+	switch len(found) {
+	case 0:
+		if required {
+			l.problems = append(l.problems, Problem{File: folder, Msg: fmt.Sprintf("no %s.js (or %s.ts): a command needs a handler", base, base)})
+		}
+	case 1:
+		l.d.Hooks = append(l.d.Hooks, hook{File: found[0], Path: path})
+		l.d.Sources = append(l.d.Sources, found[0])
+	default:
+		l.problems = append(l.problems, Problem{File: found[1], Msg: fmt.Sprintf("both %s and %s define the %s hook; keep one", found[0], found[1], base)})
 	}
-	known("hoster-player", playerHooks, "fields.json")
+}
 
-	types, err := subdirs(filepath.Join(dir, "hoster-entities"))
+// readJSON parses file with parse, where it exists.
+func (l *loader) readJSON(file string, parse func([]byte) error) {
+	b, err := os.ReadFile(filepath.Join(l.dir, file))
+	if errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	l.d.Sources = append(l.d.Sources, file)
+	if err == nil {
+		err = parse(b)
+	}
 	if err != nil {
-		add("hoster-entities", err)
+		l.add(file, err)
+	}
+}
+
+// config reads the game's config file.
+func (l *loader) config() {
+	b, err := os.ReadFile(filepath.Join(l.dir, api.GameConfigFile))
+	if err == nil {
+		l.d.Config, err = game.ParseConfig(b)
+	}
+	if err != nil {
+		l.add(api.GameConfigFile, err)
+	}
+	l.d.Sources = append(l.d.Sources, api.GameConfigFile)
+}
+
+// instance finds the instance's hooks.
+func (l *loader) instance() {
+	for _, h := range instanceHooks {
+		l.findHook("hoster-instance", h, "instance."+h, false)
+	}
+	l.known("hoster-instance", instanceHooks, "")
+	for _, h := range l.d.Hooks {
+		if h.File == "hoster-instance/create.ts" {
+			l.d.stateFrom = h.File
+		}
+	}
+}
+
+// player reads the player's fields and finds its hooks.
+func (l *loader) player() {
+	l.d.Player = game.Fields{}
+	l.readJSON("hoster-player/fields.json", func(b []byte) (err error) { l.d.Player, err = game.ParseFields(b); return })
+	for _, h := range playerHooks {
+		l.findHook("hoster-player", h, "player."+h, false)
+	}
+	l.known("hoster-player", playerHooks, "fields.json")
+}
+
+// entities reads each entity type's fields and finds its hooks.
+func (l *loader) entities() {
+	types, err := subdirs(filepath.Join(l.dir, "hoster-entities"))
+	if err != nil {
+		l.add("hoster-entities", err)
 	}
 	for _, t := range types {
 		if t == "player" {
-			problems = append(problems, Problem{File: "hoster-entities/player", Msg: `"player" is the type of players; name the entity type otherwise`})
+			l.problems = append(l.problems, Problem{File: "hoster-entities/player", Msg: `"player" is the type of players; name the entity type otherwise`})
 			continue
 		}
 		fields := game.Fields{}
 		folder := "hoster-entities/" + t
-		if !exists(filepath.Join(dir, folder, "fields.json")) {
-			problems = append(problems, Problem{File: folder, Msg: `no fields.json: an entity type needs one, listing what viewers see ({} for nothing)`})
+		if !exists(filepath.Join(l.dir, folder, "fields.json")) {
+			l.problems = append(l.problems, Problem{File: folder, Msg: `no fields.json: an entity type needs one, listing what viewers see ({} for nothing)`})
 		}
-		readJSON(folder+"/fields.json", func(b []byte) (err error) {
+		l.readJSON(folder+"/fields.json", func(b []byte) (err error) {
 			if fields, err = game.ParseFields(b); err != nil {
 				return err
 			}
@@ -145,28 +181,27 @@ func load(dir string) (*definition, []Problem) {
 			}
 			return errors.Join(errs...)
 		})
-		d.Entities[t] = fields
+		l.d.Entities[t] = fields
 		for _, h := range entityHooks {
-			findHook(folder, h, fmt.Sprintf("entities[%q].%s", t, h), false)
+			l.findHook(folder, h, fmt.Sprintf("entities[%q].%s", t, h), false)
 		}
-		known(folder, entityHooks, "fields.json")
+		l.known(folder, entityHooks, "fields.json")
 	}
+}
 
-	names, err := subdirs(filepath.Join(dir, "hoster-commands"))
+// commands reads each command's arguments and finds its handler.
+func (l *loader) commands() {
+	names, err := subdirs(filepath.Join(l.dir, "hoster-commands"))
 	if err != nil {
-		add("hoster-commands", err)
+		l.add("hoster-commands", err)
 	}
 	for _, n := range names {
 		args := game.Args{}
-		readJSON("hoster-commands/"+n+"/args.json", func(b []byte) (err error) { args, err = game.ParseArgs(b); return })
-		d.Commands[n] = args
-		findHook("hoster-commands/"+n, "run", fmt.Sprintf("commands[%q].run", n), true)
-		known("hoster-commands/"+n, []string{"run"}, "args.json")
+		l.readJSON("hoster-commands/"+n+"/args.json", func(b []byte) (err error) { args, err = game.ParseArgs(b); return })
+		l.d.Commands[n] = args
+		l.findHook("hoster-commands/"+n, "run", fmt.Sprintf("commands[%q].run", n), true)
+		l.known("hoster-commands/"+n, []string{"run"}, "args.json")
 	}
-	problems = append(problems, strangers(dir, "hoster-entities", nil, "")...)
-	problems = append(problems, strangers(dir, "hoster-commands", nil, "")...)
-	sort.Strings(d.Sources)
-	return d, problems
 }
 
 // strangers reports each entry of a definition folder that is not one of its
