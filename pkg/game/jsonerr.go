@@ -123,7 +123,7 @@ func decodeMasked(data, masked []byte, v any, noun string) error {
 		line, col := position(data, off)
 		return &PosError{Line: line, Col: col, Msg: whose(data, off, noun, typ.Field) +
 			fmt.Sprintf("found %s, want %s", describeJSON(typ.Value), describeType(typ.Type))}
-}
+	}
 	return &PosError{Msg: "reading JSON: " + err.Error()}
 }
 
