@@ -42,7 +42,7 @@ func loadConfig(g *globals) (config, error) {
 	if file != "" {
 		values, err := readConfigFile(file)
 		if err != nil {
-			return config{}, withExit(ExitUsage, err)
+			return config{}, failAt(ExitUsage, "configure", file, err)
 		}
 		for key, val := range values {
 			v.SetDefault(key, val) // below the environment and the flags
@@ -60,11 +60,11 @@ func loadConfig(g *globals) (config, error) {
 	if g.TokenFile != "" {
 		b, err := os.ReadFile(g.TokenFile)
 		if err != nil {
-			return config{}, withExit(ExitUsage, fmt.Errorf("reading --token-file: %w", err))
+			return config{}, failAt(ExitUsage, "configure", g.TokenFile, fmt.Errorf("reading --token-file: %w", err))
 		}
 		tok := strings.TrimSpace(string(b))
 		if tok == "" {
-			return config{}, withExit(ExitUsage, fmt.Errorf("reading --token-file %s: it is empty", g.TokenFile))
+			return config{}, failAt(ExitUsage, "configure", g.TokenFile, fmt.Errorf("reading --token-file %s: it is empty", g.TokenFile))
 		}
 		v.Set(keyToken, tok)
 	}
@@ -114,7 +114,7 @@ func readConfigFile(file string) (map[string]string, error) {
 func configFile(explicit string) (string, error) {
 	if explicit != "" {
 		if _, err := os.Stat(explicit); err != nil {
-			return "", withExit(ExitUsage, fmt.Errorf("reading --config: %w", err))
+			return "", failAt(ExitUsage, "configure", explicit, fmt.Errorf("reading --config: %w", err))
 		}
 		return explicit, nil
 	}
@@ -132,7 +132,7 @@ func configFile(explicit string) (string, error) {
 		if _, err := os.Stat(c); err == nil {
 			return c, nil
 		} else if !errors.Is(err, os.ErrNotExist) {
-			return "", withExit(ExitUsage, fmt.Errorf("reading the config file %s: %w", c, err))
+			return "", failAt(ExitUsage, "configure", c, fmt.Errorf("reading the config file %s: %w", c, err))
 		}
 	}
 	return "", nil
@@ -142,10 +142,10 @@ func configFile(explicit string) (string, error) {
 func (c config) requireServer(needToken bool) error {
 	where := "hoster.json, the environment or a flag"
 	if c.Server == "" {
-		return withExit(ExitUsage, fmt.Errorf("no server configured: set %s (%s), HOSTER_CONFIG_SERVER or --server", keyServer, where))
+		return failAt(ExitUsage, "configure", "", fmt.Errorf("no server configured: set %s (%s), HOSTER_CONFIG_SERVER or --server", keyServer, where))
 	}
 	if needToken && c.Token == "" {
-		return withExit(ExitUsage, fmt.Errorf("no API token configured: set %s in hoster.json, HOSTER_CONFIG_APITOKEN, or --token-file F", keyToken))
+		return failAt(ExitUsage, "configure", "", fmt.Errorf("no API token configured: set %s in hoster.json, HOSTER_CONFIG_APITOKEN, or --token-file F", keyToken))
 	}
 	return nil
 }

@@ -56,20 +56,20 @@ func runGen(ctx context.Context, ios *IO, g *globals, root string, check bool) (
 	start := time.Now()
 	out := newOutput(ios, g)
 	if st, err := os.Stat(root); err != nil || !st.IsDir() {
-		return gen.Result{}, withExit(ExitUsage, fmt.Errorf("generating: %s is not a directory", root))
+		return gen.Result{}, failAt(ExitUsage, "read", root, fmt.Errorf("generating: %s is not a directory", root))
 	}
 	var opts gen.Options
 	if check {
 		// Before anything is written: without a compiler, nothing is.
 		tsc, err := gen.FindTSC(ctx, root)
 		if err != nil {
-			return gen.Result{}, withExit(ExitUsage, err)
+			return gen.Result{}, failAt(ExitUsage, "type-check", "", err)
 		}
 		opts.Check = func(root, dir string) ([]gen.Problem, error) { return gen.Check(ctx, tsc, root, dir) }
 	}
 	res, err := gen.GenerateWith(root, opts)
 	if err != nil {
-		return res, withExit(ExitFailed, fmt.Errorf("generating: %w", err))
+		return res, failAt(ExitFailed, "generate", root, fmt.Errorf("generating: %w", err))
 	}
 	report := genReport{Games: res.Games, Elapsed: time.Since(start).Seconds()}
 	if report.Games == nil {
@@ -78,8 +78,9 @@ func runGen(ctx context.Context, ios *IO, g *globals, root string, check bool) (
 	for _, gr := range res.Games {
 		if len(gr.Problems) > 0 {
 			report.Failed++
-			if !g.JSON {
-				for _, p := range gr.Problems {
+			for _, p := range gr.Problems {
+				out.Fail(problemFailure(p))
+				if !g.JSON {
 					fmt.Fprintf(ios.ErrOut, "%s\n", p)
 				}
 			}
@@ -88,12 +89,12 @@ func runGen(ctx context.Context, ios *IO, g *globals, root string, check bool) (
 		report.Generated++
 		out.Status("generated %s", gr.Summary())
 	}
-	out.JSON(report)
+	out.Report(report)
 	if report.Failed > 0 {
 		return res, withExit(ExitFailed, fmt.Errorf("generating: %d of %d games have problems and were not generated", report.Failed, len(res.Games)))
 	}
 	if len(res.Games) == 0 {
-		return res, withExit(ExitFailed, errors.New("generating: no games found (a game is <domain>/<game>/hoster-game.json)"))
+		return res, failAt(ExitFailed, "generate", root, errors.New("generating: no games found (a game is <domain>/<game>/hoster-game.json)"))
 	}
 	return res, nil
 }
