@@ -128,25 +128,7 @@ func runSync(ctx context.Context, ios *IO, g *globals, root string, o syncOption
 	report := syncReport{SyncSummary: sum, Elapsed: time.Since(start).Seconds(), DryRun: o.DryRun}
 
 	if o.DryRun {
-		for _, u := range sum.Plan.Uploads {
-			report.Uploads = append(report.Uploads, plannedUpload{u.Path, u.Size})
-			if !g.JSON {
-				fmt.Fprintf(ios.Out, "upload %s %d\n", u.Path, u.Size)
-			}
-		}
-		for _, d := range sum.Plan.Deletes {
-			report.Deletes = append(report.Deletes, d.Path)
-			if !g.JSON {
-				fmt.Fprintf(ios.Out, "delete %s\n", d.Path)
-			}
-		}
-		out.Report(report)
-		out.Status("dry run: would upload %d files (%s) and delete %d; %d unchanged; nothing was changed",
-			len(sum.Plan.Uploads), humanBytes(sum.Plan.UploadBytes()), sum.Plan.DeleteFiles(), sum.Unchanged)
-		if len(sum.Left) > 0 {
-			return withExit(ExitFailed, errors.New(leftMessage(sum.Left)))
-		}
-		return nil
+		return reportDryRun(ios, g, out, report)
 	}
 	out.Report(report)
 	for _, n := range sum.Notes {
@@ -168,6 +150,31 @@ func runSync(ctx context.Context, ios *IO, g *globals, root string, o syncOption
 			msgs = append(msgs, m)
 		}
 		return withExit(ExitFailed, errors.New(strings.Join(msgs, "; ")))
+	}
+	return nil
+}
+
+// reportDryRun prints a dry run's plan: a line per upload and delete on
+// stdout, or in the --json report.
+func reportDryRun(ios *IO, g *globals, out *output, report syncReport) error {
+	sum := report.SyncSummary
+	for _, u := range sum.Plan.Uploads {
+		report.Uploads = append(report.Uploads, plannedUpload{u.Path, u.Size})
+		if !g.JSON {
+			fmt.Fprintf(ios.Out, "upload %s %d\n", u.Path, u.Size)
+		}
+	}
+	for _, d := range sum.Plan.Deletes {
+		report.Deletes = append(report.Deletes, d.Path)
+		if !g.JSON {
+			fmt.Fprintf(ios.Out, "delete %s\n", d.Path)
+		}
+	}
+	out.Report(report)
+	out.Status("dry run: would upload %d files (%s) and delete %d; %d unchanged; nothing was changed",
+		len(sum.Plan.Uploads), humanBytes(sum.Plan.UploadBytes()), sum.Plan.DeleteFiles(), sum.Unchanged)
+	if len(sum.Left) > 0 {
+		return withExit(ExitFailed, errors.New(leftMessage(sum.Left)))
 	}
 	return nil
 }
