@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/hoster-dev/hoster/pkg/game"
 	"github.com/spf13/viper"
 )
 
@@ -33,22 +35,17 @@ type config struct {
 // an error.
 func loadConfig(g *globals) (config, error) {
 	v := viper.New()
-	v.SetConfigType("json")
 	file, err := configFile(g.ConfigFile)
 	if err != nil {
 		return config{}, err
 	}
 	if file != "" {
-		v.SetConfigFile(file)
-		if err := v.ReadInConfig(); err != nil {
-			return config{}, withExit(ExitUsage, fmt.Errorf("reading the config file %s: it is not valid JSON", file))
+		values, err := readConfigFile(file)
+		if err != nil {
+			return config{}, failAt(ExitUsage, "configure", file, err)
 		}
-		for _, k := range v.AllKeys() {
-			switch k {
-			case strings.ToLower(keyServer), strings.ToLower(keyToken), strings.ToLower(keyPin):
-			default:
-				return config{}, withExit(ExitUsage, fmt.Errorf("reading the config file %s: unknown key %q (known: %s, %s, %s)", file, k, keyServer, keyToken, keyPin))
-			}
+		for key, val := range values {
+			v.SetDefault(key, val) // below the environment and the flags
 		}
 	}
 	for key, env := range map[string]string{keyServer: "HOSTER_CONFIG_SERVER", keyToken: "HOSTER_CONFIG_APITOKEN", keyPin: "HOSTER_CONFIG_CERTSHA256"} {
@@ -63,11 +60,11 @@ func loadConfig(g *globals) (config, error) {
 	if g.TokenFile != "" {
 		b, err := os.ReadFile(g.TokenFile)
 		if err != nil {
-			return config{}, withExit(ExitUsage, fmt.Errorf("reading --token-file: %w", err))
+			return config{}, failAt(ExitUsage, "configure", g.TokenFile, fmt.Errorf("reading --token-file: %w", err))
 		}
 		tok := strings.TrimSpace(string(b))
 		if tok == "" {
-			return config{}, withExit(ExitUsage, fmt.Errorf("reading --token-file %s: it is empty", g.TokenFile))
+			return config{}, failAt(ExitUsage, "configure", g.TokenFile, fmt.Errorf("reading --token-file %s: it is empty", g.TokenFile))
 		}
 		v.Set(keyToken, tok)
 	}
@@ -80,11 +77,44 @@ func loadConfig(g *globals) (config, error) {
 	}, nil
 }
 
+// readConfigFile reads a config file's values by key. Keys match exactly,
+// as in every JSON file a user writes (game.DecodeExact): viper would take
+// "hoster-config-apitoken" for the token. No error quotes a value.
+func readConfigFile(file string) (map[string]string, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading the config file %s: %w", file, err)
+	}
+	if !json.Valid(data) {
+		// The details of a syntax error would quote the token.
+		return nil, fmt.Errorf("reading the config file %s: it is not valid JSON", file)
+	}
+	var f struct {
+		Server any `json:"hoster-config-server"`
+		Token  any `json:"hoster-config-apiToken"`
+		Pin    any `json:"hoster-config-certSha256"`
+	}
+	if err := game.DecodeExact(data, &f, ""); err != nil {
+		return nil, fmt.Errorf("reading the config file %s (its keys: %s, %s, %s): %w", file, keyServer, keyToken, keyPin, err)
+	}
+	values := map[string]string{}
+	for key, val := range map[string]any{keyServer: f.Server, keyToken: f.Token, keyPin: f.Pin} {
+		switch val := val.(type) {
+		case nil:
+		case string:
+			values[key] = val
+		default:
+			return nil, fmt.Errorf("reading the config file %s: %s must be a string", file, key)
+		}
+	}
+	return values, nil
+}
+
 // configFile finds the config file to read, or "" for none.
 func configFile(explicit string) (string, error) {
 	if explicit != "" {
 		if _, err := os.Stat(explicit); err != nil {
-			return "", withExit(ExitUsage, fmt.Errorf("reading --config: %w", err))
+			return "", failAt(ExitUsage, "configure", explicit, fmt.Errorf("reading --config: %w", err))
 		}
 		return explicit, nil
 	}
@@ -102,7 +132,7 @@ func configFile(explicit string) (string, error) {
 		if _, err := os.Stat(c); err == nil {
 			return c, nil
 		} else if !errors.Is(err, os.ErrNotExist) {
-			return "", withExit(ExitUsage, fmt.Errorf("reading the config file %s: %w", c, err))
+			return "", failAt(ExitUsage, "configure", c, fmt.Errorf("reading the config file %s: %w", c, err))
 		}
 	}
 	return "", nil
@@ -112,10 +142,10 @@ func configFile(explicit string) (string, error) {
 func (c config) requireServer(needToken bool) error {
 	where := "hoster.json, the environment or a flag"
 	if c.Server == "" {
-		return withExit(ExitUsage, fmt.Errorf("no server configured: set %s (%s), HOSTER_CONFIG_SERVER or --server", keyServer, where))
+		return failAt(ExitUsage, "configure", "", fmt.Errorf("no server configured: set %s (%s), HOSTER_CONFIG_SERVER or --server", keyServer, where))
 	}
 	if needToken && c.Token == "" {
-		return withExit(ExitUsage, fmt.Errorf("no API token configured: set %s in hoster.json, HOSTER_CONFIG_APITOKEN, or --token-file F", keyToken))
+		return failAt(ExitUsage, "configure", "", fmt.Errorf("no API token configured: set %s in hoster.json, HOSTER_CONFIG_APITOKEN, or --token-file F", keyToken))
 	}
 	return nil
 }

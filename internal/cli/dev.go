@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func newDevCmd(ios *IO, _ *globals) *cobra.Command {
+func newDevCmd(ios *IO, g *globals) *cobra.Command {
 	port := dev.DefaultPort
 	cmd := &cobra.Command{
 		Use:   "dev [ROOT]",
@@ -30,6 +30,9 @@ removes the temporary root.`,
 			root := "."
 			if len(args) == 1 {
 				root = args[0]
+			}
+			if g.JSON {
+				return withExit(ExitUsage, errors.New("dev has no --json: it runs until Ctrl-C, printing as it goes"))
 			}
 			if port < 0 || port > 65535 {
 				return withExit(ExitUsage, errors.New("--port must be between 0 and 65535"))

@@ -24,6 +24,8 @@ const (
 type exitError struct {
 	code int
 	err  error
+	// op and path say what failed and where, for --json (failAt).
+	op, path string
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
@@ -55,4 +57,14 @@ func exitCode(err error) int {
 	default:
 		return ExitUsage
 	}
+}
+
+// failAt attaches an exit status to err, with what was being done and
+// where (the server's URL, the config file, ROOT), for the --json
+// document's failure entry.
+func failAt(code int, op, path string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: code, err: err, op: op, path: path}
 }

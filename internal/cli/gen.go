@@ -24,8 +24,9 @@ reported, with file, line and column; a game with problems gets no files, the
 others still do. ROOT defaults to the current directory.
 
 --check also runs the TypeScript compiler (tsc, from PATH or npx) over each
-game and reports its errors like gen's own; the generated files are still
-written.`,
+game and reports its errors like gen's own: a game with type errors is not
+generated either (its hoster.server.js and hoster.client.js stay as they were;
+only hoster-env.d.ts, which tsc checked against, is brought up to date).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			root := "."
@@ -55,27 +56,20 @@ func runGen(ctx context.Context, ios *IO, g *globals, root string, check bool) (
 	start := time.Now()
 	out := newOutput(ios, g)
 	if st, err := os.Stat(root); err != nil || !st.IsDir() {
-		return gen.Result{}, withExit(ExitUsage, fmt.Errorf("generating: %s is not a directory", root))
+		return gen.Result{}, failAt(ExitUsage, "read", root, fmt.Errorf("generating: %s is not a directory", root))
 	}
-	res, err := gen.Generate(root)
-	if err != nil {
-		return res, withExit(ExitFailed, fmt.Errorf("generating: %w", err))
-	}
+	var opts gen.Options
 	if check {
+		// Before anything is written: without a compiler, nothing is.
 		tsc, err := gen.FindTSC(ctx, root)
 		if err != nil {
-			return res, withExit(ExitUsage, err)
+			return gen.Result{}, failAt(ExitUsage, "type-check", "", err)
 		}
-		for i, gr := range res.Games {
-			if len(gr.Problems) > 0 {
-				continue
-			}
-			problems, err := gen.Check(ctx, tsc, root, gr.Dir)
-			if err != nil {
-				problems = []gen.Problem{{File: gr.Dir, Msg: "type-checking: " + err.Error()}}
-			}
-			res.Games[i].Problems = append(res.Games[i].Problems, problems...)
-		}
+		opts.Check = func(root, dir string) ([]gen.Problem, error) { return gen.Check(ctx, tsc, root, dir) }
+	}
+	res, err := gen.GenerateWith(root, opts)
+	if err != nil {
+		return res, failAt(ExitFailed, "generate", root, fmt.Errorf("generating: %w", err))
 	}
 	report := genReport{Games: res.Games, Elapsed: time.Since(start).Seconds()}
 	if report.Games == nil {
@@ -84,8 +78,9 @@ func runGen(ctx context.Context, ios *IO, g *globals, root string, check bool) (
 	for _, gr := range res.Games {
 		if len(gr.Problems) > 0 {
 			report.Failed++
-			if !g.JSON {
-				for _, p := range gr.Problems {
+			for _, p := range gr.Problems {
+				out.Fail(problemFailure(p))
+				if !g.JSON {
 					fmt.Fprintf(ios.ErrOut, "%s\n", p)
 				}
 			}
@@ -94,12 +89,12 @@ func runGen(ctx context.Context, ios *IO, g *globals, root string, check bool) (
 		report.Generated++
 		out.Status("generated %s", gr.Summary())
 	}
-	out.JSON(report)
+	out.Report(report)
 	if report.Failed > 0 {
 		return res, withExit(ExitFailed, fmt.Errorf("generating: %d of %d games have problems and were not generated", report.Failed, len(res.Games)))
 	}
 	if len(res.Games) == 0 {
-		return res, withExit(ExitFailed, errors.New("generating: no games found (a game is <domain>/<game>/hoster-game.json)"))
+		return res, failAt(ExitFailed, "generate", root, errors.New("generating: no games found (a game is <domain>/<game>/hoster-game.json)"))
 	}
 	return res, nil
 }

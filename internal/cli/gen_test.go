@@ -123,7 +123,9 @@ func TestGenSaysWhatItGenerated(t *testing.T) {
 }
 
 // TestGenCheck covers --check's exits: 2 with how to get tsc when there is
-// none, 1 with tsc's errors at their place when the types are wrong.
+// none, 1 with tsc's errors at their place when the types are wrong. Either
+// way the game is not generated: its hoster.server.js is not written, and a
+// previous good one stays exactly as it was.
 func TestGenCheck(t *testing.T) {
 	tsc := os.Getenv("HOSTER_TSC")
 	root := t.TempDir()
@@ -143,6 +145,9 @@ func TestGenCheck(t *testing.T) {
 		if !strings.Contains(errOut.String(), "npm install --save-dev typescript") {
 			t.Fatalf("stderr does not say how to get tsc:\n%s", errOut.String())
 		}
+		if _, err := os.Stat(filepath.Join(game, "hoster.server.js")); err == nil {
+			t.Fatal("without a compiler, gen --check still wrote hoster.server.js")
+		}
 	})
 	t.Run("type error", func(t *testing.T) {
 		if tsc == "" {
@@ -154,6 +159,29 @@ func TestGenCheck(t *testing.T) {
 		}
 		if want := "a.com/tag/hoster-player/join.ts:2:3: TS2322: Type 'string' is not assignable to type 'number'."; !strings.Contains(errOut.String(), want) {
 			t.Fatalf("stderr:\n%s\nwant %s", errOut.String(), want)
+		}
+		server := filepath.Join(game, "hoster.server.js")
+		if _, err := os.Stat(server); err == nil || !strings.Contains(errOut.String(), "1 of 1 games have problems and were not generated") {
+			t.Fatalf("a game with type errors was generated, or the last line does not say it was not:\n%s", errOut.String())
+		}
+
+		// Fixed, it is generated; broken again, its last good files stay.
+		join := filepath.Join(game, "hoster-player", "join.ts")
+		os.WriteFile(join, []byte("export default function join(instance: Instance, player: Player) {\n  player.score = 0;\n}\n"), 0o644)
+		if code := Main([]string{"gen", "--check", root}, nil, &out, &errOut); code != ExitOK {
+			t.Fatalf("fixed: exit %d\n%s", code, errOut.String())
+		}
+		good, err := os.ReadFile(server)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(join, []byte("export default function join(instance: Instance, player: Player) {\n  player.score = \"one\";\n}\n"), 0o644)
+		errOut.Reset()
+		if code := Main([]string{"gen", "--check", root}, nil, &out, &errOut); code != ExitFailed {
+			t.Fatalf("broken again: exit %d, want 1\n%s", code, errOut.String())
+		}
+		if now, _ := os.ReadFile(server); string(now) != string(good) {
+			t.Fatalf("gen --check rewrote hoster.server.js of a game with type errors:\n%s", errOut.String())
 		}
 	})
 }

@@ -59,7 +59,7 @@ func runNew(ios *IO, g *globals, root, name string, js bool) error {
 		rep.Language = "js"
 	}
 	out := newOutput(ios, g)
-	out.JSON(rep)
+	out.Report(rep)
 	if g.JSON || g.Quiet {
 		return nil
 	}

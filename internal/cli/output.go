@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -20,6 +19,7 @@ type output struct {
 	ios   *IO
 	json  bool
 	quiet bool
+	doc   *jsonDoc
 
 	mu       sync.Mutex
 	progress *mpb.Progress
@@ -29,7 +29,7 @@ type output struct {
 }
 
 func newOutput(ios *IO, g *globals) *output {
-	return &output{ios: ios, json: g.JSON, quiet: g.Quiet}
+	return &output{ios: ios, json: g.JSON, quiet: g.Quiet, doc: &g.doc}
 }
 
 // bar reports whether a progress bar is drawn.
@@ -145,13 +145,21 @@ func (o *output) finishBar() {
 	o.mu.Lock()
 }
 
-// JSON prints v as the one JSON object on stdout (only with --json).
-func (o *output) JSON(v any) {
-	if !o.json {
-		return
-	}
-	b, _ := json.MarshalIndent(v, "", "  ")
-	fmt.Fprintf(o.ios.Out, "%s\n", b)
+// Report sets v, an object, as the command's --json report: run prints it
+// once the command returns, with the failures and the exit status beside
+// it.
+func (o *output) Report(v any) {
+	o.doc.mu.Lock()
+	o.doc.report = v
+	o.doc.mu.Unlock()
+}
+
+// Fail adds a failure to the --json document, for one the report itself
+// does not hold (the report's own "failures" are listed too).
+func (o *output) Fail(f failure) {
+	o.doc.mu.Lock()
+	o.doc.failures = append(o.doc.failures, f)
+	o.doc.mu.Unlock()
 }
 
 func humanBytes(n int64) string {

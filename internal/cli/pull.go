@@ -112,11 +112,12 @@ func runPull(cmd *cobra.Command, ios *IO, g *globals, parts []pullPart, all bool
 		case errors.Is(err, errNoGameLogs) && all:
 			rep.Notes = append(rep.Notes, "game logs skipped: "+err.Error())
 		case err != nil:
+			out.Fail(failure{Op: "pull", Path: p.dir, Error: err.Error()})
 			errs = append(errs, fmt.Errorf("%s: %w", p.name, err))
 		}
 	}
 	rep.Elapsed = time.Since(start).Seconds()
-	out.JSON(rep)
+	out.Report(rep)
 	for _, n := range rep.Notes {
 		out.Status("note: %s", n)
 	}

@@ -32,24 +32,29 @@ func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 }
 
 func run(ios *IO, args []string) int {
-	root := newRootCmd(ios)
+	root, g := newRootCmd(ios)
 	root.SetArgs(args)
 	root.SetIn(ios.In)
 	root.SetOut(ios.Out)
 	root.SetErr(ios.ErrOut)
-	err := root.Execute()
-	if err == nil {
-		return ExitOK
-	}
-	if err.Error() != "" {
+	cmd, err := root.ExecuteC()
+	code := exitCode(err)
+	if err != nil && err.Error() != "" {
 		fmt.Fprintf(ios.ErrOut, "hoster: %v\n", err)
 	}
-	return exitCode(err)
+	if g.JSON {
+		// One document whatever happened: the one place that prints it.
+		g.doc.render(ios.Out, cmd.Name(), code, err)
+	}
+	return code
 }
 
 // Command is the hoster command tree, reading and writing through ios (run
 // executes it; the CLI reference in docs/cli is generated from it).
-func Command(ios *IO) *cobra.Command { return newRootCmd(ios) }
+func Command(ios *IO) *cobra.Command {
+	root, _ := newRootCmd(ios)
+	return root
+}
 
 // globals are the flags every command takes.
 type globals struct {
@@ -62,9 +67,12 @@ type globals struct {
 	// InsecureSkipVerify accepts a server certificate that does not
 	// verify, when no pin is set (a flag only: never a saved setting).
 	InsecureSkipVerify bool
+
+	// doc is the --json document, printed by run.
+	doc jsonDoc
 }
 
-func newRootCmd(ios *IO) *cobra.Command {
+func newRootCmd(ios *IO) (*cobra.Command, *globals) {
 	g := &globals{}
 	root := &cobra.Command{
 		Use:   "hoster",
@@ -81,7 +89,7 @@ named); 2 usage or configuration error; 3 API version mismatch.`,
 		SilenceErrors: true,
 	}
 	f := root.PersistentFlags()
-	f.BoolVar(&g.JSON, "json", false, "print one JSON summary object on stdout")
+	f.BoolVar(&g.JSON, "json", false, "print one JSON object on stdout, whatever happens: the summary, the failures, the exit status")
 	f.BoolVarP(&g.Quiet, "quiet", "q", false, "print only failures")
 	f.StringVar(&g.ConfigFile, "config", "", "config file (default ./hoster.json, then $XDG_CONFIG_HOME/hoster/hoster.json)")
 	f.StringVar(&g.Server, "server", "", "server base URL (hoster-config-server)")
@@ -104,5 +112,5 @@ named); 2 usage or configuration error; 3 API version mismatch.`,
 	} {
 		root.AddCommand(add(ios, g))
 	}
-	return root
+	return root, g
 }

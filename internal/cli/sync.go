@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hoster-dev/hoster/pkg/apiclient"
 	"github.com/hoster-dev/hoster/pkg/gen"
 	"github.com/hoster-dev/hoster/pkg/mirror"
 	"github.com/spf13/cobra"
@@ -81,12 +82,12 @@ func runSync(ctx context.Context, ios *IO, g *globals, root string, o syncOption
 	start := time.Now()
 	out := newOutput(ios, g)
 	if st, err := os.Stat(root); err != nil || !st.IsDir() {
-		return withExit(ExitUsage, fmt.Errorf("syncing: %s is not a directory", root))
+		return failAt(ExitUsage, "read", root, fmt.Errorf("syncing: %s is not a directory", root))
 	}
 	// Configuration first: a misconfigured sync should not spend time
 	// generating. The server's version is checked beside the tree request
 	// and the generator, so a sync waits for one round trip, not two.
-	client, check, err := dial(g, out, o.Jobs)
+	client, check, server, err := dial(g, out, o.Jobs)
 	if err != nil {
 		return err
 	}
@@ -96,9 +97,10 @@ func runSync(ctx context.Context, ios *IO, g *globals, root string, o syncOption
 	generate := func() ([]string, error) {
 		res, err := gen.Generate(root)
 		if err != nil {
-			return nil, withExit(ExitFailed, fmt.Errorf("generating: %w", err))
+			return nil, failAt(ExitFailed, "generate", root, fmt.Errorf("generating: %w", err))
 		}
 		for _, p := range res.Problems() {
+			out.Fail(problemFailure(p))
 			fmt.Fprintf(ios.ErrOut, "%s\n", p)
 		}
 		return res.Broken(), nil
@@ -116,9 +118,12 @@ func runSync(ctx context.Context, ios *IO, g *globals, root string, o syncOption
 	case errors.As(err, &ee):
 		return err
 	case errors.Is(err, mirror.ErrEmptyRoot):
-		return withExit(ExitUsage, err)
+		return failAt(ExitUsage, "plan", root, err)
+	case errors.As(err, new(*apiclient.Error)):
+		// The server's tree could not be had: the server is where it failed.
+		return failAt(ExitFailed, "connect", server, fmt.Errorf("syncing: %w", err))
 	default:
-		return withExit(ExitFailed, fmt.Errorf("syncing: %w", err))
+		return failAt(ExitFailed, "sync", root, fmt.Errorf("syncing: %w", err))
 	}
 	report := syncReport{SyncSummary: sum, Elapsed: time.Since(start).Seconds(), DryRun: o.DryRun}
 	if o.DryRun {
@@ -142,7 +147,7 @@ func reportDryRun(ios *IO, g *globals, out *output, report syncReport) error {
 			fmt.Fprintf(ios.Out, "delete %s\n", d.Path)
 		}
 	}
-	out.JSON(report)
+	out.Report(report)
 	out.Status("dry run: would upload %d files (%s) and delete %d; %d unchanged; nothing was changed",
 		len(sum.Plan.Uploads), humanBytes(sum.Plan.UploadBytes()), sum.Plan.DeleteFiles(), sum.Unchanged)
 	if len(sum.Left) > 0 {
@@ -155,7 +160,7 @@ func reportDryRun(ios *IO, g *globals, out *output, report syncReport) error {
 // somewhere.
 func reportSync(ios *IO, out *output, root string, report syncReport) error {
 	sum := report.SyncSummary
-	out.JSON(report)
+	out.Report(report)
 	for _, n := range sum.Notes {
 		out.Status("note: %s", n)
 	}
@@ -222,6 +227,9 @@ func leftMessage(games []string) string {
 func watchSync(ctx context.Context, ios *IO, g *globals, root string, o syncOptions) error {
 	if o.DryRun {
 		return withExit(ExitUsage, errors.New("--watch and --dry-run do not go together"))
+	}
+	if g.JSON {
+		return withExit(ExitUsage, errors.New("--watch and --json do not go together (a watch has no one summary: run sync --json once)"))
 	}
 	report := func(err error) {
 		if err != nil {

@@ -365,6 +365,17 @@ func TestConfiguration(t *testing.T) {
 	if _, errOut, code := e.run(false, "sync", "sites"); code != ExitUsage || !strings.Contains(errOut, `unknown key "hoster-config-sever"`) {
 		t.Fatalf("unknown key: %d %s", code, errOut)
 	}
+	// Keys match exactly: a wrongly cased one is unknown, names the right
+	// spelling, and its value is not used (viper alone would take it).
+	os.WriteFile(filepath.Join(e.dir, "hoster.json"), []byte(`{"hoster-config-server": "`+e.url+`", "hoster-config-apitoken": "`+testToken+`"}`), 0o600)
+	if _, errOut, code := e.run(false, "sync", "sites"); code != ExitUsage ||
+		!strings.Contains(errOut, `unknown key "hoster-config-apitoken" (did you mean "hoster-config-apiToken"?)`) {
+		t.Fatalf("wrongly cased key: %d %s", code, errOut)
+	}
+	os.WriteFile(filepath.Join(e.dir, "hoster.json"), []byte(`{"hoster-config-server": 5}`), 0o600)
+	if _, errOut, code := e.run(false, "sync", "sites"); code != ExitUsage || !strings.Contains(errOut, "hoster-config-server must be a string") {
+		t.Fatalf("a number for the server: %d %s", code, errOut)
+	}
 	if _, _, code := e.run(false, "sync", "--jobs", "0", "sites"); code != ExitUsage {
 		t.Fatalf("--jobs 0: %d", code)
 	}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/hoster-dev/hoster/pkg/gametest"
 	"github.com/hoster-dev/hoster/pkg/gen"
@@ -45,13 +47,14 @@ type testReport struct {
 func runTest(ios *IO, g *globals, root string) error {
 	out := newOutput(ios, g)
 	if st, err := os.Stat(root); err != nil || !st.IsDir() {
-		return withExit(ExitUsage, fmt.Errorf("testing: %s is not a directory", root))
+		return failAt(ExitUsage, "read", root, fmt.Errorf("testing: %s is not a directory", root))
 	}
 	res, err := gen.Generate(root)
 	if err != nil {
-		return withExit(ExitFailed, fmt.Errorf("testing: %w", err))
+		return failAt(ExitFailed, "generate", root, fmt.Errorf("testing: %w", err))
 	}
 	for _, p := range res.Problems() {
+		out.Fail(problemFailure(p))
 		fmt.Fprintf(ios.ErrOut, "%s\n", p)
 	}
 	lines := ios.Out
@@ -77,6 +80,11 @@ func runTest(ios *IO, g *globals, root string) error {
 		if err != nil {
 			return withExit(ExitFailed, fmt.Errorf("testing %s: %w", gr.Dir, err))
 		}
+		for _, r := range sum.Results {
+			if !r.Passed {
+				out.Fail(testFailure(r))
+			}
+		}
 		report.Results = append(report.Results, sum.Results...)
 		report.Passed += sum.Passed
 		report.Failed += sum.Failed
@@ -84,7 +92,7 @@ func runTest(ios *IO, g *globals, root string) error {
 	if report.Results == nil {
 		report.Results = []gametest.Result{}
 	}
-	out.JSON(report)
+	out.Report(report)
 	if !g.JSON {
 		fmt.Fprintf(ios.Out, "%d passed, %d failed\n", report.Passed, report.Failed)
 	}
@@ -97,6 +105,18 @@ func runTest(ios *IO, g *globals, root string) error {
 		out.Status("no tests found: a game's tests are <domain>/<game>/%s/*.test.js or *.test.ts", gametest.Folder)
 	}
 	return nil
+}
+
+// testFailure lists a failed test at the test file's line it failed at.
+func testFailure(r gametest.Result) failure {
+	f := failure{Op: "test", Path: r.File, Error: r.Name + ": " + r.Failure}
+	// Where is "file:line:col" when known.
+	if file, rest, ok := strings.Cut(r.Where, ":"); ok && file == r.File {
+		line, col, _ := strings.Cut(rest, ":")
+		f.Line, _ = strconv.Atoi(line)
+		f.Column, _ = strconv.Atoi(col)
+	}
+	return f
 }
 
 // failuresOnly passes on the FAIL lines of a test run (to stderr) and drops

@@ -33,7 +33,7 @@ func runVersion(ctx context.Context, ios *IO, g *globals) error {
 		fmt.Fprintf(ios.Out, "hoster %s\napi %d\n", version.Version, api.Version)
 	}
 	if cfg.Server == "" {
-		out.JSON(info)
+		out.Report(info)
 		return nil
 	}
 	client, err := newClient(cfg, out, 1)
@@ -42,16 +42,16 @@ func runVersion(ctx context.Context, ios *IO, g *globals) error {
 	}
 	v, err := client.Version(ctxOrBackground(ctx))
 	if err != nil {
-		out.JSON(info)
-		return withExit(ExitFailed, err)
+		out.Report(info)
+		return failAt(ExitFailed, "connect", cfg.Server, err)
 	}
 	info["serverApi"] = v.API
 	info["server"] = cfg.Server
 	if !g.JSON {
 		fmt.Fprintf(ios.Out, "server %s api %d\n", cfg.Server, v.API)
 	}
-	out.JSON(info)
-	return apiMismatch(v.API)
+	out.Report(info)
+	return atServer(apiMismatch(v.API), cfg.Server)
 }
 
 // apiMismatch says which side must upgrade when the API versions differ.
@@ -66,10 +66,19 @@ func apiMismatch(server int) error {
 	}
 }
 
+// atServer places a version mismatch at the server, for --json.
+func atServer(err error, server string) error {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		ee.op, ee.path = "connect", server
+	}
+	return err
+}
+
 // connect resolves the configuration, builds a client and checks the API
 // version, as every command that talks to the server does first.
 func connect(ctx context.Context, g *globals, out *output, conns int) (*apiclient.Client, error) {
-	client, check, err := dial(g, out, conns)
+	client, check, _, err := dial(g, out, conns)
 	if err != nil {
 		return nil, err
 	}
@@ -81,30 +90,31 @@ func connect(ctx context.Context, g *globals, out *output, conns int) (*apiclien
 
 // dial makes the client the configuration asks for, and the check of the
 // server (its API version) that must pass before the client is used to
-// change anything; sync runs it beside its first requests.
-func dial(g *globals, out *output, conns int) (*apiclient.Client, func(context.Context) error, error) {
+// change anything; sync runs it beside its first requests. server is the
+// server's URL.
+func dial(g *globals, out *output, conns int) (client *apiclient.Client, check func(context.Context) error, server string, err error) {
 	cfg, err := loadConfig(g)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	if err := cfg.requireServer(true); err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
-	client, err := newClient(cfg, out, conns)
+	client, err = newClient(cfg, out, conns)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
-	check := func(ctx context.Context) error {
+	check = func(ctx context.Context) error {
 		v, err := client.Version(ctx)
 		if err != nil {
 			if errors.Is(err, apiclient.ErrNotFound) {
-				return withExit(ExitFailed, fmt.Errorf("%w; or %s is not a hoster-server", err, cfg.Server))
+				err = fmt.Errorf("%w; or %s is not a hoster-server", err, cfg.Server)
 			}
-			return withExit(ExitFailed, err)
+			return failAt(ExitFailed, "connect", cfg.Server, err)
 		}
-		return apiMismatch(v.API)
+		return atServer(apiMismatch(v.API), cfg.Server)
 	}
-	return client, check, nil
+	return client, check, cfg.Server, nil
 }
 
 func newClient(cfg config, out *output, conns int) (*apiclient.Client, error) {
@@ -113,7 +123,7 @@ func newClient(cfg config, out *output, conns int) (*apiclient.Client, error) {
 		InsecureSkipVerify: cfg.InsecureSkipVerify, Warn: out.Warn, Conns: conns,
 	})
 	if err != nil {
-		return nil, withExit(ExitUsage, err)
+		return nil, failAt(ExitUsage, "configure", cfg.Server, err)
 	}
 	return c, nil
 }

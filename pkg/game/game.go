@@ -84,9 +84,6 @@ type Config struct {
 	Public []string `json:"public"`
 }
 
-// configKeys are the settings of hoster-game.json.
-var configKeys = []string{"tickRate", "sendRate", "capacity", "origins", "resumeGrace", "emptyGrace", "maxInstances", "public"}
-
 // Limits and default of resumeGrace, in seconds.
 const (
 	DefaultResumeGrace = 15
@@ -104,28 +101,17 @@ const (
 // setting is not silently ignored.
 func ParseConfig(data []byte) (Config, error) {
 	c := Config{ResumeGrace: DefaultResumeGrace, EmptyGrace: DefaultEmptyGrace}
-	// Unknown keys are reported below with the other problems, not here.
-	if err := decodeJSON(data, &c, false, "setting"); err != nil {
-		return Config{}, err
+	// Keys match exactly: a misspelt or wrongly cased setting is reported
+	// with the others, and its value is never read.
+	keys, err := decodeExact(data, &c, "setting")
+	if err != nil {
+		return Config{}, errors.Join(append(keys.problems, err)...)
 	}
-	// Presence matters: a missing value must be named, not read as 0. Keys
-	// are checked exactly, since encoding/json matches them regardless of case.
-	var present map[string]json.RawMessage
-	_ = json.Unmarshal(data, &present)
-	var errs []error
-	for _, key := range slices.Sorted(maps.Keys(present)) {
-		switch key {
-		case "tickRate", "sendRate", "capacity", "origins", "resumeGrace", "emptyGrace", "maxInstances", "public":
-		default:
-			msg := fmt.Sprintf("unknown setting %q", key)
-			if n := Nearest(key, configKeys); n != "" {
-				msg += fmt.Sprintf(" (did you mean %q?)", n)
-			}
-			errs = append(errs, located(data, key, errors.New(msg)))
-		}
-	}
+	// Presence matters: a missing value must be named, not read as 0.
+	present := keys.present
+	errs := keys.problems
 	need := func(key string) bool {
-		if _, ok := present[key]; !ok {
+		if !present[key] {
 			errs = append(errs, fmt.Errorf("%s is missing", key))
 			return false
 		}
@@ -135,7 +121,8 @@ func ParseConfig(data []byte) (Config, error) {
 	if need("tickRate") && (c.TickRate < MinTickRate || c.TickRate > MaxTickRate) {
 		at("tickRate", fmt.Errorf("tickRate must be from %d to %d, not %d", MinTickRate, MaxTickRate, c.TickRate))
 	}
-	if need("sendRate") && (c.SendRate < 1 || c.SendRate > max(c.TickRate, 1)) {
+	// Against a missing tickRate (0), every sendRate would be too high.
+	if need("sendRate") && (c.SendRate < 1 || c.SendRate > max(c.TickRate, 1) && present["tickRate"]) {
 		at("sendRate", fmt.Errorf("sendRate must be from 1 to tickRate (%d), not %d", c.TickRate, c.SendRate))
 	}
 	if need("capacity") && c.Capacity < 1 {
@@ -251,7 +238,7 @@ func ParseFields(data []byte) (Fields, error) {
 // problems.
 func parseEach[T any](data []byte, noun string, parse func(name string, raw json.RawMessage) (T, error)) (map[string]T, error) {
 	var raw map[string]json.RawMessage
-	if err := decodeStrict(data, &raw, noun); err != nil {
+	if err := DecodeExact(data, &raw, noun); err != nil {
 		return nil, err
 	}
 	out := map[string]T{}
@@ -277,13 +264,8 @@ func parseField(raw json.RawMessage) (Field, error) {
 		field.Type = FieldType(short)
 	} else if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
 		return Field{}, errors.New(`want a type name ("number") or an object such as {"type": "number", "private": true, "interpolate": true}`)
-	} else if err := decodeStrict(raw, &field, ""); err != nil {
-		var pe *PosError
-		if errors.As(err, &pe) {
-			// Placed by the caller, at the field's key.
-			return Field{}, errors.New(pe.Msg)
-		}
-		return Field{}, err
+	} else if err := DecodeExact(raw, &field, ""); err != nil {
+		return Field{}, unplaced(err)
 	}
 	if !field.Type.valid() {
 		return Field{}, fmt.Errorf("unknown type %q (want number, integer, string or boolean)", field.Type)
@@ -338,23 +320,10 @@ func parseArg(raw json.RawMessage) (Arg, error) {
 		a.Type = FieldType(short)
 	} else if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
 		return Arg{}, errors.New(`want a type name ("number") or an object such as {"type": "number", "min": 0}`)
-	} else if err := decodeStrict(raw, &a, ""); err != nil {
-		var pe *PosError
-		if errors.As(err, &pe) {
-			// Placed by the caller, at the argument's key.
-			return Arg{}, errors.New(pe.Msg)
-		}
-		return Arg{}, err
+	} else if keys, err := decodeExact(raw, &a, ""); err != nil {
+		return Arg{}, unplaced(errors.Join(append(keys.problems, err)...))
 	} else {
-		var keys map[string]json.RawMessage
-		_ = json.Unmarshal(raw, &keys)
-		for _, key := range slices.Sorted(maps.Keys(keys)) {
-			switch key {
-			case "type", "min", "max", "maxLength":
-			default:
-				errs = append(errs, fmt.Errorf("unknown key %q", key))
-			}
-		}
+		errs = append(errs, Split(unplaced(errors.Join(keys.problems...)))...)
 	}
 	if !a.Type.valid() {
 		errs = append(errs, fmt.Errorf("unknown type %q (want number, integer, string or boolean)", a.Type))

@@ -351,3 +351,56 @@ func TestMaxInstances(t *testing.T) {
 		}
 	}
 }
+
+// TestKeysMatchExactly: in every file a user writes, a key matches only as
+// spelt: a wrongly cased one is an unknown key that names the right
+// spelling, and its value is never used (encoding/json alone would take it).
+func TestKeysMatchExactly(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		parse func([]byte) error
+		in    string
+		want  string // the whole error
+	}{
+		{"setting", func(b []byte) error { _, err := ParseConfig(b); return err },
+			`{"tickRate": 10, "sendRate": 10, "capacity": 1, "origins": ["*"], "tickrate": 500}`,
+			`line 1, column 67: unknown setting "tickrate" (did you mean "tickRate"?)`},
+		{"setting alone", func(b []byte) error { _, err := ParseConfig(b); return err },
+			`{"tickrate": 10, "sendRate": 10, "capacity": 1, "origins": ["*"]}`,
+			"line 1, column 2: unknown setting \"tickrate\" (did you mean \"tickRate\"?)\ntickRate is missing"},
+		{"setting twice", func(b []byte) error { _, err := ParseConfig(b); return err },
+			`{"tickRate": 10, "sendRate": 10, "capacity": 1, "origins": ["*"], "tickRate": 500}`,
+			`line 1, column 67: setting "tickRate" is written twice (one value only)`},
+		{"field", func(b []byte) error { _, err := ParseFields(b); return err },
+			`{"x": {"Type": "number"}}`,
+			"line 1, column 2: field \"x\": unknown key \"Type\" (did you mean \"type\"?)"},
+		{"field key", func(b []byte) error { _, err := ParseFields(b); return err },
+			`{"x": {"type": "number", "Private": true}}`,
+			"line 1, column 2: field \"x\": unknown key \"Private\" (did you mean \"private\"?)"},
+		{"field twice", func(b []byte) error { _, err := ParseFields(b); return err },
+			`{"x": "number", "x": "string"}`,
+			`line 1, column 17: field "x" is written twice (one value only)`},
+		{"argument", func(b []byte) error { _, err := ParseArgs(b); return err },
+			`{"dx": {"type": "number", "Min": 0, "max": 1}}`,
+			"line 1, column 2: argument \"dx\": unknown key \"Min\" (did you mean \"min\"?)"},
+		{"argument type", func(b []byte) error { _, err := ParseArgs(b); return err },
+			`{"dx": {"TYPE": "number"}}`,
+			"line 1, column 2: argument \"dx\": unknown key \"TYPE\" (did you mean \"type\"?)\nline 1, column 2: argument \"dx\": unknown type \"\" (want number, integer, string or boolean)"},
+	} {
+		if err := tc.parse([]byte(tc.in)); err == nil || err.Error() != tc.want {
+			t.Errorf("%s: %s\n got %v\nwant %s", tc.name, tc.in, err, tc.want)
+		}
+	}
+	// The value of a wrongly cased key is not read: the bound below holds.
+	args, err := ParseArgs([]byte(`{"dx": {"type": "number", "max": 1}}`))
+	if err != nil || args["dx"].Min != nil {
+		t.Fatalf("%+v %v", args, err)
+	}
+	var c struct {
+		Server string `json:"hoster-config-server"`
+	}
+	if err := DecodeExact([]byte(`{"hoster-config-Server": "x"}`), &c, ""); err == nil || c.Server != "" ||
+		err.Error() != `line 1, column 2: unknown key "hoster-config-Server" (did you mean "hoster-config-server"?)` {
+		t.Fatalf("DecodeExact: %q %v", c.Server, err)
+	}
+}

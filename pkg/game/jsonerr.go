@@ -40,31 +40,18 @@ func position(data []byte, off int) (line, col int) {
 }
 
 // keyOffsets returns the offset of each key of data's top-level object,
-// where its opening quote stands; nil when data is not an object.
+// where its opening quote stands (the last, for a key written twice); nil
+// when data is not an object.
 func keyOffsets(data []byte) map[string]int {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+	keys := objectKeys(data)
+	if keys == nil {
 		return nil
 	}
-	keys := map[string]int{}
-	for dec.More() {
-		// After the previous value (or the brace), the next key starts at
-		// the first quote.
-		from := int(dec.InputOffset())
-		t, err := dec.Token()
-		key, ok := t.(string)
-		if err != nil || !ok {
-			return keys
-		}
-		if i := bytes.IndexByte(data[from:], '"'); i >= 0 {
-			keys[key] = from + i
-		}
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return keys
-		}
+	offsets := map[string]int{}
+	for _, k := range keys {
+		offsets[k.name] = k.start
 	}
-	return keys
+	return offsets
 }
 
 // located places err at key's position in data's top-level object, keeping
@@ -95,18 +82,16 @@ func Split(err error) []error {
 	return []error{err}
 }
 
-// decodeStrict decodes one JSON value into v, refusing unknown object keys
-// and trailing data. noun names what the top-level keys are ("field",
-// "argument", "setting"), for the messages.
-func decodeStrict(data []byte, v any, noun string) error { return decodeJSON(data, v, true, noun) }
+// decodeJSON decodes exactly one JSON value into v, keys matched as
+// encoding/json does (without regard to case): for a user's object, use
+// [DecodeExact]. Its errors are [*PosError]s that say where and what, in the
+// game's terms.
+func decodeJSON(data []byte, v any, noun string) error { return decodeMasked(data, data, v, noun) }
 
-// decodeJSON decodes exactly one JSON value into v. Its errors are
-// [*PosError]s that say where and what, in the game's terms.
-func decodeJSON(data []byte, v any, strict bool, noun string) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if strict {
-		dec.DisallowUnknownFields()
-	}
+// decodeMasked decodes masked, a copy of data with some keys blanked, and
+// places its errors in data.
+func decodeMasked(data, masked []byte, v any, noun string) error {
+	dec := json.NewDecoder(bytes.NewReader(masked))
 	err := dec.Decode(v)
 	if err == nil {
 		if dec.More() {
@@ -138,13 +123,6 @@ func decodeJSON(data []byte, v any, strict bool, noun string) error {
 		line, col := position(data, off)
 		return &PosError{Line: line, Col: col, Msg: whose(data, off, noun, typ.Field) +
 			fmt.Sprintf("found %s, want %s", describeJSON(typ.Value), describeType(typ.Type))}
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		// DisallowUnknownFields: the decoder stopped just past the value.
-		key := strings.TrimPrefix(err.Error(), "json: unknown field ")
-		end := int(dec.InputOffset())
-		off := bytes.LastIndex(data[:min(end, len(data))], []byte(key))
-		line, col := position(data, off)
-		return &PosError{Line: line, Col: col, Msg: whose(data, off, noun, "") + "unknown key " + key}
 	}
 	return &PosError{Msg: "reading JSON: " + err.Error()}
 }
@@ -278,4 +256,18 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(rb)]
+}
+
+// unplaced drops the places of the problems in err, one value's inside a
+// file: the caller places them at the value's key.
+func unplaced(err error) error {
+	var out []error
+	for _, e := range Split(err) {
+		var pe *PosError
+		if errors.As(e, &pe) {
+			e = errors.New(pe.Msg)
+		}
+		out = append(out, e)
+	}
+	return errors.Join(out...)
 }

@@ -130,3 +130,49 @@ func TestStateIsWhatCreateReturns(t *testing.T) {
 		t.Fatalf("tsc said\n%s\nwant\n%s", strings.Join(got, "\n"), want)
 	}
 }
+
+// TestCheckRunsBeforeWriting: GenerateWith's check sees the game's types on
+// disk, and a game it finds problems in keeps its generated files exactly
+// as they were. It needs no compiler: the check here is a stand-in.
+func TestCheckRunsBeforeWriting(t *testing.T) {
+	root := t.TempDir()
+	game := filepath.Join(root, "a.com", "tag")
+	os.MkdirAll(filepath.Join(game, "hoster-instance"), 0o755)
+	os.WriteFile(filepath.Join(game, "hoster-game.json"), []byte(`{"tickRate": 20, "sendRate": 10, "capacity": 2, "origins": ["*"]}`), 0o644)
+	tick := filepath.Join(game, "hoster-instance", "tick.ts")
+	os.WriteFile(tick, []byte("export default function tick(instance: Instance, dt: number) {}\n"), 0o644)
+	if res, err := Generate(root); err != nil || res.Failed() {
+		t.Fatalf("generating: %v %v", err, res.Problems())
+	}
+	before := map[string]string{}
+	for _, f := range []string{ServerFile, MapFile, ClientFile, TypesFile} {
+		b, _ := os.ReadFile(filepath.Join(game, f))
+		before[f] = string(b)
+	}
+
+	os.WriteFile(tick, []byte("export default function tick(instance: Instance, dt: number) { instance.log(\"changed\"); }\n"), 0o644)
+	wrong := Problem{File: "a.com/tag/hoster-instance/tick.ts", Line: 1, Col: 1, Msg: "TS0000: wrong"}
+	res, err := GenerateWith(root, Options{Check: func(r, dir string) ([]Problem, error) {
+		if _, err := os.Stat(filepath.Join(r, dir, EnvFile)); err != nil || dir != "a.com/tag" {
+			t.Errorf("the check ran on %s before the types were written: %v", dir, err)
+		}
+		return []Problem{wrong}, nil
+	}})
+	if err != nil || len(res.Games) != 1 || len(res.Games[0].Problems) != 1 || res.Games[0].Problems[0] != wrong {
+		t.Fatalf("result %+v %v", res, err)
+	}
+	for f, want := range before {
+		if b, _ := os.ReadFile(filepath.Join(game, f)); string(b) != want {
+			t.Errorf("%s was rewritten though the check failed", f)
+		}
+	}
+
+	res, err = GenerateWith(root, Options{Check: func(string, string) ([]Problem, error) { return nil, errors.New("tsc crashed") }})
+	if err != nil || !res.Failed() || !strings.Contains(res.Games[0].Problems[0].String(), "a.com/tag: type-checking: tsc crashed") {
+		t.Fatalf("a checker that cannot run: %+v %v", res, err)
+	}
+	res, err = GenerateWith(root, Options{Check: func(string, string) ([]Problem, error) { return nil, nil }})
+	if err != nil || res.Failed() || len(res.Games[0].Written) == 0 {
+		t.Fatalf("a passing check: %+v %v", res, err)
+	}
+}

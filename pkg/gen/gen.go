@@ -149,7 +149,23 @@ func (r Result) Problems() []Problem {
 // structure rules: <root>/<domain>/<game>/ with hoster-game.json. The error
 // is only for trouble reading root itself; each game's problems are in the
 // Result.
-func Generate(root string) (Result, error) {
+func Generate(root string) (Result, error) { return GenerateWith(root, Options{}) }
+
+// Options change what GenerateWith does.
+type Options struct {
+	// Check, when set, type-checks each game whose definition is valid
+	// (gen --check). It runs after the game's hoster-env.d.ts and
+	// tsconfig.json are written, which it checks against, and before the
+	// game's generated files are: a game it reports problems in is not
+	// generated, its hoster.server.js, map, hoster.client.js and
+	// hoster.client.d.ts left exactly as they were. root is absolute; dir
+	// is "<domain>/<game>". Its error, for a checker that could not run,
+	// is a problem of the game too.
+	Check func(root, dir string) ([]Problem, error)
+}
+
+// GenerateWith is Generate with options.
+func GenerateWith(root string, o Options) (Result, error) {
 	root, err := filepath.Abs(root)
 	if err != nil {
 		return Result{}, fmt.Errorf("reading %s: %w", root, err)
@@ -160,7 +176,7 @@ func Generate(root string) (Result, error) {
 	}
 	var res Result
 	for _, dir := range dirs {
-		res.Games = append(res.Games, generateGame(root, dir))
+		res.Games = append(res.Games, generateGame(root, dir, o))
 	}
 	return res, nil
 }
@@ -193,48 +209,65 @@ func FindGames(root string) ([]string, error) {
 	return games, nil
 }
 
-func generateGame(root, dir string) GameResult {
+func generateGame(root, dir string, o Options) GameResult {
 	res := GameResult{Dir: dir, Written: []string{}, Private: []string{}, Public: []string{}, Problems: []Problem{}}
 	abs := filepath.Join(root, filepath.FromSlash(dir))
 	def, problems := load(abs)
 	res.Hooks, res.Commands, res.EntityTypes = len(def.Hooks), len(def.Commands), len(def.Entities)
+	// Each step runs only when every step before it found nothing; the
+	// places of problems are relative to the game until the end.
+	var server, sourceMap []byte
 	if len(problems) == 0 {
-		var server, sourceMap []byte
 		server, sourceMap, problems = bundle(abs, def)
-		if len(problems) == 0 {
-			problems = check(server, sourceMap, def)
-		}
-		if len(problems) == 0 {
-			res.Private, res.Public = keptPrivate(abs, server, sourceMap, def.Config)
-		}
-		if len(problems) == 0 {
-			files := map[string][]byte{
-				ServerFile: server,
-				MapFile:    sourceMap,
-				ClientFile: clientLibrary(dir, def),
-				TypesFile:  clientTypes(dir, def),
+	}
+	if len(problems) == 0 {
+		problems = check(server, sourceMap, def)
+	}
+	if len(problems) == 0 {
+		res.Private, res.Public = keptPrivate(abs, server, sourceMap, def.Config)
+	}
+	write := func(files map[string][]byte, names ...string) {
+		for _, name := range names {
+			if files[name] == nil {
+				continue
 			}
-			files[EnvFile] = envTypes(dir, def)
-			if !exists(filepath.Join(abs, TSConfigFile)) {
-				files[TSConfigFile] = []byte(tsconfig)
-			}
-			for _, name := range []string{ServerFile, MapFile, ClientFile, TypesFile, EnvFile, TSConfigFile} {
-				if files[name] == nil {
-					continue
-				}
-				changed, err := writeIfChanged(filepath.Join(abs, name), files[name])
-				if err != nil {
-					problems = append(problems, Problem{File: name, Msg: err.Error()})
-				} else if changed {
-					res.Written = append(res.Written, dir+"/"+name)
-				}
+			changed, err := writeIfChanged(filepath.Join(abs, name), files[name])
+			if err != nil {
+				problems = append(problems, Problem{File: name, Msg: err.Error()})
+			} else if changed {
+				res.Written = append(res.Written, dir+"/"+name)
 			}
 		}
+	}
+	if len(problems) == 0 {
+		// The hooks' types first: the type check reads them.
+		env := map[string][]byte{EnvFile: envTypes(dir, def)}
+		if !exists(filepath.Join(abs, TSConfigFile)) {
+			env[TSConfigFile] = []byte(tsconfig)
+		}
+		write(env, EnvFile, TSConfigFile)
+	}
+	var typeErrors []Problem
+	if len(problems) == 0 && o.Check != nil {
+		var err error
+		if typeErrors, err = o.Check(root, dir); err != nil {
+			typeErrors = append(typeErrors, Problem{File: dir, Msg: "type-checking: " + err.Error()})
+		}
+	}
+	if len(problems) == 0 && len(typeErrors) == 0 {
+		write(map[string][]byte{
+			ServerFile: server,
+			MapFile:    sourceMap,
+			ClientFile: clientLibrary(dir, def),
+			TypesFile:  clientTypes(dir, def),
+		}, ServerFile, MapFile, ClientFile, TypesFile)
 	}
 	for _, p := range problems {
 		p.File = dir + "/" + p.File
 		res.Problems = append(res.Problems, p)
 	}
+	// The checker places its problems under root already.
+	res.Problems = append(res.Problems, typeErrors...)
 	return res
 }
 
