@@ -29,7 +29,7 @@ import (
 	"sync"
 
 	"github.com/hoster-dev/hoster/pkg/api"
-	"github.com/hoster-dev/hoster/pkg/server"
+	"github.com/hoster-dev/hoster/pkg/notfound"
 	"github.com/hoster-dev/hoster/pkg/store"
 )
 
@@ -103,7 +103,7 @@ func (f *Files) Route(games http.Handler) http.Handler {
 			w.WriteHeader(http.StatusNoContent)
 		case !slash && r.Header.Get("Upgrade") == "" && get:
 			if name == "" || !f.o.Loaded(Domain(r), name) {
-				server.NotFound(w)
+				notfound.Write(w)
 				return
 			}
 			to := "/" + url.PathEscape(name) + "/"
@@ -135,31 +135,31 @@ func Domain(r *http.Request) string {
 // hoster-game.json's "public" names; anything else is the uniform 404.
 func (f *Files) Serve(w http.ResponseWriter, r *http.Request, domain, game, file string) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		server.NotFound(w)
+		notfound.Write(w)
 		return
 	}
 	if file == "" || strings.HasSuffix(file, "/") {
 		file += Index
 	}
 	if !f.serves(domain, game, file) {
-		server.NotFound(w)
+		notfound.Write(w)
 		return
 	}
 	fh, err := f.open(domain, game, file)
 	if err != nil {
-		server.NotFound(w)
+		notfound.Write(w)
 		return
 	}
 	defer fh.Close()
 	fi, err := fh.Stat()
 	if err != nil {
-		server.NotFound(w)
+		notfound.Write(w)
 		return
 	}
 	if fi.IsDir() {
 		// A folder named without its slash: to its index, when it has one.
 		if !f.serves(domain, game, file+"/"+Index) {
-			server.NotFound(w)
+			notfound.Write(w)
 			return
 		}
 		if idx, err := f.open(domain, game, file+"/"+Index); err == nil {
@@ -167,16 +167,16 @@ func (f *Files) Serve(w http.ResponseWriter, r *http.Request, domain, game, file
 			http.Redirect(w, r, "/"+url.PathEscape(game)+"/"+escapePath(file)+"/", http.StatusMovedPermanently)
 			return
 		}
-		server.NotFound(w)
+		notfound.Write(w)
 		return
 	}
 	if !fi.Mode().IsRegular() {
-		server.NotFound(w)
+		notfound.Write(w)
 		return
 	}
 	sum, err := f.o.Store.HashOf(domain+"/"+game+"/"+file, fh, fi)
 	if err != nil {
-		server.NotFound(w)
+		notfound.Write(w)
 		return
 	}
 	h := w.Header()

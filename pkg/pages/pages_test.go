@@ -13,7 +13,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/hoster-dev/hoster/pkg/server"
+	"github.com/hoster-dev/hoster/pkg/notfound"
 	"github.com/hoster-dev/hoster/pkg/store"
 )
 
@@ -104,7 +104,7 @@ func sum(s string) string {
 // uniform404 is what every miss looks like.
 func uniform404() *httptest.ResponseRecorder {
 	w := httptest.NewRecorder()
-	server.NotFound(w)
+	notfound.Write(w)
 	return w
 }
 
