@@ -14,8 +14,8 @@
 // 404. /favicon.ico, which browsers ask every domain for, answers 204.
 //
 // [Files.Route] puts the pages beside the runtime: the game socket at
-// /<game> and the browser library at /<game>/hoster.client.js stay the
-// runtime's.
+// /<game> is the runtime's; every file below /<game>/, the browser library
+// hoster.client.js included, is served here, with one set of headers.
 package pages
 
 import (
@@ -28,7 +28,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/hoster-dev/hoster/pkg/api"
 	"github.com/hoster-dev/hoster/pkg/notfound"
 	"github.com/hoster-dev/hoster/pkg/store"
 )
@@ -91,8 +90,8 @@ const Favicon = "favicon.ico"
 
 // Route returns the handler of everything outside /api: a plain GET of
 // /<game> is redirected to /<game>/, the socket (/<game> with an Upgrade)
-// and the browser library go to games (the runtime), /favicon.ico answers
-// 204, and every other /<game>/<path> is a file of the game's folder.
+// goes to games (the runtime), /favicon.ico answers 204, and every
+// /<game>/<path> is a file of the game's folder, the browser library too.
 func (f *Files) Route(games http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name, file, slash := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
@@ -111,7 +110,7 @@ func (f *Files) Route(games http.Handler) http.Handler {
 				to += "?" + r.URL.RawQuery
 			}
 			http.Redirect(w, r, to, http.StatusMovedPermanently)
-		case !slash || file == api.ClientLibrary:
+		case !slash:
 			games.ServeHTTP(w, r)
 		default:
 			f.Serve(w, r, Domain(r), name, file)
