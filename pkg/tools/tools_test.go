@@ -56,11 +56,19 @@ func start(t *testing.T, variant api.Variant) *env {
 
 func (e *env) get(t *testing.T, path string, rng string) (*http.Response, string) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", e.url+path, nil)
-	req.Header.Set("Authorization", "Bearer "+token)
+	header := http.Header{}
 	if rng != "" {
-		req.Header.Set("Range", rng)
+		header.Set("Range", rng)
 	}
+	return e.getWith(t, path, header)
+}
+
+// getWith GETs path with the token and header.
+func (e *env) getWith(t *testing.T, path string, header http.Header) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", e.url+path, nil)
+	req.Header = header
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -230,33 +238,20 @@ func TestFileStreamingEdges(t *testing.T) {
 	plant(t, e.logs, "web-logs/access.log", "0123456789", time.Time{})
 	plant(t, e.logs, "server-logs/cpu-2026-11-21.log", "", time.Time{})
 	const active = "/api/v1/logs/file?which=active"
-	do := func(method, path string, header http.Header) (*http.Response, string) {
-		t.Helper()
-		req, _ := http.NewRequest(method, e.url+path, nil)
-		req.Header = header
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp, string(b)
-	}
 	for _, tc := range []struct {
-		name, method, path string
-		header             http.Header
-		status             int
-		length, body       string
+		name, path   string
+		header       http.Header
+		status       int
+		length, body string
 	}{
-		{"an empty file", "GET", "/api/v1/stats/file?name=cpu-2026-11-21.log", http.Header{}, 200, "0", ""},
-		{"an empty file from 0", "GET", "/api/v1/stats/file?name=cpu-2026-11-21.log", http.Header{"Range": {"bytes=0-"}}, 200, "0", ""},
-		{"If-None-Match *", "GET", active, http.Header{"If-None-Match": {"*"}}, 200, "10", "0123456789"},
-		{"If-Match", "GET", active, http.Header{"If-Match": {`"x"`}}, 200, "10", "0123456789"},
-		{"If-Modified-Since", "GET", active, http.Header{"If-Modified-Since": {time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)}}, 200, "10", "0123456789"},
-		{"If-Range", "GET", active, http.Header{"Range": {"bytes=4-"}, "If-Range": {`"x"`}}, 206, "6", "456789"},
+		{"an empty file", "/api/v1/stats/file?name=cpu-2026-11-21.log", http.Header{}, 200, "0", ""},
+		{"an empty file from 0", "/api/v1/stats/file?name=cpu-2026-11-21.log", http.Header{"Range": {"bytes=0-"}}, 200, "0", ""},
+		{"If-None-Match *", active, http.Header{"If-None-Match": {"*"}}, 200, "10", "0123456789"},
+		{"If-Match", active, http.Header{"If-Match": {`"x"`}}, 200, "10", "0123456789"},
+		{"If-Modified-Since", active, http.Header{"If-Modified-Since": {time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)}}, 200, "10", "0123456789"},
+		{"If-Range", active, http.Header{"Range": {"bytes=4-"}, "If-Range": {`"x"`}}, 206, "6", "456789"},
 	} {
-		resp, body := do(tc.method, tc.path, tc.header)
+		resp, body := e.getWith(t, tc.path, tc.header)
 		if resp.StatusCode != tc.status || resp.Header.Get("Content-Length") != tc.length || body != tc.body ||
 			resp.Header.Get("Content-Type") != "application/octet-stream" || resp.Header.Get("Accept-Ranges") != "bytes" {
 			t.Errorf("%s: %d %q %v, want %d %q with Content-Length %s", tc.name, resp.StatusCode, body, resp.Header, tc.status, tc.body, tc.length)
