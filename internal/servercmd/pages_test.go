@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/hoster-dev/hoster/pkg/apiclient"
 	"github.com/hoster-dev/hoster/pkg/gen"
 	"github.com/hoster-dev/hoster/pkg/mirror"
+	"github.com/hoster-dev/hoster/pkg/pages"
 )
 
 // serve answers the game's page, its assets and its library on the game's
@@ -162,4 +164,77 @@ func getPage(t *testing.T, listen, host, path string) (*http.Response, string) {
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	return resp, string(b)
+}
+
+// Every public file of a game, the browser library included, comes by one
+// path with one set of headers: its type, nosniff, no-cache, its sha256 as
+// its ETag, Last-Modified and Accept-Ranges; each revalidates with a 304 and
+// answers a Range with a 206.
+func TestServeGivesEveryPublicFileTheSameHeaders(t *testing.T) {
+	root := t.TempDir()
+	arena := filepath.Join(root, api.GamesDir, "example.com", "arena")
+	if err := os.CopyFS(arena, os.DirFS("../../examples/sites/example.com/arena")); err != nil {
+		t.Fatal(err)
+	}
+	extra := map[string]string{
+		"style.css": "body{}", "scripts/ui.js": "ui()", "assets/sprite.png": "\x89PNG....", "assets/song.ogg": "OggS",
+		"data/level.json": "{}", "fonts/a.woff2": "wOF2", "notes.unknownext": "?",
+	}
+	for name, body := range extra {
+		p := filepath.Join(arena, filepath.FromSlash(name))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	listen, _, _ := startServe(t, serveOptions{HostingRoot: root, LogsRoot: t.TempDir()})
+	var keys string
+	for _, file := range []string{"index.html", api.ClientLibrary, "scripts/ui.js", "style.css",
+		"assets/sprite.png", "assets/song.ogg", "data/level.json", "fonts/a.woff2", "notes.unknownext"} {
+		want, err := os.ReadFile(filepath.Join(arena, filepath.FromSlash(file)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(want)
+		resp, body := getPage(t, listen, "example.com", "/arena/"+file)
+		h := resp.Header
+		if resp.StatusCode != 200 || body != string(want) {
+			t.Errorf("GET /arena/%s: %s", file, resp.Status)
+			continue
+		}
+		if h.Get("Content-Type") != pages.ContentType(file) || h.Get("X-Content-Type-Options") != "nosniff" ||
+			h.Get("Cache-Control") != "no-cache" || h.Get("ETag") != `"`+hex.EncodeToString(sum[:])+`"` ||
+			h.Get("Last-Modified") == "" || h.Get("Accept-Ranges") != "bytes" {
+			t.Errorf("GET /arena/%s: headers %v", file, h)
+		}
+		// The same names, whatever the file.
+		var names []string
+		for k := range h {
+			if k != "Date" {
+				names = append(names, k)
+			}
+		}
+		slices.Sort(names)
+		if keys == "" {
+			keys = strings.Join(names, " ")
+		} else if got := strings.Join(names, " "); got != keys {
+			t.Errorf("GET /arena/%s: headers %s, the others %s", file, got, keys)
+		}
+		for _, c := range []struct {
+			header, value string
+			status        int
+		}{{"If-None-Match", h.Get("ETag"), http.StatusNotModified}, {"Range", "bytes=0-", http.StatusPartialContent}} {
+			req, _ := http.NewRequest("GET", "http://"+listen+"/arena/"+file, nil)
+			req.Host = "example.com"
+			req.Header.Set(c.header, c.value)
+			resp, err := http.DefaultTransport.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != c.status {
+				t.Errorf("GET /arena/%s with %s: %s, want %d", file, c.header, resp.Status, c.status)
+			}
+		}
+	}
 }

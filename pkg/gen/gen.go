@@ -2,7 +2,9 @@
 // the rest of hoster uses: hoster.server.js, one plain script that goja runs
 // on the server (hook files bundled by esbuild, exposing the registry of
 // docs/module-format.md), and hoster.client.js, the game's browser library,
-// with hoster.client.d.ts typing it.
+// with hoster.client.d.ts typing it. Both are written from plain files,
+// js/client.js and js/client.d.ts, with the game's schema filled in; the
+// library's unit tests, js/client.test.js, run in Node.
 //
 // Everything is validated before anything is written, and every problem is
 // reported at once, with its file and line where there is one. A game with

@@ -14,8 +14,8 @@
 // 404. /favicon.ico, which browsers ask every domain for, answers 204.
 //
 // [Files.Route] puts the pages beside the runtime: the game socket at
-// /<game> and the browser library at /<game>/hoster.client.js stay the
-// runtime's.
+// /<game> is the runtime's; every file below /<game>/, the browser library
+// hoster.client.js included, is served here, with one set of headers.
 package pages
 
 import (
@@ -28,8 +28,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/hoster-dev/hoster/pkg/api"
-	"github.com/hoster-dev/hoster/pkg/server"
+	"github.com/hoster-dev/hoster/pkg/notfound"
 	"github.com/hoster-dev/hoster/pkg/store"
 )
 
@@ -91,8 +90,8 @@ const Favicon = "favicon.ico"
 
 // Route returns the handler of everything outside /api: a plain GET of
 // /<game> is redirected to /<game>/, the socket (/<game> with an Upgrade)
-// and the browser library go to games (the runtime), /favicon.ico answers
-// 204, and every other /<game>/<path> is a file of the game's folder.
+// goes to games (the runtime), /favicon.ico answers 204, and every
+// /<game>/<path> is a file of the game's folder, the browser library too.
 func (f *Files) Route(games http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name, file, slash := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
@@ -103,7 +102,7 @@ func (f *Files) Route(games http.Handler) http.Handler {
 			w.WriteHeader(http.StatusNoContent)
 		case !slash && r.Header.Get("Upgrade") == "" && get:
 			if name == "" || !f.o.Loaded(Domain(r), name) {
-				server.NotFound(w)
+				notfound.Write(w)
 				return
 			}
 			to := "/" + url.PathEscape(name) + "/"
@@ -111,7 +110,7 @@ func (f *Files) Route(games http.Handler) http.Handler {
 				to += "?" + r.URL.RawQuery
 			}
 			http.Redirect(w, r, to, http.StatusMovedPermanently)
-		case !slash || file == api.ClientLibrary:
+		case !slash:
 			games.ServeHTTP(w, r)
 		default:
 			f.Serve(w, r, Domain(r), name, file)
@@ -135,31 +134,31 @@ func Domain(r *http.Request) string {
 // hoster-game.json's "public" names; anything else is the uniform 404.
 func (f *Files) Serve(w http.ResponseWriter, r *http.Request, domain, game, file string) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		server.NotFound(w)
+		notfound.Write(w)
 		return
 	}
 	if file == "" || strings.HasSuffix(file, "/") {
 		file += Index
 	}
 	if !f.serves(domain, game, file) {
-		server.NotFound(w)
+		notfound.Write(w)
 		return
 	}
 	fh, err := f.open(domain, game, file)
 	if err != nil {
-		server.NotFound(w)
+		notfound.Write(w)
 		return
 	}
 	defer fh.Close()
 	fi, err := fh.Stat()
 	if err != nil {
-		server.NotFound(w)
+		notfound.Write(w)
 		return
 	}
 	if fi.IsDir() {
 		// A folder named without its slash: to its index, when it has one.
 		if !f.serves(domain, game, file+"/"+Index) {
-			server.NotFound(w)
+			notfound.Write(w)
 			return
 		}
 		if idx, err := f.open(domain, game, file+"/"+Index); err == nil {
@@ -167,16 +166,16 @@ func (f *Files) Serve(w http.ResponseWriter, r *http.Request, domain, game, file
 			http.Redirect(w, r, "/"+url.PathEscape(game)+"/"+escapePath(file)+"/", http.StatusMovedPermanently)
 			return
 		}
-		server.NotFound(w)
+		notfound.Write(w)
 		return
 	}
 	if !fi.Mode().IsRegular() {
-		server.NotFound(w)
+		notfound.Write(w)
 		return
 	}
 	sum, err := f.o.Store.HashOf(domain+"/"+game+"/"+file, fh, fi)
 	if err != nil {
-		server.NotFound(w)
+		notfound.Write(w)
 		return
 	}
 	h := w.Header()

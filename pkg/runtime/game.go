@@ -1,8 +1,6 @@
 package runtime
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,16 +38,12 @@ type Game struct {
 }
 
 // version is one load of a game's folder: its configuration, its compiled
-// module (shared by all its instances), its command schemas and its browser
-// library. A version never changes once loaded.
+// module (shared by all its instances) and its command schemas. A version
+// never changes once loaded.
 type version struct {
 	cfg      game.Config
 	program  *goja.Program
 	commands map[string]game.Args
-
-	client     []byte
-	clientMod  time.Time
-	clientETag string
 }
 
 // current is the game's current version.
@@ -109,17 +103,6 @@ func loadVersion(dir string) (*version, error) {
 			return nil, fmt.Errorf("command %s: %w", n, err)
 		}
 		g.commands[n] = args
-	}
-	clientPath := filepath.Join(dir, api.ClientLibrary)
-	if b, err := os.ReadFile(clientPath); err == nil {
-		g.client = b
-		if fi, err := os.Stat(clientPath); err == nil {
-			g.clientMod = fi.ModTime()
-		}
-		sum := sha256.Sum256(b)
-		g.clientETag = `"` + hex.EncodeToString(sum[:12]) + `"`
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("reading %s: %w", api.ClientLibrary, err)
 	}
 	return g, nil
 }

@@ -303,8 +303,9 @@ func (rt *Runtime) AskHandler() http.Handler {
 	})
 }
 
-// ServeHTTP serves the game routes: GET /<game>/hoster.client.js and the
-// game socket at /<game>, the domain chosen by Host (any port ignored).
+// ServeHTTP serves the game socket at /<game>, the domain chosen by Host (any
+// port ignored). The game's files, its browser library included, are
+// pkg/pages'.
 func (rt *Runtime) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	host := r.Host
 	if h, _, err := net.SplitHostPort(host); err == nil {
@@ -317,12 +318,6 @@ func (rt *Runtime) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case g == nil || (r.Method != http.MethodGet && r.Method != http.MethodHead):
 		http.NotFound(w, r)
-	case file == api.ClientLibrary && g.current().client != nil:
-		v := g.current()
-		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
-		w.Header().Set("ETag", v.clientETag)
-		w.Header().Set("Cache-Control", "no-cache") // revalidate: a sync may change it
-		http.ServeContent(w, r, api.ClientLibrary, v.clientMod, strings.NewReader(string(v.client)))
 	case file == "" && !strings.HasSuffix(rest, "/"):
 		rt.serveSocket(w, r, g)
 	default:

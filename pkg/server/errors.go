@@ -9,6 +9,7 @@ import (
 
 	"github.com/hoster-dev/hoster/pkg/api"
 	"github.com/hoster-dev/hoster/pkg/atomicfile"
+	"github.com/hoster-dev/hoster/pkg/notfound"
 )
 
 // The Sync API's handlers return their failures; one place, render, writes
@@ -91,7 +92,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, errInvalidPath):
 		if v2 {
-			NotFound(w)
+			notfound.Write(w)
 			return
 		}
 		writeJSON(w, http.StatusBadRequest, api.ErrorBody{Error: api.ErrInvalidPath})

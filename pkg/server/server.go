@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/notfound"
 	"github.com/hoster-dev/hoster/pkg/store"
 )
 
@@ -144,7 +145,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.opts.Games == nil {
-		NotFound(w)
+		notfound.Write(w)
 		return
 	}
 	s.opts.Games.ServeHTTP(w, r)
@@ -165,7 +166,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	h, ok := s.routes[key]
 	if !ok || r.URL.RawPath != "" {
-		NotFound(w)
+		notfound.Write(w)
 		return
 	}
 	h.ServeHTTP(w, r)
@@ -190,34 +191,12 @@ func (s *Server) authorized(r *http.Request) bool {
 // the server does not wait for the rest of the body once it has answered.
 func refuse(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength == 0 {
-		NotFound(w)
+		notfound.Write(w)
 		return
 	}
 	http.NewResponseController(w).SetReadDeadline(time.Now())
-	notFound(w, true)
+	notfound.WriteClosing(w)
 }
-
-// NotFound writes the uniform 404: the same status, headers and body for a
-// missing or wrong token, an unknown route, a wrong version prefix and, in
-// variant 2, an unsafe path.
-func NotFound(w http.ResponseWriter) { notFound(w, false) }
-
-func notFound(w http.ResponseWriter, closeConn bool) {
-	h := w.Header()
-	for k := range h {
-		delete(h, k)
-	}
-	if closeConn {
-		h.Set("Connection", "close")
-	}
-	h.Set("Content-Type", "text/plain; charset=utf-8")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Content-Length", fmt.Sprint(len(notFoundBody)))
-	w.WriteHeader(http.StatusNotFound)
-	io.WriteString(w, notFoundBody)
-}
-
-const notFoundBody = "404 page not found\n"
 
 func (s *Server) version(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, api.VersionInfo{API: api.Version, BatchUpload: true,

@@ -15,16 +15,19 @@
 // end gives an empty 200. A file that grows while it is sent is sent up to the
 // size it had when opened, matching Content-Length. Any other Range form
 // (bytes=N-M, suffixes, several ranges) is ignored and the whole file is sent
-// with 200, as RFC 9110 allows.
+// with 200, as RFC 9110 allows. The files carry no validators, so no
+// conditional header changes an answer. http.ServeContent sends them, as it
+// sends the pages (pkg/pages); serveFile keeps the contract's rules in front
+// of it.
 package tools
 
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -288,57 +291,75 @@ func inRoot(dir, name string) func() (*os.File, error) {
 	}
 }
 
-// rangeStart parses "bytes=N-", the contract's one Range form.
-var rangeStart = regexp.MustCompile(`^bytes=(\d{1,18})-$`)
-
 // serveFile streams a file by the contract's rules; open == nil, or a file
-// that cannot be opened as a regular file, is an empty 200.
+// that cannot be opened as a regular file, is an empty 200. The answer is
+// http.ServeContent's over the bytes present at open, with only what the
+// contract asks of it: the one Range form it names, and no validators (so
+// no conditional request changes the answer).
 func serveFile(w http.ResponseWriter, r *http.Request, open func() (*os.File, error)) {
 	hd := w.Header()
 	hd.Set("Content-Type", "application/octet-stream")
 	hd.Set("Accept-Ranges", "bytes")
-	var f *os.File
-	var size int64
-	if open != nil {
-		if fh, err := open(); err == nil {
-			if fi, err := fh.Stat(); err == nil && fi.Mode().IsRegular() {
-				f, size = fh, fi.Size()
-				defer fh.Close()
-			} else {
-				fh.Close()
-			}
-		}
-	}
-	empty := func() {
-		hd.Set("Content-Length", "0")
-		w.WriteHeader(http.StatusOK)
-	}
+	f, size := openRegular(open)
 	if f == nil {
-		empty()
+		emptyFile(w)
 		return
 	}
-	var start int64
-	partial := false
-	if m := rangeStart.FindStringSubmatch(r.Header.Get("Range")); m != nil {
-		n, err := strconv.ParseInt(m[1], 10, 64)
-		if err != nil || n >= size {
-			empty()
-			return
-		}
-		start, partial = n, true
-	}
-	n := size - start
-	hd.Set("Content-Length", strconv.FormatInt(n, 10))
-	if partial {
-		hd.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, size-1, size))
-		w.WriteHeader(http.StatusPartialContent)
-	} else {
-		w.WriteHeader(http.StatusOK)
-	}
-	if r.Method == http.MethodHead {
+	defer f.Close()
+	start, ranged := rangeFrom(r.Header.Get("Range"))
+	if ranged && start >= size {
+		emptyFile(w) // the contract's tail rule: at or past the end is an empty 200, not a 416
 		return
 	}
-	io.Copy(w, io.NewSectionReader(f, start, n))
+	rr := r.WithContext(r.Context())
+	rr.Header = http.Header{}
+	if ranged {
+		rr.Header.Set("Range", "bytes="+strconv.FormatInt(start, 10)+"-")
+	}
+	http.ServeContent(w, rr, "", time.Time{}, io.NewSectionReader(f, 0, size))
+}
+
+// openRegular opens a regular file and tells its size at open; nil when
+// there is none.
+func openRegular(open func() (*os.File, error)) (*os.File, int64) {
+	if open == nil {
+		return nil, 0
+	}
+	fh, err := open()
+	if err != nil {
+		return nil, 0
+	}
+	if fi, err := fh.Stat(); err == nil && fi.Mode().IsRegular() {
+		return fh, fi.Size()
+	}
+	fh.Close()
+	return nil, 0
+}
+
+// emptyFile is the contract's empty 200: an absent file, an unknown name, a
+// Range at or past the end.
+func emptyFile(w http.ResponseWriter) {
+	w.Header().Set("Content-Length", "0")
+	w.WriteHeader(http.StatusOK)
+}
+
+// rangeStartForm is "bytes=N-", the contract's one Range form.
+var rangeStartForm = regexp.MustCompile(`^bytes=(\d+)-$`)
+
+// rangeFrom reads a "Range: bytes=N-" header: N, and whether the header has
+// that form. Any other form (bytes=N-M, a suffix, several ranges, another
+// unit) is ignored and the whole file sent, as RFC 9110 allows. An N too
+// big for an int64 is past the end of any file.
+func rangeFrom(h string) (int64, bool) {
+	m := rangeStartForm.FindStringSubmatch(h)
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil {
+		return math.MaxInt64, true
+	}
+	return n, true
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

@@ -56,11 +56,19 @@ func start(t *testing.T, variant api.Variant) *env {
 
 func (e *env) get(t *testing.T, path string, rng string) (*http.Response, string) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", e.url+path, nil)
-	req.Header.Set("Authorization", "Bearer "+token)
+	header := http.Header{}
 	if rng != "" {
-		req.Header.Set("Range", rng)
+		header.Set("Range", rng)
 	}
+	return e.getWith(t, path, header)
+}
+
+// getWith GETs path with the token and header.
+func (e *env) getWith(t *testing.T, path string, header http.Header) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", e.url+path, nil)
+	req.Header = header
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -153,14 +161,18 @@ func TestFileStreaming(t *testing.T) {
 			{"bytes=0-", "0123456789", "bytes 0-9/10", 206},
 			{"bytes=4-", "456789", "bytes 4-9/10", 206},
 			{"bytes=9-", "9", "bytes 9-9/10", 206},
-			{"bytes=10-", "", "", 200}, // at the end: empty 200
-			{"bytes=99-", "", "", 200}, // past the end: empty 200
+			{"bytes=10-", "", "", 200},                   // at the end: empty 200
+			{"bytes=99-", "", "", 200},                   // past the end: empty 200
+			{"bytes=99999999999999999999-", "", "", 200}, // past any int64: past the end too
 			{"bytes=2-4", "0123456789", "", 200},
 			{"bytes=-3", "0123456789", "", 200},
 			{"items=2-", "0123456789", "", 200},
+			{"bytes=0-1,4-", "0123456789", "", 200}, // several ranges: the whole file, never multipart
+			{"bytes=4-,", "0123456789", "", 200},
 		} {
 			resp, body := e.get(t, path, tc.rng)
-			if resp.StatusCode != tc.status || body != tc.body || resp.Header.Get("Content-Range") != tc.contentRange {
+			if resp.StatusCode != tc.status || body != tc.body || resp.Header.Get("Content-Range") != tc.contentRange ||
+				resp.Header.Get("Content-Length") != fmt.Sprint(len(tc.body)) {
 				t.Errorf("%s Range %q: %d %q %q", path, tc.rng, resp.StatusCode, body, resp.Header.Get("Content-Range"))
 			}
 			if resp.Header.Get("Content-Type") != "application/octet-stream" || resp.Header.Get("Accept-Ranges") != "bytes" {
@@ -215,6 +227,35 @@ func TestTraversalAndSymlinks(t *testing.T) {
 	_, body = e.get(t, "/api/v1/gamelogs", "")
 	if strings.Contains(body, "stats-2026") {
 		t.Errorf("the listing followed a symlink: %s", body)
+	}
+}
+
+// The answers the contract leaves alone: an empty file has no range to
+// serve, and no
+// conditional header turns a file into a 304 or a 412, nor its Range off.
+func TestFileStreamingEdges(t *testing.T) {
+	e := start(t, api.Variant1)
+	plant(t, e.logs, "web-logs/access.log", "0123456789", time.Time{})
+	plant(t, e.logs, "server-logs/cpu-2026-11-21.log", "", time.Time{})
+	const active = "/api/v1/logs/file?which=active"
+	for _, tc := range []struct {
+		name, path   string
+		header       http.Header
+		status       int
+		length, body string
+	}{
+		{"an empty file", "/api/v1/stats/file?name=cpu-2026-11-21.log", http.Header{}, 200, "0", ""},
+		{"an empty file from 0", "/api/v1/stats/file?name=cpu-2026-11-21.log", http.Header{"Range": {"bytes=0-"}}, 200, "0", ""},
+		{"If-None-Match *", active, http.Header{"If-None-Match": {"*"}}, 200, "10", "0123456789"},
+		{"If-Match", active, http.Header{"If-Match": {`"x"`}}, 200, "10", "0123456789"},
+		{"If-Modified-Since", active, http.Header{"If-Modified-Since": {time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)}}, 200, "10", "0123456789"},
+		{"If-Range", active, http.Header{"Range": {"bytes=4-"}, "If-Range": {`"x"`}}, 206, "6", "456789"},
+	} {
+		resp, body := e.getWith(t, tc.path, tc.header)
+		if resp.StatusCode != tc.status || resp.Header.Get("Content-Length") != tc.length || body != tc.body ||
+			resp.Header.Get("Content-Type") != "application/octet-stream" || resp.Header.Get("Accept-Ranges") != "bytes" {
+			t.Errorf("%s: %d %q %v, want %d %q with Content-Length %s", tc.name, resp.StatusCode, body, resp.Header, tc.status, tc.body, tc.length)
+		}
 	}
 }
 

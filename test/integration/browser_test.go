@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/hoster-dev/hoster/pkg/gen"
+	"github.com/hoster-dev/hoster/pkg/pages"
 	"github.com/hoster-dev/hoster/pkg/runtime"
+	"github.com/hoster-dev/hoster/pkg/store"
 )
 
 // page drives the example game from a browser page through its generated
@@ -129,7 +131,8 @@ func firstReport(t *testing.T, root, domain, game, html, waitingFor string, rewr
 
 // pageSite runs the generated games under root and a site that stands where
 // Caddy stands for one game: /<game> and /<game>/hoster.client.js go to the
-// runtime with the game's domain as Host (and its origin), /<game>/play.html
+// server's games handler (the runtime behind the pages, as hoster-server
+// wires them) with the game's domain as Host (and its origin), /<game>/play.html
 // is html, and /<game>/report hands each request to report. It returns the
 // site's URL; everything stops at the end of the test. rewrite, if given,
 // changes the requests the runtime gets further.
@@ -139,8 +142,13 @@ func pageSite(t *testing.T, root, domain, game, html string, report func(*http.R
 	if err != nil {
 		t.Fatal(err)
 	}
-	games := httptest.NewServer(rt)
-	t.Cleanup(func() { games.Close(); rt.Shutdown(context.Background()) })
+	st, err := store.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := pages.New(pages.Options{Store: st, Loaded: rt.Loaded})
+	games := httptest.NewServer(files.Route(rt))
+	t.Cleanup(func() { games.Close(); rt.Shutdown(context.Background()); files.Close(); st.Close() })
 	target, _ := url.Parse(games.URL)
 	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
 		r.SetURL(target)
