@@ -260,7 +260,7 @@ func (rt *Runtime) Reload(domain, name string) {
 		}
 		return
 	}
-	v, err := loadVersion(dir)
+	v, err := loadVersion(dir, rt.o.HookBudget)
 	if err != nil {
 		if _, ok := os.Stat(filepath.Join(dir, api.GameConfigFile)); ok == nil || !os.IsNotExist(ok) {
 			log.Warn("game not loaded; the running version, if any, keeps serving", "reason", err)
