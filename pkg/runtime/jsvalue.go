@@ -38,7 +38,7 @@ func (e *jsError) Error() string {
 // outside a call), or any other, is an error; a goja error is read into a
 // *jsError under the same budget. what names the call in errors.
 func guarded[T any](r *goja.Runtime, budget time.Duration, what string, fn func() (T, error)) (T, error) {
-	return runBudgeted(r, budget, what+" ran longer than "+budget.String()+" of CPU time", func() (res T, err error) {
+	return runBudgeted(r, budget, "ran longer than "+budget.String()+" of CPU time", func() (res T, err error) {
 		defer func() {
 			if p := recover(); p != nil {
 				var zero T
