@@ -89,7 +89,8 @@ func TestReplacedBuiltinsAffectOnlyTheGame(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			bad := lab(4)
-			bad["hoster-instance/tick.js"] = `export default function (i) { ` + tick + ` }`
+			// The game's messages go through the runtime's JSON too.
+			bad["hoster-instance/tick.js"] = `export default function (i) { ` + tick + ` for (const id in i.players) i.send(id, "hi", 1); }`
 			e, _ := hostileEnv(t, bad)
 			other := e.join(t, "b.example", "lab", "o")
 			victim := e.joinAs(t, "a.example", "bad", "v", true)
