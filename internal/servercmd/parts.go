@@ -84,6 +84,14 @@ func buildParts(ctx context.Context, o serveOptions, variant api.Variant, log *s
 	return p, nil
 }
 
+// loadGames loads the games, once the server listens: a game whose load is
+// slow answers 404 until it is loaded, and a stop never waits for the
+// loading (each game's load runs under the hook budget).
+func (p *parts) loadGames(log *slog.Logger) {
+	p.load()
+	log.Info("games loaded")
+}
+
 func (p *parts) shutdown(ctx context.Context) {
 	for _, stop := range p.stoppers {
 		stop(ctx)

@@ -220,13 +220,7 @@ func runServe(ctx context.Context, o serveOptions, log *slog.Logger, ready func(
 		}
 	}()
 	go func() { errs <- ask.Serve(askLn) }()
-	// The games load once the server listens, in the background: a game
-	// whose load is slow answers 404 until it is loaded, and a stop never
-	// waits for the loading (each game's load runs under the hook budget).
-	go func() {
-		parts.load()
-		log.Info("games loaded")
-	}()
+	go parts.loadGames(log) // once listening: see loadGames
 	log.Info("serving", "listen", mainLn.Addr().String(), "ask", askLn.Addr().String(),
 		"variant", int(variant), "api", token != "", "tls", o.TLSCert != "")
 	if ready != nil {

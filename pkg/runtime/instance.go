@@ -314,33 +314,36 @@ func (in *Instance) newVM(prog *goja.Program) (*vm, error) {
 		}
 		return goja.Undefined()
 	})
+	// The game's code runs after the intrinsics and before the prelude,
+	// which reads its registry; all of it, and finding the prelude's entry
+	// points, under the budget.
 	_, err := guarded(r, v.budget, "loading", func() (goja.Value, error) {
-		if _, err := r.RunProgram(intrinsics); err != nil {
-			return nil, err
+		for _, p := range []*goja.Program{intrinsics, prog, prelude} {
+			if _, err := r.RunProgram(p); err != nil {
+				return nil, err
+			}
 		}
-		if _, err := r.RunProgram(prog); err != nil {
-			return nil, err
-		}
-		return r.RunProgram(prelude)
+		return nil, v.entryPoints()
 	})
 	if err != nil {
 		return nil, err
 	}
-	var ok [10]bool
-	v.init, ok[0] = goja.AssertFunction(r.Get("__init"))
-	v.tick, ok[1] = goja.AssertFunction(r.Get("__tick"))
-	v.send, ok[2] = goja.AssertFunction(r.Get("__send"))
-	v.export, ok[3] = goja.AssertFunction(r.Get("__export"))
-	v.adopt, ok[4] = goja.AssertFunction(r.Get("__adopt"))
-	v.sizes, ok[5] = goja.AssertFunction(r.Get("__sizes"))
-	v.counts, ok[6] = goja.AssertFunction(r.Get("__takeCounts"))
-	v.snapshot, ok[7] = goja.AssertFunction(r.Get("__snapshot"))
-	v.tables, ok[8] = goja.AssertFunction(r.Get("__tables"))
-	v.inspect, ok[9] = goja.AssertFunction(r.Get("__inspect"))
-	if ok != [10]bool{true, true, true, true, true, true, true, true, true, true} {
-		return nil, errors.New("the runtime prelude is broken")
-	}
 	return v, nil
+}
+
+// entryPoints finds the prelude's functions Go calls.
+func (v *vm) entryPoints() error {
+	for name, fn := range map[string]*goja.Callable{
+		"__init": &v.init, "__tick": &v.tick, "__send": &v.send, "__export": &v.export, "__adopt": &v.adopt,
+		"__sizes": &v.sizes, "__takeCounts": &v.counts, "__snapshot": &v.snapshot, "__tables": &v.tables, "__inspect": &v.inspect,
+	} {
+		f, ok := goja.AssertFunction(v.rt.Get(name))
+		if !ok {
+			return errors.New("the runtime prelude is broken: " + name + " is not a function")
+		}
+		*fn = f
+	}
+	return nil
 }
 
 // start loads the current version and runs create at now.
@@ -377,7 +380,7 @@ func (in *Instance) upgrade(old *vm, g *version, now time.Time) (*vm, error) {
 	in.tel.delta.Changed += ch
 	in.tel.delta.Gone += gn
 	in.mu.Unlock()
-	dump, err := old.call("serialising with the old code", old.export)
+	dump, err := callAs(old, "serialising with the old code", asString, old.export)
 	if err != nil {
 		return old, err
 	}
@@ -385,7 +388,7 @@ func (in *Instance) upgrade(old *vm, g *version, now time.Time) (*vm, error) {
 	if err != nil {
 		return old, fmt.Errorf("loading the new code: %w", err)
 	}
-	if _, err := v.call("restoring with the new code", v.adopt, dump, v.rt.ToValue(now.UnixMilli())); err != nil {
+	if _, err := v.call("restoring with the new code", v.adopt, v.rt.ToValue(dump), v.rt.ToValue(now.UnixMilli())); err != nil {
 		return old, err
 	}
 	tables, err := callAs(v, "listing the new code's field tables", asJSON, v.tables)
