@@ -12,7 +12,10 @@
 // computes every ready viewer's appear/change/gone delta in JavaScript and
 // returns finished messages. Each call runs under a budget of its own CPU
 // time and a bounded call stack; a hook that overruns closes its instance
-// (close code 1011) and nothing else. A hook that throws is caught in
+// (close code 1011) and nothing else. What Go reads back from a call is
+// data, not trust: read under the same budget, inside a recover, checked for
+// shape (jsvalue.go); and the prelude uses built-ins taken before the game's
+// code ran (intrinsics.js). A hook that throws is caught in
 // JavaScript: a command's player gets an error frame, everything else is
 // logged with the author's file:line (the module's source map) and the tick
 // goes on; what hooks ask of Go (messages, kicks, closing, locking) comes
