@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/dop251/goja"
@@ -191,7 +192,7 @@ func asList(x goja.Value) ([]goja.Value, error) {
 	}
 	out := make([]goja.Value, n)
 	for i := range out {
-		out[i] = o.Get(fmt.Sprint(i))
+		out[i] = o.Get(strconv.Itoa(i))
 	}
 	return out, nil
 }
@@ -213,15 +214,21 @@ type sendOut struct {
 }
 
 // sendResult reads __send's result, [viewer, message, ...] (see prelude.js),
-// and __now.
+// and __now. The list is exported in one go (a send round's list is long,
+// and goja exports a real array without a property lookup per element);
+// exporting runs no toString or valueOf, and the Go values are checked.
 func sendResult(r *goja.Runtime) func(goja.Value) (sendOut, error) {
 	return func(x goja.Value) (sendOut, error) {
-		list, err := asList(x)
-		if err != nil {
-			return sendOut{}, err
+		o, ok := x.(*goja.Object)
+		if !ok || o.ClassName() != "Array" {
+			return sendOut{}, fmt.Errorf("returned %s, not an array", kind(x))
 		}
-		if len(list)%2 != 0 {
-			return sendOut{}, fmt.Errorf("returned %d values, not pairs", len(list))
+		if n, err := asInteger(o.Get("length")); err != nil || n < 0 || n > maxList {
+			return sendOut{}, errors.New("returned an array whose length is not a number from 0 to 2^20")
+		}
+		list, ok := x.Export().([]any)
+		if !ok || len(list)%2 != 0 {
+			return sendOut{}, errors.New("returned no list of pairs")
 		}
 		out := sendOut{updates: make([]sent, 0, len(list)/2)}
 		for i := 0; i < len(list); i += 2 {
@@ -231,6 +238,7 @@ func sendResult(r *goja.Runtime) func(goja.Value) (sendOut, error) {
 			}
 			out.updates = append(out.updates, s)
 		}
+		var err error
 		if out.now, err = asInteger(r.Get("__now")); err != nil {
 			return sendOut{}, fmt.Errorf("__now %w", err)
 		}
@@ -238,27 +246,27 @@ func sendResult(r *goja.Runtime) func(goja.Value) (sendOut, error) {
 	}
 }
 
-// readSent reads one viewer's update: its id, then a string or [seq, body].
-func readSent(viewer, msg goja.Value) (sent, error) {
+// readSent reads one viewer's update, exported: its id, then a string or
+// [seq, body], two integers.
+func readSent(viewer, msg any) (sent, error) {
 	s := sent{}
-	var err error
-	if s.viewer, err = asString(viewer); err != nil {
-		return s, fmt.Errorf("the viewer %w", err)
+	var ok bool
+	if s.viewer, ok = viewer.(string); !ok {
+		return s, fmt.Errorf("the viewer is a %T, not a string", viewer)
 	}
-	if goja.IsString(msg) {
-		s.text = msg.String()
+	if s.text, ok = msg.(string); ok {
 		return s, nil
 	}
-	pair, err := asList(msg)
-	if err != nil || len(pair) != 2 {
+	pair, _ := msg.([]any)
+	if len(pair) != 2 {
 		return s, errors.New("the message is neither a string nor [seq, body]")
 	}
 	s.compact = true
-	if s.seq, err = asInteger(pair[0]); err == nil {
-		s.body, err = asInteger(pair[1])
+	if s.seq, ok = pair[0].(int64); ok {
+		s.body, ok = pair[1].(int64)
 	}
-	if err != nil {
-		return s, fmt.Errorf("the compact message %w", err)
+	if !ok {
+		return s, errors.New("the compact message's seq and body are not integers")
 	}
 	return s, nil
 }
