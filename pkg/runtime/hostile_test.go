@@ -115,6 +115,7 @@ func TestForgedResultsEndOnlyTheirInstance(t *testing.T) {
 	for _, tc := range []struct{ name, tick, at string }{
 		{"tick result", `globalThis.__takeOut = function () { return { toString: function () { throw new Error("no text"); } }; };`, `hoster\.server\.js`},
 		{"send result", `globalThis.__sendShared = function (ready) { return [ready[0], []]; };`, `hoster\.server\.js`},
+		{"send result of a forged length", `globalThis.__sendShared = function (ready) { var a = [ready[0]]; a.length = 4e9; return a; };`, `hoster\.server\.js`},
 		{"__now", `globalThis.__now = { valueOf: function () { for (;;) {} } };`, `hoster\.server\.js`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -158,7 +158,7 @@ func asInteger(x goja.Value) (int64, error) {
 // asIntegers is an array of n finite numbers.
 func asIntegers(n int) func(goja.Value) ([]int64, error) {
 	return func(x goja.Value) ([]int64, error) {
-		list, err := asList(x)
+		list, err := asList(x, int64(n))
 		if err != nil {
 			return nil, err
 		}
@@ -176,19 +176,20 @@ func asIntegers(n int) func(goja.Value) ([]int64, error) {
 }
 
 // maxList bounds the length of an array Go reads: a game's forged length
-// must not make Go walk billions of indexes.
+// must not make Go walk, or allocate, billions of elements.
 const maxList = 1 << 20
 
-// asList is a real array (not an array-like) and its elements. Reading an
-// element of a proxy or a getter runs JavaScript: the caller is guarded.
-func asList(x goja.Value) ([]goja.Value, error) {
+// asList is a real array (not an array-like) of at most max elements, and
+// its elements. Reading an element of a proxy or a getter runs JavaScript:
+// the caller is guarded.
+func asList(x goja.Value, max int64) ([]goja.Value, error) {
 	o, ok := x.(*goja.Object)
 	if !ok || o.ClassName() != "Array" {
 		return nil, fmt.Errorf("returned %s, not an array", kind(x))
 	}
 	n, err := asInteger(o.Get("length"))
-	if err != nil || n < 0 || n > maxList {
-		return nil, errors.New("returned an array whose length is not a number from 0 to 2^20")
+	if err != nil || n < 0 || n > max {
+		return nil, fmt.Errorf("returned an array whose length is not a number from 0 to %d", max)
 	}
 	out := make([]goja.Value, n)
 	for i := range out {
@@ -214,21 +215,15 @@ type sendOut struct {
 }
 
 // sendResult reads __send's result, [viewer, message, ...] (see prelude.js),
-// and __now. The list is exported in one go (a send round's list is long,
-// and goja exports a real array without a property lookup per element);
-// exporting runs no toString or valueOf, and the Go values are checked.
+// and __now.
 func sendResult(r *goja.Runtime) func(goja.Value) (sendOut, error) {
 	return func(x goja.Value) (sendOut, error) {
-		o, ok := x.(*goja.Object)
-		if !ok || o.ClassName() != "Array" {
-			return sendOut{}, fmt.Errorf("returned %s, not an array", kind(x))
+		list, err := asList(x, maxList)
+		if err != nil {
+			return sendOut{}, err
 		}
-		if n, err := asInteger(o.Get("length")); err != nil || n < 0 || n > maxList {
-			return sendOut{}, errors.New("returned an array whose length is not a number from 0 to 2^20")
-		}
-		list, ok := x.Export().([]any)
-		if !ok || len(list)%2 != 0 {
-			return sendOut{}, errors.New("returned no list of pairs")
+		if len(list)%2 != 0 {
+			return sendOut{}, fmt.Errorf("returned %d values, not pairs", len(list))
 		}
 		out := sendOut{updates: make([]sent, 0, len(list)/2)}
 		for i := 0; i < len(list); i += 2 {
@@ -238,7 +233,6 @@ func sendResult(r *goja.Runtime) func(goja.Value) (sendOut, error) {
 			}
 			out.updates = append(out.updates, s)
 		}
-		var err error
 		if out.now, err = asInteger(r.Get("__now")); err != nil {
 			return sendOut{}, fmt.Errorf("__now %w", err)
 		}
@@ -246,27 +240,27 @@ func sendResult(r *goja.Runtime) func(goja.Value) (sendOut, error) {
 	}
 }
 
-// readSent reads one viewer's update, exported: its id, then a string or
-// [seq, body], two integers.
-func readSent(viewer, msg any) (sent, error) {
+// readSent reads one viewer's update: its id, then a string or [seq, body].
+func readSent(viewer, msg goja.Value) (sent, error) {
 	s := sent{}
-	var ok bool
-	if s.viewer, ok = viewer.(string); !ok {
-		return s, fmt.Errorf("the viewer is a %T, not a string", viewer)
+	var err error
+	if s.viewer, err = asString(viewer); err != nil {
+		return s, fmt.Errorf("the viewer %w", err)
 	}
-	if s.text, ok = msg.(string); ok {
+	if goja.IsString(msg) {
+		s.text = msg.String()
 		return s, nil
 	}
-	pair, _ := msg.([]any)
-	if len(pair) != 2 {
+	pair, err := asList(msg, 2)
+	if err != nil || len(pair) != 2 {
 		return s, errors.New("the message is neither a string nor [seq, body]")
 	}
 	s.compact = true
-	if s.seq, ok = pair[0].(int64); ok {
-		s.body, ok = pair[1].(int64)
+	if s.seq, err = asInteger(pair[0]); err == nil {
+		s.body, err = asInteger(pair[1])
 	}
-	if !ok {
-		return s, errors.New("the compact message's seq and body are not integers")
+	if err != nil {
+		return s, fmt.Errorf("the compact message %w", err)
 	}
 	return s, nil
 }
