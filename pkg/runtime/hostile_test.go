@@ -175,7 +175,7 @@ func TestSpinningLoadIsCutOff(t *testing.T) {
 	logs := waitbuf.New()
 	made := make(chan *Runtime, 1)
 	go func() {
-		rt, err := New(Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), GamesRoot: root, HookBudget: 500 * time.Millisecond})
+		rt, err := New(Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), GamesRoot: root})
 		if err != nil {
 			t.Error(err)
 		}
