@@ -31,10 +31,7 @@ func TestServeServesTheGamesPages(t *testing.T) {
 	if err := os.CopyFS(arena, os.DirFS("../../examples/sites/example.com/arena")); err != nil {
 		t.Fatal(err)
 	}
-	listen, _, logs := startServe(t, serveOptions{HostingRoot: root, LogsRoot: t.TempDir()})
-	if !logs.WaitFor(`msg="games loaded"`, 1, 10*time.Second) { // a hang guard
-		t.Fatalf("the games never loaded:\n%s", logs.String())
-	}
+	listen, _, _ := startServe(t, serveOptions{HostingRoot: root, LogsRoot: t.TempDir()})
 
 	get := func(path string) (*http.Response, string) {
 		t.Helper()

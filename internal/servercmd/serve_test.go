@@ -20,8 +20,20 @@ import (
 	"github.com/hoster-dev/hoster/pkg/gen"
 )
 
-// startServe runs serve on free loopback ports until the test ends.
+// startServe runs serve on free loopback ports until the test ends, and
+// returns once the games under the hosting root are loaded.
 func startServe(t *testing.T, o serveOptions) (listen, ask string, logs *waitbuf.Buffer) {
+	t.Helper()
+	listen, ask, logs = startServeListening(t, o)
+	if !logs.WaitFor(`msg="games loaded"`, 1, 30*time.Second) { // a hang guard
+		t.Fatalf("the games never finished loading:\n%s", logs.String())
+	}
+	return listen, ask, logs
+}
+
+// startServeListening is startServe returning as soon as serve listens, the
+// games loading in the background.
+func startServeListening(t *testing.T, o serveOptions) (listen, ask string, logs *waitbuf.Buffer) {
 	t.Helper()
 	o.Listen, o.AskListen = "127.0.0.1:0", "127.0.0.1:0"
 	if o.Variant == 0 {
@@ -281,7 +293,7 @@ func TestServeAnswersWhileAGameLoadSpins(t *testing.T) {
 	if res, err := gen.Generate(games); err != nil || res.Failed() {
 		t.Fatalf("generating the games: %v %v", err, res.Problems())
 	}
-	listen, ask, logs := startServe(t, serveOptions{HostingRoot: root, LogsRoot: t.TempDir()})
+	listen, ask, logs := startServeListening(t, serveOptions{HostingRoot: root, LogsRoot: t.TempDir()})
 	resp, err := http.Get("http://" + ask + "/ask?domain=nobody.example")
 	if err != nil {
 		t.Fatalf("the server does not answer while the games load: %v", err)
