@@ -24,6 +24,7 @@ type parts struct {
 	games    http.Handler                    // everything outside /api; nil answers 404
 	ask      http.Handler                    // the --ask-listen handler
 	onReload func(domain, game string)       // after a sync's quiet period
+	load     func()                          // loads the games, once the server listens
 	wrap     func(http.Handler) http.Handler // access logging, if on
 	closers  []func() error
 	stoppers []func(context.Context)
@@ -47,6 +48,7 @@ func buildParts(ctx context.Context, o serveOptions, variant api.Variant, log *s
 		LogsRoot: o.LogsRoot, GamelogInterval: o.GamelogInterval,
 		MaxInstances: o.MaxInstances, Instances: o.DefaultInstances,
 		RoomsPerMinute: o.RoomsPerMinute, SocketsPerAddress: o.SocketsPerAddress,
+		LoadLater: true,
 	})
 	if err != nil {
 		st.Close()
@@ -56,6 +58,7 @@ func buildParts(ctx context.Context, o serveOptions, variant api.Variant, log *s
 	p.store, p.closers = st, append(p.closers, st.Close, func() error { files.Close(); return nil })
 	p.games, p.ask = files.Route(rt), rt.AskHandler()
 	p.onReload = func(domain, game string) { rt.Reload(domain, game); files.Forget(domain, game) }
+	p.load = rt.LoadGames
 	p.stoppers = append(p.stoppers, func(ctx context.Context) { rt.Shutdown(ctx) })
 	log.Info("game telemetry", "process", rt.Process())
 
@@ -79,6 +82,14 @@ func buildParts(ctx context.Context, o serveOptions, variant api.Variant, log *s
 		p.closers = append(p.closers, al.Close)
 	}
 	return p, nil
+}
+
+// loadGames loads the games, once the server listens: a game whose load is
+// slow answers 404 until it is loaded, and a stop never waits for the
+// loading (each game's load runs under the hook budget).
+func (p *parts) loadGames(log *slog.Logger) {
+	p.load()
+	log.Info("games loaded")
 }
 
 func (p *parts) shutdown(ctx context.Context) {

@@ -220,6 +220,7 @@ func runServe(ctx context.Context, o serveOptions, log *slog.Logger, ready func(
 		}
 	}()
 	go func() { errs <- ask.Serve(askLn) }()
+	go parts.loadGames(log) // once listening: see loadGames
 	log.Info("serving", "listen", mainLn.Addr().String(), "ask", askLn.Addr().String(),
 		"variant", int(variant), "api", token != "", "tls", o.TLSCert != "")
 	if ready != nil {

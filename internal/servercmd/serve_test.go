@@ -17,10 +17,23 @@ import (
 	"github.com/hoster-dev/hoster/internal/waitbuf"
 	"github.com/hoster-dev/hoster/internal/waitfs"
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/gen"
 )
 
-// startServe runs serve on free loopback ports until the test ends.
+// startServe runs serve on free loopback ports until the test ends, and
+// returns once the games under the hosting root are loaded.
 func startServe(t *testing.T, o serveOptions) (listen, ask string, logs *waitbuf.Buffer) {
+	t.Helper()
+	listen, ask, logs = startServeListening(t, o)
+	if !logs.WaitFor(`msg="games loaded"`, 1, 30*time.Second) { // a hang guard
+		t.Fatalf("the games never finished loading:\n%s", logs.String())
+	}
+	return listen, ask, logs
+}
+
+// startServeListening is startServe returning as soon as serve listens, the
+// games loading in the background.
+func startServeListening(t *testing.T, o serveOptions) (listen, ask string, logs *waitbuf.Buffer) {
 	t.Helper()
 	o.Listen, o.AskListen = "127.0.0.1:0", "127.0.0.1:0"
 	if o.Variant == 0 {
@@ -257,5 +270,50 @@ func TestIdleConnectionsClosed(t *testing.T) {
 	}
 	if _, err := br.ReadByte(); err != io.EOF {
 		t.Fatalf("the idle connection was not closed: %v", err)
+	}
+}
+
+// TestServeAnswersWhileAGameLoadSpins: games load after the server listens,
+// each under the hook budget: a game whose load spins (its top-level code
+// makes reading its registry loop) never keeps the server from answering
+// HTTP; it is cut off, logged as not loaded, and the other games load and
+// play. (Before, serve loaded every game before listening, and this one
+// forever.)
+func TestServeAnswersWhileAGameLoadSpins(t *testing.T) {
+	root := t.TempDir()
+	games := filepath.Join(root, api.GamesDir)
+	for _, domain := range []string{"example.com", "spin.example"} {
+		if err := os.CopyFS(filepath.Join(games, domain, "arena"), os.DirFS("../../examples/sites/example.com/arena")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create := filepath.Join(games, "spin.example", "arena", "hoster-instance", "create.js")
+	src, _ := os.ReadFile(create)
+	os.WriteFile(create, append([]byte("Object.prototype.toJSON = function () { for (;;) {} };\n"), src...), 0o644)
+	if res, err := gen.Generate(games); err != nil || res.Failed() {
+		t.Fatalf("generating the games: %v %v", err, res.Problems())
+	}
+	listen, ask, logs := startServeListening(t, serveOptions{HostingRoot: root, LogsRoot: t.TempDir()})
+	resp, err := http.Get("http://" + ask + "/ask?domain=nobody.example")
+	if err != nil {
+		t.Fatalf("the server does not answer while the games load: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("ask for an unknown domain: %s", resp.Status)
+	}
+	if !logs.WaitFor(`msg="games loaded"`, 1, 30*time.Second) { // a hang guard
+		t.Fatalf("the games never finished loading:\n%s", logs.String())
+	}
+	if !strings.Contains(logs.String(), `msg="game not loaded; the running version, if any, keeps serving" game=spin.example/arena`) ||
+		!strings.Contains(logs.String(), "create.js:1") {
+		t.Fatalf("the spinning load is not logged with its file:\n%s", logs.String())
+	}
+	req, _ := http.NewRequest("GET", "http://"+listen+"/arena/hoster.client.js", nil)
+	req.Host = "example.com"
+	if resp, err := http.DefaultTransport.RoundTrip(req); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the other game is not served: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
 	}
 }

@@ -38,22 +38,45 @@ const loadBudget = 2 * time.Second
 // Load runs a hoster.server.js in a fresh goja runtime and returns the
 // runtime and its registry object. It fails if the script throws, runs past
 // a short budget, or defines no registry of format 1.
-func Load(program *goja.Program) (*goja.Runtime, *goja.Object, error) {
-	vm := goja.New()
-	vm.SetMaxCallStackSize(2000)
-	timer := time.AfterFunc(loadBudget, func() { vm.Interrupt("loading took longer than " + loadBudget.String()) })
-	_, err := vm.RunProgram(program)
-	timer.Stop()
-	vm.ClearInterrupt()
+func Load(program *goja.Program) (vm *goja.Runtime, reg *goja.Object, err error) {
+	r := goja.New()
+	timer := time.AfterFunc(loadBudget, func() { r.Interrupt("loading took longer than " + loadBudget.String()) })
+	defer func() {
+		timer.Stop()
+		r.ClearInterrupt()
+		// A module's code runs when its registry is read (a getter, a
+		// proxy) and throws through Go as a panic.
+		if p := recover(); p != nil {
+			vm, reg, err = nil, nil, fmt.Errorf("reading the registry: %v", p)
+		}
+	}()
+	reg, err = LoadInto(r, program)
 	if err != nil {
 		return nil, nil, err
 	}
+	return r, reg, nil
+}
+
+// LoadInto runs a hoster.server.js in vm and returns its registry object,
+// checked as Load does. The caller bounds its time, and recovers: reading
+// the registry may run the module's code (a getter, a proxy), which throws
+// through Go as a panic.
+func LoadInto(vm *goja.Runtime, program *goja.Program) (*goja.Object, error) {
+	vm.SetMaxCallStackSize(2000)
+	if _, err := vm.RunProgram(program); err != nil {
+		return nil, err
+	}
 	reg, ok := vm.Get("__hoster").(*goja.Object)
 	if !ok || reg == nil {
-		return nil, nil, errors.New("the module defines no __hoster registry")
+		return nil, errors.New("the module defines no __hoster registry")
 	}
-	if f := reg.Get("format"); f == nil || f.ToInteger() != 1 {
-		return nil, nil, fmt.Errorf("the registry's format is %v, not 1", f)
+	// The format is read as data: a number primitive, never converted (a
+	// valueOf would run the module's code).
+	switch f := reg.Get("format"); {
+	case f == nil || !goja.IsNumber(f):
+		return nil, errors.New("the registry's format is not a number, not 1")
+	case f.ToFloat() != 1:
+		return nil, fmt.Errorf("the registry's format is %v, not 1", f.ToFloat())
 	}
-	return vm, reg, nil
+	return reg, nil
 }

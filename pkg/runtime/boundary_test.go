@@ -34,7 +34,7 @@ func benchInstanceOf(b *testing.B, files map[string]string) (*vm, []any) {
 		ready = append(ready, id)
 	}
 	ev, _ := json.Marshal(joins)
-	if _, err := v.call(v.tick, v.rt.ToValue(0.05), v.rt.ToValue(0), jsonValue(v.rt, string(ev))); err != nil {
+	if _, err := v.call("tick", v.tick, v.rt.ToValue(0.05), v.rt.ToValue(0), jsonValue(v.rt, string(ev))); err != nil {
 		b.Fatal(err)
 	}
 	return v, ready
@@ -49,8 +49,8 @@ func BenchmarkBoundary(b *testing.B) {
 		v, ready := benchInstance(b)
 		readyV := v.rt.ToValue(ready)
 		for i := 0; i < b.N; i++ {
-			v.call(v.tick, v.rt.ToValue(0.05), v.rt.ToValue(i), v.rt.NewArray())
-			res, err := v.call(v.send, readyV)
+			v.call("tick", v.tick, v.rt.ToValue(0.05), v.rt.ToValue(i), v.rt.NewArray())
+			res, err := v.call("send", v.send, readyV)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -62,7 +62,7 @@ func BenchmarkBoundary(b *testing.B) {
 	b.Run("export-to-go", func(b *testing.B) {
 		v, ready := benchInstance(b)
 		for i := 0; i < b.N; i++ {
-			v.call(v.tick, v.rt.ToValue(0.05), v.rt.ToValue(i), v.rt.NewArray())
+			v.call("tick", v.tick, v.rt.ToValue(0.05), v.rt.ToValue(i), v.rt.NewArray())
 			inst := v.rt.Get("__inst").(*goja.Object)
 			players := inst.Get("players").Export()
 			entities := inst.Get("entities").Export()

@@ -78,10 +78,9 @@ func (w *compactWriter) reset() {
 }
 
 // body is the body numbered n (as __cend returned it), nil if none.
-func (w *compactWriter) body(n any) []byte {
-	i, ok := n.(int64)
-	i--
-	if !ok || i < 0 || int(i) >= len(w.ends) {
+func (w *compactWriter) body(n int64) []byte {
+	i := n - 1
+	if i < 0 || i >= int64(len(w.ends)) {
 		return nil
 	}
 	start := 0
@@ -93,8 +92,7 @@ func (w *compactWriter) body(n any) []byte {
 
 // frame is a compact update for one viewer: the header (its seq, and the
 // time against its connection's previous update) and the body.
-func (w *compactWriter) frame(seq any, n any, now, prevTime int64) []byte {
-	s, _ := seq.(int64)
+func (w *compactWriter) frame(seq, n int64, now, prevTime int64) []byte {
 	body := w.body(n)
-	return append(compact.AppendHeader(make([]byte, 0, 12+len(body)), uint64(s), now, prevTime), body...)
+	return append(compact.AppendHeader(make([]byte, 0, 12+len(body)), uint64(seq), now, prevTime), body...)
 }

@@ -105,7 +105,7 @@ func TestDeltasConverge(t *testing.T) {
 			decoders := map[string]*compact.Decoder{} // the viewers on the compact encoding
 			last := map[string]int64{}                // the time of each one's previous update
 			tables := func(v *vm) string {
-				res, err := v.call(v.tables)
+				res, err := v.call("tables", v.tables)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -120,12 +120,12 @@ func TestDeltasConverge(t *testing.T) {
 			var sent, compactSent int
 			for round := 0; round < 400; round++ {
 				if round == 200 {
-					dump, err := v.call(v.export)
+					dump, err := v.call("export", v.export)
 					if err != nil {
 						t.Fatal(err)
 					}
 					v, truth = load(tc.after)
-					if _, err := v.call(v.adopt, dump); err != nil {
+					if _, err := v.call("adopt", v.adopt, dump); err != nil {
 						t.Fatal(err)
 					}
 					for _, d := range decoders {
@@ -158,7 +158,7 @@ func TestDeltasConverge(t *testing.T) {
 					}
 				}
 				ev, _ := json.Marshal(events)
-				if _, err := v.call(v.tick, v.rt.ToValue(0.05), v.rt.ToValue(round), jsonValue(v.rt, string(ev))); err != nil {
+				if _, err := v.call("tick", v.tick, v.rt.ToValue(0.05), v.rt.ToValue(round), jsonValue(v.rt, string(ev))); err != nil {
 					t.Fatal(err)
 				}
 				for _, e := range events { // welcomed: a compact viewer's decoder starts over
@@ -178,7 +178,7 @@ func TestDeltasConverge(t *testing.T) {
 					}
 				}
 				v.bodies.reset()
-				res, err := v.call(v.send, v.rt.ToValue(ready), v.rt.ToValue(compacts))
+				res, err := v.call("send", v.send, v.rt.ToValue(ready), v.rt.ToValue(compacts))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -189,7 +189,7 @@ func TestDeltasConverge(t *testing.T) {
 					case string:
 						msg = x
 					case []any:
-						frame := v.bodies.frame(x[0], x[1], int64(round), last[id])
+						frame := v.bodies.frame(x[0].(int64), x[1].(int64), int64(round), last[id])
 						last[id] = int64(round)
 						u, err := decoders[id].Update(frame)
 						if err != nil {
@@ -288,7 +288,7 @@ func deltaVM(t testing.TB, files map[string]string) *vm {
 	if res, err := gen.Generate(root); err != nil || res.Failed() {
 		t.Fatal(err, res.Problems())
 	}
-	g, err := loadVersion(filepath.Join(root, "d.example", "g"))
+	g, err := loadVersion(filepath.Join(root, "d.example", "g"), 2*1e9)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +329,7 @@ func BenchmarkSendRound(b *testing.B) {
 				}
 				compactsV := v.rt.ToValue(compacts)
 				tick := func(i int) {
-					if _, err := v.call(v.tick, v.rt.ToValue(0.05), v.rt.ToValue(i), v.rt.NewArray()); err != nil {
+					if _, err := v.call("tick", v.tick, v.rt.ToValue(0.05), v.rt.ToValue(i), v.rt.NewArray()); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -339,7 +339,7 @@ func BenchmarkSendRound(b *testing.B) {
 					tick(2*i + 1)
 					b.StartTimer()
 					v.bodies.reset()
-					res, err := v.call(v.send, readyV, compactsV)
+					res, err := v.call("send", v.send, readyV, compactsV)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -350,7 +350,7 @@ func BenchmarkSendRound(b *testing.B) {
 						case string:
 							_ = []byte(m)
 						case []any:
-							_ = v.bodies.frame(m[0], m[1], int64(i), 0)
+							_ = v.bodies.frame(m[0].(int64), m[1].(int64), int64(i), 0)
 						}
 					}
 				}
@@ -403,7 +403,7 @@ function gocalls() { for (var i = 0; i < toks.length; i++) __cu(toks[i]); return
 						out = binary.AppendUvarint(out, uint64(x.(int64)))
 					}
 				default:
-					out = append(out[:0], w.body(res.Export())...)
+					out = append(out[:0], w.body(res.ToInteger())...)
 				}
 			}
 			b.ReportMetric(float64(len(out)), "bytes")
@@ -432,12 +432,12 @@ func TestResumeAfterDroppingTheVisibilityHook(t *testing.T) {
 		}
 	}
 	tick := func(v *vm, round int, events string) {
-		if _, err := v.call(v.tick, v.rt.ToValue(0.05), v.rt.ToValue(round), jsonValue(v.rt, events)); err != nil {
+		if _, err := v.call("tick", v.tick, v.rt.ToValue(0.05), v.rt.ToValue(round), jsonValue(v.rt, events)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	send := func(v *vm) []any {
-		res, err := v.call(v.send, v.rt.ToValue([]any{"p1"}))
+		res, err := v.call("send", v.send, v.rt.ToValue([]any{"p1"}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -447,12 +447,12 @@ func TestResumeAfterDroppingTheVisibilityHook(t *testing.T) {
 	v := deltaVM(t, withHook)
 	tick(v, 1, `[["join", "p1", {}]]`)
 	send(v) // p1 knows itself and the gem
-	dump, err := v.call(v.export)
+	dump, err := v.call("export", v.export)
 	if err != nil {
 		t.Fatal(err)
 	}
 	v = deltaVM(t, noHook)
-	if _, err := v.call(v.adopt, dump); err != nil {
+	if _, err := v.call("adopt", v.adopt, dump); err != nil {
 		t.Fatal(err)
 	}
 	tick(v, 2, `[["cmd", "p1", "drop", {}], ["resume", "p1"]]`) // the gem goes; p1 starts over

@@ -54,7 +54,9 @@ func (g *Game) Key() string { return g.Domain + "/" + g.Name }
 
 // loadVersion reads and checks a game folder: a valid hoster-game.json and a
 // generated hoster.server.js that compiles, loads and exposes a registry.
-func loadVersion(dir string) (*version, error) {
+// Running the module, and reading its registry, is under budget of CPU time,
+// as a hook is.
+func loadVersion(dir string, budget time.Duration) (*version, error) {
 	cfgBytes, err := os.ReadFile(filepath.Join(dir, api.GameConfigFile))
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", api.GameConfigFile, err)
@@ -76,25 +78,9 @@ func loadVersion(dir string) (*version, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compiling %s: %w", api.ServerModule, err)
 	}
-	vm, _, err := module.Load(program)
+	raw, err := readRegistry(program, budget)
 	if err != nil {
-		return nil, fmt.Errorf("loading %s: %w", api.ServerModule, err)
-	}
-	v, err := vm.RunString(`(function () {
-		var c = {};
-		Object.keys(__hoster.commands || {}).forEach(function (n) {
-			if (typeof __hoster.commands[n].run !== "function") throw new Error("command " + n + " has no run function");
-			c[n] = __hoster.commands[n].args || {};
-		});
-		if (!__hoster.player || !__hoster.player.fields || !__hoster.entities || !__hoster.instance) throw new Error("the registry is incomplete");
-		return JSON.stringify(c);
-	})()`)
-	if err != nil {
-		return nil, fmt.Errorf("reading the registry: %w", err)
-	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(v.String()), &raw); err != nil {
-		return nil, fmt.Errorf("reading the registry: %w", err)
+		return nil, err
 	}
 	g := &version{cfg: cfg, program: program, commands: map[string]game.Args{}}
 	for n, a := range raw {
@@ -105,4 +91,46 @@ func loadVersion(dir string) (*version, error) {
 		g.commands[n] = args
 	}
 	return g, nil
+}
+
+// registryScript lists the commands' argument schemas, as JSON, with the
+// intrinsics taken before the module ran (see intrinsics.js).
+const registryScript = `(function () {
+	var c = {};
+	var cmds = __hoster.commands || {};
+	var names = __js.keys(cmds);
+	for (var i = 0; i < names.length; i++) {
+		var n = names[i];
+		if (typeof cmds[n].run !== "function") throw new Error("command " + n + " has no run function");
+		c[n] = cmds[n].args || {};
+	}
+	if (!__hoster.player || !__hoster.player.fields || !__hoster.entities || !__hoster.instance) throw new Error("the registry is incomplete");
+	return __js.stringify(c);
+})()`
+
+// readRegistry runs the module in a fresh runtime, under budget, and reads
+// its commands' argument schemas.
+func readRegistry(program *goja.Program, budget time.Duration) (map[string]json.RawMessage, error) {
+	r := goja.New()
+	list, err := guarded(r, budget, "loading "+api.ServerModule, func() (json.RawMessage, error) {
+		if _, err := r.RunProgram(intrinsics); err != nil {
+			return nil, err
+		}
+		if _, err := module.LoadInto(r, program); err != nil {
+			return nil, err
+		}
+		v, err := r.RunString(registryScript)
+		if err != nil {
+			return nil, err
+		}
+		return asJSON(v)
+	})
+	if err != nil {
+		return nil, err
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(list, &raw); err != nil {
+		return nil, fmt.Errorf("reading the registry: %w", err)
+	}
+	return raw, nil
 }

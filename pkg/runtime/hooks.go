@@ -164,7 +164,7 @@ func splitStack(text string) (msg, at string) {
 	msg, rest, _ := strings.Cut(text, "\n")
 	for _, line := range strings.Split(rest, "\n") {
 		m := frame.FindStringSubmatch(line)
-		if m == nil || strings.HasPrefix(m[1], preludeName+":") {
+		if m == nil || runtimeFile(m[1][:strings.LastIndex(m[1], ":")]) {
 			continue
 		}
 		return msg, m[1]

@@ -252,9 +252,9 @@ func (in *Instance) askInspect(req inspectRequest) bool {
 func (in *Instance) answerInspects(v *vm, reqs []inspectRequest) {
 	for _, req := range reqs {
 		var r inspectReply
-		res, err := v.call(v.inspect, v.rt.ToValue(req.player))
+		res, err := callAs(v, "inspecting", asString, v.inspect, v.rt.ToValue(req.player))
 		if err == nil {
-			err = json.Unmarshal([]byte(res.String()), &r.res)
+			err = json.Unmarshal([]byte(res), &r.res)
 		}
 		if err != nil {
 			r.err = fmt.Errorf("inspecting instance %s: %w", in.id, err)

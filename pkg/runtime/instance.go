@@ -25,6 +25,20 @@ const preludeName = "hoster-prelude.js"
 
 var prelude = goja.MustCompile(preludeName, preludeSrc, false)
 
+//go:embed intrinsics.js
+var intrinsicsSrc string
+
+// intrinsicsName is the file name of the intrinsics in stacks.
+const intrinsicsName = "hoster-intrinsics.js"
+
+// intrinsics runs first in every game runtime, before the game's code: see
+// intrinsics.js.
+var intrinsics = goja.MustCompile(intrinsicsName, intrinsicsSrc, false)
+
+// runtimeFile reports whether a stack's file is the runtime's own, not the
+// game's.
+func runtimeFile(name string) bool { return name == preludeName || name == intrinsicsName }
+
 // maxCatchUp is how many steps behind schedule an instance may fall before
 // its schedule restarts from now instead of bursting ticks to catch up.
 const maxCatchUp = 5
@@ -252,14 +266,6 @@ type vm struct {
 	bodies                          compactWriter // the compact bodies of a send round
 }
 
-// call runs fn under the hook budget, counted in the call's own CPU time:
-// an overrun interrupts it.
-func (v *vm) call(fn goja.Callable, args ...goja.Value) (goja.Value, error) {
-	return runBudgeted(v.rt, v.budget, "a hook ran longer than "+v.budget.String()+" of CPU time", func() (goja.Value, error) {
-		return fn(goja.Undefined(), args...)
-	})
-}
-
 // armInterrupt starts the budget of one call into r: fire interrupts the
 // call if it is still running; end marks it over and clears any interrupt.
 // A timer's fire that runs late, after end (a busy machine may run a timer's
@@ -288,7 +294,7 @@ func armInterrupt(r *goja.Runtime, reason string) (fire, end func()) {
 // own code (not the prelude), "" when there is none.
 func callerIn(r *goja.Runtime) string {
 	for _, f := range r.CaptureCallStack(0, nil) {
-		if pos := f.Position(); pos.Filename != "" && pos.Filename != preludeName && pos.Line > 0 {
+		if pos := f.Position(); pos.Filename != "" && !runtimeFile(pos.Filename) && pos.Line > 0 {
 			return fmt.Sprintf("%s:%d", pos.Filename, pos.Line)
 		}
 	}
@@ -308,30 +314,36 @@ func (in *Instance) newVM(prog *goja.Program) (*vm, error) {
 		}
 		return goja.Undefined()
 	})
-	_, err := runBudgeted(r, v.budget, "loading ran longer than "+v.budget.String()+" of CPU time", func() (goja.Value, error) {
-		if _, err := r.RunProgram(prog); err != nil {
-			return nil, err
+	// The game's code runs after the intrinsics and before the prelude,
+	// which reads its registry; all of it, and finding the prelude's entry
+	// points, under the budget.
+	_, err := guarded(r, v.budget, "loading", func() (goja.Value, error) {
+		for _, p := range []*goja.Program{intrinsics, prog, prelude} {
+			if _, err := r.RunProgram(p); err != nil {
+				return nil, err
+			}
 		}
-		return r.RunProgram(prelude)
+		return nil, v.entryPoints()
 	})
 	if err != nil {
 		return nil, err
 	}
-	var ok [10]bool
-	v.init, ok[0] = goja.AssertFunction(r.Get("__init"))
-	v.tick, ok[1] = goja.AssertFunction(r.Get("__tick"))
-	v.send, ok[2] = goja.AssertFunction(r.Get("__send"))
-	v.export, ok[3] = goja.AssertFunction(r.Get("__export"))
-	v.adopt, ok[4] = goja.AssertFunction(r.Get("__adopt"))
-	v.sizes, ok[5] = goja.AssertFunction(r.Get("__sizes"))
-	v.counts, ok[6] = goja.AssertFunction(r.Get("__takeCounts"))
-	v.snapshot, ok[7] = goja.AssertFunction(r.Get("__snapshot"))
-	v.tables, ok[8] = goja.AssertFunction(r.Get("__tables"))
-	v.inspect, ok[9] = goja.AssertFunction(r.Get("__inspect"))
-	if ok != [10]bool{true, true, true, true, true, true, true, true, true, true} {
-		return nil, errors.New("the runtime prelude is broken")
-	}
 	return v, nil
+}
+
+// entryPoints finds the prelude's functions Go calls.
+func (v *vm) entryPoints() error {
+	for name, fn := range map[string]*goja.Callable{
+		"__init": &v.init, "__tick": &v.tick, "__send": &v.send, "__export": &v.export, "__adopt": &v.adopt,
+		"__sizes": &v.sizes, "__takeCounts": &v.counts, "__snapshot": &v.snapshot, "__tables": &v.tables, "__inspect": &v.inspect,
+	} {
+		f, ok := goja.AssertFunction(v.rt.Get(name))
+		if !ok {
+			return errors.New("the runtime prelude is broken: " + name + " is not a function")
+		}
+		*fn = f
+	}
+	return nil
 }
 
 // start loads the current version and runs create at now.
@@ -344,15 +356,15 @@ func (in *Instance) start(now time.Time) (*vm, error) {
 	if params == nil || string(params) == "null" {
 		params = []byte("{}")
 	}
-	if _, err := v.call(v.init, v.rt.ToValue(in.id), v.rt.ToValue(now.UnixMilli()), v.rt.ToValue(string(params))); err != nil {
-		return nil, fmt.Errorf("create: %w", err)
+	if _, err := v.call("create", v.init, v.rt.ToValue(in.id), v.rt.ToValue(now.UnixMilli()), v.rt.ToValue(string(params))); err != nil {
+		return nil, err
 	}
-	tables, err := v.call(v.tables)
+	tables, err := callAs(v, "listing the field tables", asJSON, v.tables)
 	if err != nil {
-		return nil, fmt.Errorf("listing the field tables: %w", err)
+		return nil, err
 	}
 	in.mu.Lock()
-	in.tables = json.RawMessage(tables.String())
+	in.tables = tables
 	in.mu.Unlock()
 	return v, nil
 }
@@ -368,24 +380,24 @@ func (in *Instance) upgrade(old *vm, g *version, now time.Time) (*vm, error) {
 	in.tel.delta.Changed += ch
 	in.tel.delta.Gone += gn
 	in.mu.Unlock()
-	dump, err := old.call(old.export)
+	dump, err := callAs(old, "serialising with the old code", asString, old.export)
 	if err != nil {
-		return old, fmt.Errorf("serialising with the old code: %w", err)
+		return old, err
 	}
 	v, err := in.newVM(g.program)
 	if err != nil {
 		return old, fmt.Errorf("loading the new code: %w", err)
 	}
-	if _, err := v.call(v.adopt, dump, v.rt.ToValue(now.UnixMilli())); err != nil {
-		return old, fmt.Errorf("restoring with the new code: %w", err)
+	if _, err := v.call("restoring with the new code", v.adopt, v.rt.ToValue(dump), v.rt.ToValue(now.UnixMilli())); err != nil {
+		return old, err
 	}
-	tables, err := v.call(v.tables)
+	tables, err := callAs(v, "listing the new code's field tables", asJSON, v.tables)
 	if err != nil {
-		return old, fmt.Errorf("listing the new code's field tables: %w", err)
+		return old, err
 	}
 	in.mu.Lock()
 	in.ver = g
-	in.tables = json.RawMessage(tables.String())
+	in.tables = tables
 	// Compact clients decode the updates from now on by the new tables.
 	msg, _ := json.Marshal(map[string]any{"t": "types", "types": in.tables})
 	for _, c := range in.conns {
@@ -505,7 +517,7 @@ func (in *Instance) step(l *loop, now time.Time) bool {
 	in.mu.Unlock()
 	in.moveToCurrent(l, running, now)
 	payload, joins := eventsValue(l.v.rt, events)
-	res, err := l.v.call(l.v.tick, l.v.rt.ToValue(dt), l.v.rt.ToValue(now.UnixMilli()), payload)
+	res, err := callAs(l.v, "tick", asString, l.v.tick, l.v.rt.ToValue(dt), l.v.rt.ToValue(now.UnixMilli()), payload)
 	if err != nil {
 		in.fail(err, joins...) // the players this tick was to welcome go too
 		return false
@@ -526,7 +538,7 @@ func (in *Instance) step(l *loop, now time.Time) bool {
 		}
 	}
 	in.mu.Unlock()
-	ticking := in.apply(res.String())
+	ticking := in.apply(res)
 	if in.ended() { // instance.close
 		return false
 	}
@@ -685,26 +697,21 @@ func (in *Instance) sendRound(v *vm) error {
 		return nil
 	}
 	v.bodies.reset()
-	res, err := v.call(v.send, v.rt.ToValue(ready), v.rt.ToValue(compacts))
+	res, err := callAs(v, "sending", sendResult(v.rt), v.send, v.rt.ToValue(ready), v.rt.ToValue(compacts))
 	if err != nil {
 		return err
 	}
-	out, _ := res.Export().([]any)
-	now := v.rt.Get("__now").ToInteger()
+	now := res.now
 	in.mu.Lock()
 	due := make([]*conn, 0, len(ready))
-	for i := 0; i+1 < len(out); i += 2 {
-		id, _ := out[i].(string)
-		c := in.conns[id]
+	for _, u := range res.updates {
+		c := in.conns[u.viewer]
 		if c == nil {
 			continue
 		}
-		var msg []byte
-		switch m := out[i+1].(type) {
-		case string:
-			msg = []byte(m)
-		case []any: // [seq, body]: a compact update, framed here for this viewer
-			msg = v.bodies.frame(m[0], m[1], now, c.lastTime)
+		msg := []byte(u.text)
+		if u.compact { // a compact update, framed here for this viewer
+			msg = v.bodies.frame(u.seq, u.body, now, c.lastTime)
 			c.lastTime = now
 		}
 		if c.add(outFrame{frameOp(msg), msg}, true) {
@@ -732,18 +739,20 @@ func (in *Instance) sendRound(v *vm) error {
 // and games carry on. waiting are joins taken for the failed tick: neither
 // welcomed nor queued any more, their connections are closed here.
 func (in *Instance) fail(err error, waiting ...event) {
-	in.log.Error("instance closed: a hook failed", "err", err)
-	at := ""
-	var thrown *goja.Exception
-	if errors.As(err, &thrown) {
-		_, at = splitStack(thrown.String())
+	msg, at, reason := err.Error(), "", "the game instance failed"
+	var js *jsError
+	if errors.As(err, &js) { // read under the budget: safe to print
+		msg, at = js.msg, js.at
+		if js.interrupted {
+			reason = "the game instance was stopped: a hook ran too long"
+		}
 	}
-	in.g.keepError(HookError{Time: in.rt.now(), Instance: in.id, Hook: "instance", Error: "closed: " + err.Error(), At: at})
-	reason := "the game instance failed"
-	var ex *goja.InterruptedError
-	if errors.As(err, &ex) {
-		reason = "the game instance was stopped: a hook ran too long"
+	where := at
+	if where == "" { // a value of the module's that Go could not read
+		where = api.ServerModule
 	}
+	in.log.Error("instance closed: a hook failed", "err", msg, "at", where)
+	in.g.keepError(HookError{Time: in.rt.now(), Instance: in.id, Hook: "instance", Error: "closed: " + msg, At: at})
 	in.stop(1011, reason)
 	for _, ev := range waiting {
 		if ev.conn != nil {

@@ -13,12 +13,12 @@ var __nextEntity = 0;
 // the same order (and "player!" for __pp).
 function __ftype(f) { return typeof f === "string" ? f : f.type; }
 function __fpriv(f) { return !!(f && typeof f === "object" && f.private); }
-var __pf = Object.keys(__R.player.fields).filter(function (k) { return !__fpriv(__R.player.fields[k]); }).sort();
-var __pp = Object.keys(__R.player.fields).filter(function (k) { return __fpriv(__R.player.fields[k]); }).sort();
+var __pf = __js.keys(__R.player.fields).filter(function (k) { return !__fpriv(__R.player.fields[k]); }).sort();
+var __pp = __js.keys(__R.player.fields).filter(function (k) { return __fpriv(__R.player.fields[k]); }).sort();
 var __ef = {};
 var __ty = {};
-Object.keys(__R.entities).forEach(function (t) {
-  __ef[t] = Object.keys(__R.entities[t].fields).sort();
+__js.keys(__R.entities).forEach(function (t) {
+  __ef[t] = __js.keys(__R.entities[t].fields).sort();
   __ty[t] = __ef[t].map(function (k) { return __ftype(__R.entities[t].fields[k]); });
 });
 __ty.player = __pf.map(function (k) { return __ftype(__R.player.fields[k]); });
@@ -37,7 +37,7 @@ function __quant(x, c) {
   return c > 0 ? Math.round(x * c) / c : Math.round(x / -c) * -c;
 }
 var __pq = {};
-Object.keys(__R.entities).forEach(function (t) {
+__js.keys(__R.entities).forEach(function (t) {
   __pq[t] = __ef[t].map(function (k) { return __fprec(__R.entities[t].fields[k]); });
 });
 __pq.player = __pf.map(function (k) { return __fprec(__R.player.fields[k]); });
@@ -55,8 +55,8 @@ function __ok(t, x, type, field) {
   if (!__bad[key]) {
     __bad[key] = true;
     var v;
-    try { v = JSON.stringify(x); } catch (e) { v = String(x); }
-    __out.push(["herr", "fields", "field " + field + " of " + (type === "player" ? "a player" : type) +
+    try { v = __js.stringify(x); } catch (e) { v = String(x); }
+    __js.push(__out, ["herr", "fields", "field " + field + " of " + (type === "player" ? "a player" : type) +
       " must be " + (t === "integer" ? "an integer" : "a " + t) + ", not " + (v === undefined ? k : v) + ": the value is not sent", false]);
   }
   return false;
@@ -82,8 +82,8 @@ function __hookErr(where, e, ticking) {
   var text;
   if (e instanceof __Refusal) text = "instance.refuse called outside a command: " + e.reason;
   else if (e && typeof e === "object" && typeof e.stack === "string") text = e.stack;
-  else text = "threw " + (function () { try { return JSON.stringify(e); } catch (x) { return String(e); } })();
-  __out.push(["herr", where, text, !!ticking]);
+  else text = "threw " + (function () { try { return __js.stringify(e); } catch (x) { return String(e); } })();
+  __js.push(__out, ["herr", where, text, !!ticking]);
 }
 
 function __pid(player) {
@@ -94,7 +94,7 @@ function __pid(player) {
 
 function __message(type, data) {
   if (typeof type !== "string" || type === "") throw new TypeError("a message type must be a non-empty string");
-  var s = JSON.stringify({ t: "message", type: type, data: data === undefined ? null : data });
+  var s = __js.stringify({ t: "message", type: type, data: data === undefined ? null : data });
   return s;
 }
 
@@ -103,7 +103,7 @@ function __timer(seconds, fn, repeat) {
   var ms = Number(seconds) * 1000;
   if (!(ms >= 0) || !isFinite(ms) || (repeat && ms <= 0)) throw new RangeError((repeat ? "every" : "after") + ": seconds must be a " + (repeat ? "positive" : "non-negative") + " number, not " + String(seconds));
   var t = { at: __now + ms, every: repeat ? ms : 0, fn: fn, dead: false };
-  __timers.push(t);
+  __js.push(__timers, t);
   return { cancel: function () { t.dead = true; } };
 }
 
@@ -114,7 +114,7 @@ function __runTimers() {
   for (i = 0; i < __timers.length; i++) {
     t = __timers[i];
     if (t.dead) continue;
-    (t.at <= __now ? due : keep).push(t);
+    __js.push(t.at <= __now ? due : keep, t);
   }
   __timers = keep;
   due.sort(function (a, b) { return a.at - b.at; });
@@ -124,7 +124,7 @@ function __runTimers() {
     if (t.every) {
       t.at += t.every;
       if (t.at <= __now) t.at = __now + t.every;
-      __timers.push(t);
+      __js.push(__timers, t);
     }
     try { t.fn(__inst); } catch (e) { __hookErr("timer", e, true); }
   }
@@ -138,7 +138,7 @@ function __make(id) {
     entities: {},
     spawn: function (type, fields) {
       if (!Object.prototype.hasOwnProperty.call(__R.entities, type)) {
-        throw new Error("spawn: unknown entity type " + JSON.stringify(type));
+        throw new Error("spawn: unknown entity type " + __js.stringify(type));
       }
       var e = {};
       for (var k in fields) e[k] = fields[k];
@@ -152,20 +152,20 @@ function __make(id) {
     log: function () { __log(Array.prototype.map.call(arguments, String).join(" ")); },
     send: function (player, type, data) {
       var id = __pid(player);
-      if (__inst.players[id]) __out.push(["msg", id, __message(type, data)]);
+      if (__inst.players[id]) __js.push(__out, ["msg", id, __message(type, data)]);
     },
     broadcast: function (type, data) {
       var m = __message(type, data);
-      for (var id in __inst.players) __out.push(["msg", id, m]);
+      for (var id in __inst.players) __js.push(__out, ["msg", id, m]);
     },
     kick: function (player, reason) {
       var id = __pid(player);
-      __out.push(["kick", id, reason === undefined ? "" : String(reason)]);
+      __js.push(__out, ["kick", id, reason === undefined ? "" : String(reason)]);
       __leave(id); // gone from every list before kick returns
     },
-    close: function (reason) { __out.push(["close", reason === undefined ? "" : String(reason)]); },
-    lock: function () { __out.push(["lock"]); },
-    unlock: function () { __out.push(["unlock"]); },
+    close: function (reason) { __js.push(__out, ["close", reason === undefined ? "" : String(reason)]); },
+    lock: function () { __js.push(__out, ["lock"]); },
+    unlock: function () { __js.push(__out, ["unlock"]); },
     after: function (seconds, fn) { return __timer(seconds, fn, false); },
     every: function (seconds, fn) { return __timer(seconds, fn, true); },
     refuse: function (reason) { throw new __Refusal(reason === undefined ? "refused" : String(reason)); }
@@ -179,14 +179,14 @@ function __init(id, now, params) {
   __now = now;
   __make(id);
   if (!__R.instance.create) return;
-  var state = __R.instance.create(__inst, JSON.parse(params));
+  var state = __R.instance.create(__inst, __js.parse(params));
   if (state !== undefined) __inst.state = state;
 }
 
 // __takeOut hands __out to Go (as JSON, "" when empty).
 function __takeOut() {
   if (!__out.length) return "";
-  var s = JSON.stringify(__out);
+  var s = __js.stringify(__out);
   __out = [];
   return s;
 }
@@ -199,13 +199,13 @@ function __export() {
     round: __round, recs: __recs, tombs: __tombs, visible: !!__R.player.visible, nextEntity: __nextEntity, nextHandle: __nextHandle };
   if (__R.instance.serialise) out.saved = __R.instance.serialise(__inst);
   else out.state = __inst.state;
-  return JSON.stringify(out);
+  return __js.stringify(out);
 }
 
 // __adopt takes over an instance exported by older code; restore rebuilds
 // the state when this code has the hook and the old code serialised.
 function __adopt(json, now) {
-  var x = JSON.parse(json);
+  var x = __js.parse(json);
   __now = now;
   __make(x.id);
   __inst.players = x.players;
@@ -216,7 +216,7 @@ function __adopt(json, now) {
   __tombs = x.tombs;
   __nrecs = 0;
   for (var id in __recs) { __refit(__recs[id]); __nrecs++; }
-  __ntombs = Object.keys(__tombs).length;
+  __ntombs = __js.keys(__tombs).length;
   if (x.visible !== !!__R.player.visible) __switchMode();
   __nextEntity = x.nextEntity;
   __nextHandle = x.nextHandle || 0;
@@ -267,10 +267,10 @@ function __tick(dt, now, evs) {
           delete __inst.players[p.id];
           delete __viewers[p.id];
           if (e instanceof __Refusal) {
-            __out.push(["kick", p.id, e.reason]);
+            __js.push(__out, ["kick", p.id, e.reason]);
           } else {
             __hookErr("join", e, false);
-            __out.push(["kick", p.id, "joining the game failed", 1011]);
+            __js.push(__out, ["kick", p.id, "joining the game failed", 1011]);
           }
         }
       }
@@ -296,9 +296,9 @@ function __tick(dt, now, evs) {
       if (p) {
         try { __R.commands[ev[2]].run(__inst, p, ev[3]); } catch (e) {
           if (e instanceof __Refusal) {
-            __out.push(["err", p.id, ev[2], e.reason]);
+            __js.push(__out, ["err", p.id, ev[2], e.reason]);
           } else {
-            __out.push(["err", p.id, ev[2], "command " + ev[2] + " failed"]);
+            __js.push(__out, ["err", p.id, ev[2], "command " + ev[2] + " failed"]);
             __hookErr("command " + ev[2], e, false);
           }
         }
@@ -308,7 +308,7 @@ function __tick(dt, now, evs) {
   if (dt > 0) {
     __runTimers();
     if (__R.instance.tick) { try { __R.instance.tick(__inst, dt); } catch (e) { __hookErr("tick", e, true); } }
-    var ids = Object.keys(__inst.entities);
+    var ids = __js.keys(__inst.entities);
     for (var j = 0; j < ids.length; j++) {
       var en = __inst.entities[ids[j]];
       if (!en) continue;
@@ -409,8 +409,8 @@ function __appear(id, type, obj, round, d) {
   var r = __recs[id] = { type: type, fields: fields, ty: ty, pq: pq, v: v, fr: fr, a: round, seen: round, h: ++__nextHandle };
   __nrecs++;
   if (__tombs[id]) { delete __tombs[id]; __ntombs--; }
-  d.appear.push({ id: id, type: type, f: __object(fields, v) });
-  d.ar.push(r);
+  __js.push(d.appear, { id: id, type: type, f: __object(fields, v) });
+  __js.push(d.ar, r);
 }
 
 // __track brings the records of the things in objs (players when player is
@@ -455,10 +455,10 @@ function __track(objs, player, round, d) {
       }
     }
     if (f !== null) {
-      change.push({ id: id, f: f });
-      cr.push(r);
+      __js.push(change, { id: id, f: f });
+      __js.push(cr, r);
       if (pre) {
-        if (!plain) d.slow.push(change.length - 1);
+        if (!plain) __js.push(d.slow, change.length - 1);
         else if (na === 2) cchg(r.h, m, a[0], a[1]);
         else if (na === 4) cchg(r.h, m, a[0], a[1], a[2], a[3]);
         else cchg.apply(null, [r.h, m].concat(a.slice(0, na)));
@@ -478,10 +478,10 @@ function __advance(round, pre) {
       if (__recs[id].seen !== round) {
         __tombs[id] = { a: __recs[id].a, r: round, h: __recs[id].h };
         __ntombs++;
-        d.gh.push(__recs[id].h);
+        __js.push(d.gh, __recs[id].h);
         delete __recs[id];
         __nrecs--;
-        d.gone.push(id);
+        __js.push(d.gone, id);
       }
     }
   }
@@ -494,16 +494,16 @@ function __since(vr) {
   for (id in __recs) {
     var r = __recs[id];
     if (r.a > vr) {
-      d.appear.push({ id: id, type: r.type, f: __object(r.fields, r.v) });
-      d.ar.push(r);
+      __js.push(d.appear, { id: id, type: r.type, f: __object(r.fields, r.v) });
+      __js.push(d.ar, r);
       continue;
     }
     var f = null;
     for (n = 0; n < r.fields.length; n++) if (r.fr[n] > vr) (f = f || {})[r.fields[n]] = r.v[n];
-    if (f) { d.change.push({ id: id, f: f }); d.cr.push(r); }
+    if (f) { __js.push(d.change, { id: id, f: f }); __js.push(d.cr, r); }
   }
   if (vr >= 0) {
-    for (id in __tombs) if (__tombs[id].a <= vr && __tombs[id].r > vr) { d.gone.push(id); d.gh.push(__tombs[id].h); }
+    for (id in __tombs) if (__tombs[id].a <= vr && __tombs[id].r > vr) { __js.push(d.gone, id); __js.push(d.gh, __tombs[id].h); }
   }
   return d;
 }
@@ -542,7 +542,7 @@ function __switchMode() {
         delete v.stale;
       }
       v.known = known;
-      v.nk = Object.keys(known).length;
+      v.nk = __js.keys(known).length;
     } else {
       // It sees everything now: it starts over with all of it, and is told
       // at its next update what it knew that no longer exists.
@@ -578,7 +578,7 @@ function __sendShared(ready, compact, prev, round, d) {
     } else {
       var m = src = __since(v.round);
       if (v.stale) {
-        for (var sid in v.stale) if (!__recs[sid]) { m.gone.push(sid); m.gh.push(v.stale[sid]); }
+        for (var sid in v.stale) if (!__recs[sid]) { __js.push(m.gone, sid); __js.push(m.gh, v.stale[sid]); }
         delete v.stale;
       }
       b = c ? __cbody(m) : __body(m);
@@ -590,7 +590,7 @@ function __sendShared(ready, compact, prev, round, d) {
       __count(src, 1);
     }
     v.round = round;
-    if (b) out.push(vid, c ? [++v.seq, b] : '{"t":"update","seq":' + (++v.seq) + ',"time":' + __now + b);
+    if (b) __js.push2(out, vid, c ? [++v.seq, b] : '{"t":"update","seq":' + (++v.seq) + ',"time":' + __now + b);
   }
   if (inStep) __count(d, inStep);
   return out;
@@ -603,9 +603,9 @@ function __sendVisible(ready, compact, round) {
   // The things, listed once for all viewers: for…in is slow in goja.
   var ids = [], rs = [], objs = [], id, k;
   for (id in recs) {
-    ids.push(id);
-    rs.push(recs[id]);
-    objs.push(recs[id].type === "player" ? players[id] : entities[id]);
+    __js.push(ids, id);
+    __js.push(rs, recs[id]);
+    __js.push(objs, recs[id].type === "player" ? players[id] : entities[id]);
   }
   var failed = false;
   function sees(me, obj) {
@@ -627,34 +627,34 @@ function __sendVisible(ready, compact, round) {
       var r = rs[k];
       id = ids[k];
       if (!sees(me, objs[k])) {
-        if (known[id]) { d.gone.push(id); d.gh.push(known[id]); delete known[id]; nk--; }
+        if (known[id]) { __js.push(d.gone, id); __js.push(d.gh, known[id]); delete known[id]; nk--; }
         continue;
       }
       hits++;
       if (!known[id]) {
-        d.appear.push({ id: id, type: r.type, f: __object(r.fields, r.v) });
-        d.ar.push(r);
+        __js.push(d.appear, { id: id, type: r.type, f: __object(r.fields, r.v) });
+        __js.push(d.ar, r);
         known[id] = r.h;
         nk++;
         continue;
       }
       var f = null;
       for (n = 0; n < r.fields.length; n++) if (r.fr[n] > vr) (f = f || {})[r.fields[n]] = r.v[n];
-      if (f) { d.change.push({ id: id, f: f }); d.cr.push(r); }
+      if (f) { __js.push(d.change, { id: id, f: f }); __js.push(d.cr, r); }
     }
     if (nk > hits) {
-      for (id in known) if (!recs[id]) { d.gone.push(id); d.gh.push(known[id]); delete known[id]; nk--; }
+      for (id in known) if (!recs[id]) { __js.push(d.gone, id); __js.push(d.gh, known[id]); delete known[id]; nk--; }
     }
     if (__pp.length) {
       var pf = __private(v, me, vr < 0);
-      if (pf) { d.change.push({ id: vid, f: pf }); d.cr.push(__privRec); }
+      if (pf) { __js.push(d.change, { id: vid, f: pf }); __js.push(d.cr, __privRec); }
     }
     v.nk = nk;
     v.round = round;
     var c = !!(compact && compact[i]), body = c ? __cbody(d) : __body(d);
     if (body) {
       __count(d, 1);
-      out.push(vid, c ? [++v.seq, body] : '{"t":"update","seq":' + (++v.seq) + ',"time":' + __now + body);
+      __js.push2(out, vid, c ? [++v.seq, body] : '{"t":"update","seq":' + (++v.seq) + ',"time":' + __now + body);
     }
   }
   return out;
@@ -688,14 +688,14 @@ function __tables() {
       return o;
     });
   }
-  __types = ["player"].concat(Object.keys(__R.entities).sort());
+  __types = ["player"].concat(__js.keys(__R.entities).sort());
   var extra = {}, id;
   if (__inst) for (id in __inst.entities) if (!__R.entities[__inst.entities[id].type]) extra[__inst.entities[id].type] = true;
   for (id in __recs) if (__recs[id].type !== "player" && !__R.entities[__recs[id].type]) extra[__recs[id].type] = true;
-  __types = __types.concat(Object.keys(extra).sort());
+  __types = __types.concat(__js.keys(extra).sort());
   __tix = {};
   __types.forEach(function (t, n) { __tix[t] = n; });
-  return JSON.stringify(__types.map(function (t, n) {
+  return __js.stringify(__types.map(function (t, n) {
     if (n === 0) return { type: t, fields: table(__pf, __R.player.fields), private: table(__pp, __R.player.fields) };
     return { type: t, fields: __R.entities[t] ? table(__ef[t], __R.entities[t].fields) : [] };
   }));
@@ -795,7 +795,7 @@ function __body(d) {
   if (d.appear.length) m.appear = d.appear;
   if (d.change.length) m.change = d.change;
   if (d.gone.length) m.gone = d.gone;
-  var s = JSON.stringify(m);
+  var s = __js.stringify(m);
   return s.length > 2 ? "," + s.slice(1) : null;
 }
 
@@ -806,7 +806,7 @@ function __count(d, times) {
 }
 
 function __sizes() {
-  return [Object.keys(__inst.players).length, Object.keys(__inst.entities).length];
+  return [__js.keys(__inst.players).length, __js.keys(__inst.entities).length];
 }
 
 // __takeCounts returns [appeared, changed, gone] since the last call.
@@ -819,7 +819,7 @@ function __takeCounts() {
 // __snapshot is what a snapshot line records: serialise's value, or the state.
 function __snapshot() {
   var v = __R.instance.serialise ? __R.instance.serialise(__inst) : __inst.state;
-  var s = JSON.stringify(v);
+  var s = __js.stringify(v);
   return s === undefined ? "null" : s;
 }
 
@@ -831,10 +831,10 @@ function __snapshot() {
 function __inspect(player) {
   function enc(x) {
     try {
-      var s = JSON.stringify(x);
+      var s = __js.stringify(x);
       return s === undefined ? "null" : s;
     } catch (e) {
-      return JSON.stringify({ unreadable: String(e) });
+      return __js.stringify({ unreadable: String(e) });
     }
   }
   var s = '{"state":' + enc(__inst.state) + ',"players":' + enc(__inst.players) + ',"entities":' + enc(__inst.entities);

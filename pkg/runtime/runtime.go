@@ -12,7 +12,10 @@
 // computes every ready viewer's appear/change/gone delta in JavaScript and
 // returns finished messages. Each call runs under a budget of its own CPU
 // time and a bounded call stack; a hook that overruns closes its instance
-// (close code 1011) and nothing else. A hook that throws is caught in
+// (close code 1011) and nothing else. What Go reads back from a call is
+// data, not trust: read under the same budget, inside a recover, checked for
+// shape (jsvalue.go); and the prelude uses built-ins taken before the game's
+// code ran (intrinsics.js). A hook that throws is caught in
 // JavaScript: a command's player gets an error frame, everything else is
 // logged with the author's file:line (the module's source map) and the tick
 // goes on; what hooks ask of Go (messages, kicks, closing, locking) comes
@@ -122,6 +125,11 @@ type Options struct {
 	// wall clock unless a test gives another).
 	Now func() time.Time
 
+	// LoadLater leaves the games unloaded by New: LoadGames loads them.
+	// hoster-server serve listens first, then loads them, so that a game
+	// whose load is slow or stuck never keeps the server from answering.
+	LoadLater bool
+
 	// clock keeps the instances' schedules and the runtime's timers (resume
 	// graces, empty instances' ends); nil is the wall clock. Tests, and
 	// hoster test's TestGame, give another to step them without sleeping.
@@ -143,6 +151,7 @@ type Runtime struct {
 	seats  map[string]*seat            // resume token -> seat
 	closed bool
 
+	loadMu     sync.Mutex // one Reload at a time: the last to run reads the newest files
 	manual     bool       // instances are stepped by a TestGame, not by their own goroutine
 	refusals   refusals   // sockets refused, for a rate-limited log
 	bounds     addrBounds // what each address holds, for its bounds
@@ -197,23 +206,39 @@ func New(o Options) (*Runtime, error) {
 	}
 	rt := &Runtime{o: o, log: o.Logger, games: map[string]map[string]*Game{}, seats: map[string]*seat{},
 		process: newID(), now: o.Now, logs: make(chan logLine, 4096), logsDone: make(chan struct{})}
-	go rt.writeLogs()
-	domains, err := os.ReadDir(o.GamesRoot)
-	if err != nil && !os.IsNotExist(err) {
+	if _, err := os.ReadDir(o.GamesRoot); err != nil && !os.IsNotExist(err) {
 		return nil, fmt.Errorf("reading the games root: %w", err)
 	}
+	go rt.writeLogs()
+	if !o.LoadLater {
+		rt.LoadGames()
+	}
+	return rt, nil
+}
+
+// LoadGames loads every game under GamesRoot, one after the other; a game
+// that cannot load (one whose code throws or runs past the hook budget) is
+// logged and skipped and never affects the others. It stops early once the
+// runtime shuts down.
+func (rt *Runtime) LoadGames() {
+	domains, _ := os.ReadDir(rt.o.GamesRoot)
 	for _, d := range domains {
 		if !d.IsDir() || !game.IsDomainName(d.Name()) {
 			continue
 		}
-		games, _ := os.ReadDir(filepath.Join(o.GamesRoot, d.Name()))
+		games, _ := os.ReadDir(filepath.Join(rt.o.GamesRoot, d.Name()))
 		for _, g := range games {
+			rt.mu.RLock()
+			closed := rt.closed
+			rt.mu.RUnlock()
+			if closed {
+				return
+			}
 			if g.IsDir() && game.IsGameName(g.Name()) {
 				rt.Reload(d.Name(), g.Name())
 			}
 		}
 	}
-	return rt, nil
 }
 
 // Games lists the loaded games as "<domain>/<game>", sorted.
@@ -241,6 +266,8 @@ func (rt *Runtime) lookup(domain, name string) *Game {
 // version (the reason is logged); a game whose folder is gone closes its
 // instances with a message to their players.
 func (rt *Runtime) Reload(domain, name string) {
+	rt.loadMu.Lock()
+	defer rt.loadMu.Unlock()
 	dir := filepath.Join(rt.o.GamesRoot, domain, name)
 	log := rt.log.With("game", domain+"/"+name)
 	if _, err := os.Stat(dir); os.IsNotExist(err) || !game.IsDomainName(domain) || !game.IsGameName(name) {
@@ -260,7 +287,7 @@ func (rt *Runtime) Reload(domain, name string) {
 		}
 		return
 	}
-	v, err := loadVersion(dir)
+	v, err := loadVersion(dir, rt.o.HookBudget)
 	if err != nil {
 		if _, ok := os.Stat(filepath.Join(dir, api.GameConfigFile)); ok == nil || !os.IsNotExist(ok) {
 			log.Warn("game not loaded; the running version, if any, keeps serving", "reason", err)

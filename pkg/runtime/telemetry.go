@@ -95,10 +95,8 @@ func (in *Instance) lastStats(l *loop) {
 // and starts the next interval; ended marks the instance's last line.
 func (in *Instance) statsLine(v *vm, now time.Time, ended bool) {
 	var players, entities int
-	if res, err := v.call(v.sizes); err == nil {
-		if n, ok := res.Export().([]any); ok && len(n) == 2 {
-			players, entities = toInt(n[0]), toInt(n[1])
-		}
+	if n, err := callAs(v, "counting", asIntegers(2), v.sizes); err == nil {
+		players, entities = int(n[0]), int(n[1])
 	}
 	appeared, changed, gone := in.takeDeltaCounts(v)
 	in.mu.Lock()
@@ -123,36 +121,20 @@ func (in *Instance) statsLine(v *vm, now time.Time, ended bool) {
 // snapshotLine writes what the game's serialise returns (the state when it
 // has none).
 func (in *Instance) snapshotLine(v *vm, now time.Time) {
-	res, err := v.call(v.snapshot)
+	state, err := callAs(v, "serialise", asJSON, v.snapshot)
 	if err != nil {
 		in.log.Warn("snapshot: serialise failed", "err", err)
 		return
 	}
-	line := api.GameSnapshotLine{T: now.Unix(), Process: in.rt.process, Instance: in.id, State: json.RawMessage(res.String())}
+	line := api.GameSnapshotLine{T: now.Unix(), Process: in.rt.process, Instance: in.id, State: state}
 	b, _ := json.Marshal(line)
 	in.rt.emit(logLine{domain: in.domain, game: in.name, family: "snapshot", at: now, data: b})
 }
 
 func (in *Instance) takeDeltaCounts(v *vm) (int64, int64, int64) {
-	res, err := v.call(v.counts)
+	n, err := callAs(v, "counting", asIntegers(3), v.counts)
 	if err != nil {
 		return 0, 0, 0
 	}
-	n, _ := res.Export().([]any)
-	if len(n) != 3 {
-		return 0, 0, 0
-	}
-	return int64(toInt(n[0])), int64(toInt(n[1])), int64(toInt(n[2]))
-}
-
-func toInt(v any) int {
-	switch x := v.(type) {
-	case int64:
-		return int(x)
-	case float64:
-		return int(x)
-	case int:
-		return x
-	}
-	return 0
+	return n[0], n[1], n[2]
 }

@@ -296,26 +296,29 @@ func (ti *TestInstance) Ended() bool { return ti.in.ended() }
 
 // State is instance.state, as JSON.
 func (ti *TestInstance) State() (json.RawMessage, error) {
-	return ti.eval(`JSON.stringify(__inst.state === undefined ? null : __inst.state)`)
+	return ti.eval(`__js.stringify(__inst.state === undefined ? null : __inst.state)`)
 }
 
 // Players is instance.players, as JSON.
 func (ti *TestInstance) Players() (json.RawMessage, error) {
-	return ti.eval(`JSON.stringify(__inst.players)`)
+	return ti.eval(`__js.stringify(__inst.players)`)
 }
 
 // Entities is instance.entities, as JSON.
 func (ti *TestInstance) Entities() (json.RawMessage, error) {
-	return ti.eval(`JSON.stringify(__inst.entities)`)
+	return ti.eval(`__js.stringify(__inst.entities)`)
 }
 
 // eval runs a small script in the instance's JavaScript.
 func (ti *TestInstance) eval(script string) (json.RawMessage, error) {
-	v, err := ti.l.v.rt.RunString(script)
-	if err != nil {
-		return nil, err
-	}
-	return json.RawMessage(v.String()), nil
+	v := ti.l.v
+	return guarded(v.rt, v.budget, "reading the instance", func() (json.RawMessage, error) {
+		x, err := v.rt.RunString(script)
+		if err != nil {
+			return nil, err
+		}
+		return asJSON(x)
+	})
 }
 
 // name says which instance it is, in errors.
