@@ -305,7 +305,10 @@ func (c *client) send(cmd string, args any) {
 
 func (c *client) closed(t *testing.T) int {
 	t.Helper()
-	timeout := time.After(10 * time.Second)
+	// A guard against a hang, not a deadline: on a machine as busy as
+	// busyMachine makes it, under the race detector and beside other test
+	// binaries, a hook's 200 ms of CPU time has taken over 10 s of wall time.
+	timeout := time.After(60 * time.Second)
 	for {
 		select {
 		case _, ok := <-c.msgs:
