@@ -249,13 +249,14 @@ type vm struct {
 	sizes, counts, snapshot, tables goja.Callable
 	inspect                         goja.Callable
 	budget                          time.Duration
+	stuck                           stuckWatch    // what a call that ignores its interrupt gets
 	bodies                          compactWriter // the compact bodies of a send round
 }
 
 // call runs fn under the hook budget, counted in the call's own CPU time:
 // an overrun interrupts it.
 func (v *vm) call(fn goja.Callable, args ...goja.Value) (goja.Value, error) {
-	return runBudgeted(v.rt, v.budget, "a hook ran longer than "+v.budget.String()+" of CPU time", func() (goja.Value, error) {
+	return runBudgetedOr(v.rt, v.budget, "a hook ran longer than "+v.budget.String()+" of CPU time", v.stuck, func() (goja.Value, error) {
 		return fn(goja.Undefined(), args...)
 	})
 }
@@ -299,7 +300,7 @@ func callerIn(r *goja.Runtime) string {
 func (in *Instance) newVM(prog *goja.Program) (*vm, error) {
 	r := goja.New()
 	r.SetMaxCallStackSize(4096)
-	v := &vm{rt: r, budget: in.rt.o.HookBudget}
+	v := &vm{rt: r, budget: in.rt.o.HookBudget, stuck: stuckWatch{grace: in.rt.o.StuckGrace, stuck: in.rt.o.Stuck}}
 	v.bodies.install(r)
 	r.Set("__log", func(call goja.FunctionCall) goja.Value {
 		msg := call.Argument(0).String()
@@ -308,7 +309,7 @@ func (in *Instance) newVM(prog *goja.Program) (*vm, error) {
 		}
 		return goja.Undefined()
 	})
-	_, err := runBudgeted(r, v.budget, "loading ran longer than "+v.budget.String()+" of CPU time", func() (goja.Value, error) {
+	_, err := runBudgetedOr(r, v.budget, "loading ran longer than "+v.budget.String()+" of CPU time", v.stuck, func() (goja.Value, error) {
 		if _, err := r.RunProgram(prog); err != nil {
 			return nil, err
 		}

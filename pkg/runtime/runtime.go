@@ -84,6 +84,21 @@ type Options struct {
 	// but never stops a healthy one. It is set to catch runaways, not to
 	// police slow ticks.
 	HookBudget time.Duration
+	// Stuck, if set, is called when a call into a game's JavaScript has run
+	// StuckGrace past its interrupt without stopping (goja's builtins, a
+	// regexp's backtracking, JSON or join, never look at the interrupt):
+	// only ending the process stops it. A worker process sets it; nil
+	// leaves the call to run.
+	Stuck func(reason string)
+	// StuckGrace is how long an interrupted call may go on before Stuck:
+	// 1 s.
+	StuckGrace time.Duration
+	// Game, if set ("<domain>/<game>"), is the only game New loads: a
+	// worker process runs one game.
+	Game string
+	// HandOff, if set, takes each game socket request (to a loaded game)
+	// instead of this runtime: a parent hands it to the game's worker.
+	HandOff func(w http.ResponseWriter, r *http.Request, domain, game string)
 	// WriteTimeout bounds one socket write: 10 s.
 	WriteTimeout time.Duration
 	// MaxFrame is the largest frame a player may send: 16 KiB.
@@ -171,6 +186,7 @@ func New(o Options) (*Runtime, error) {
 	}
 	def(&o.HookBudget, time.Second)
 	def(&o.WriteTimeout, 10*time.Second)
+	def(&o.StuckGrace, time.Second)
 	if o.MaxFrame <= 0 {
 		o.MaxFrame = 16 << 10
 	}
@@ -201,6 +217,11 @@ func New(o Options) (*Runtime, error) {
 	domains, err := os.ReadDir(o.GamesRoot)
 	if err != nil && !os.IsNotExist(err) {
 		return nil, fmt.Errorf("reading the games root: %w", err)
+	}
+	if o.Game != "" {
+		domain, name, _ := strings.Cut(o.Game, "/")
+		rt.Reload(domain, name)
+		return rt, nil
 	}
 	for _, d := range domains {
 		if !d.IsDir() || !game.IsDomainName(d.Name()) {
@@ -323,6 +344,8 @@ func (rt *Runtime) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("ETag", v.clientETag)
 		w.Header().Set("Cache-Control", "no-cache") // revalidate: a sync may change it
 		http.ServeContent(w, r, api.ClientLibrary, v.clientMod, strings.NewReader(string(v.client)))
+	case file == "" && !strings.HasSuffix(rest, "/") && rt.o.HandOff != nil:
+		rt.o.HandOff(w, r, g.Domain, g.Name)
 	case file == "" && !strings.HasSuffix(rest, "/"):
 		rt.serveSocket(w, r, g)
 	default:
