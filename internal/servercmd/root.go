@@ -26,7 +26,7 @@ func Main(args []string, out, errOut io.Writer) int {
 	root.SetOut(out)
 	root.SetErr(errOut)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	for _, add := range []func(out, errOut io.Writer) *cobra.Command{newServeCmd, newInitCmd, newVersionCmd} {
+	for _, add := range []func(out, errOut io.Writer) *cobra.Command{newServeCmd, newInitCmd, newVersionCmd, newWorkerCmd} {
 		root.AddCommand(add(out, errOut))
 	}
 	_, _, err := root.Find(args)
