@@ -156,7 +156,7 @@ func (c *child) serve(m message, fd int) {
 	var once sync.Once
 	done := func() { once.Do(func() { c.closed(m.ID) }) }
 	conn := wrapConn(nc, done)
-	w := &hijackWriter{conn: conn, h: http.Header{},
+	w := &hijackWriter{conn: conn, h: http.Header{}, upgraded: func() { c.ch.send(message{T: msgUpgraded, ID: m.ID}, -1) },
 		brw: bufio.NewReadWriter(bufio.NewReader(io.MultiReader(bytes.NewReader(m.Buf), conn)), bufio.NewWriter(conn))}
 	c.rt.ServeHTTP(w, r)
 	if !w.hijacked {
@@ -217,6 +217,7 @@ type hijackWriter struct {
 	code     int
 	body     bytes.Buffer
 	hijacked bool
+	upgraded func() // told as the upgrade takes the socket
 }
 
 func (w *hijackWriter) Header() http.Header { return w.h }
@@ -237,6 +238,7 @@ func (w *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return nil, nil, errors.New("hijacking a handed socket: already answered")
 	}
 	w.hijacked = true
+	w.upgraded()
 	return w.conn, w.brw, nil
 }
 

@@ -41,8 +41,9 @@ type proc struct {
 	oomOut   atomic.Bool  // its output said Go ran out of memory
 
 	mu     sync.Mutex
-	reason string         // why the parent ended it, "" if it did not
-	conns  map[uint64]int // handed sockets: the parent's own descriptor of each
+	reason string          // why the parent ended it, "" if it did not
+	conns  map[uint64]int  // handed sockets: the parent's own descriptor of each
+	ws     map[uint64]bool // the handed sockets the worker upgraded
 	nextID uint64
 	gone   bool // exited: sockets still handed are closed here
 }
@@ -65,7 +66,7 @@ func (p *Pool) start(s *slot) (*proc, error) {
 	cmd := exec.Command(p.o.Command[0], args...)
 	cmd.ExtraFiles = []*os.File{theirs} // fd 3
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	wk := &proc{p: p, s: s, cmd: cmd, ch: ch, budget: budget, conns: map[uint64]int{}, done: make(chan struct{}),
+	wk := &proc{p: p, s: s, cmd: cmd, ch: ch, budget: budget, conns: map[uint64]int{}, ws: map[uint64]bool{}, done: make(chan struct{}),
 		log: p.log.With("game", s.key)}
 	if p.cg != nil {
 		p.seq++
@@ -124,7 +125,7 @@ func (wk *proc) hand(w http.ResponseWriter, r *http.Request) {
 	wk.mu.Lock()
 	if wk.gone {
 		wk.mu.Unlock()
-		closeWith(fd, CodeEnded, "the game's worker ended")
+		refuse(fd)
 		return
 	}
 	wk.nextID++
@@ -133,8 +134,15 @@ func (wk *proc) hand(w http.ResponseWriter, r *http.Request) {
 	wk.mu.Unlock()
 	if err := wk.ch.send(message{T: msgConn, ID: id, Req: req, Buf: buf}, fd); err != nil {
 		wk.log.Warn("handing a socket to its worker", "err", err)
-		wk.drop(id, CodeEnded, "the game's worker ended")
+		wk.drop(id, CodeEnded, reasonEnded)
 	}
+}
+
+// refuse answers a handed socket the worker never upgraded: 503.
+func refuse(fd int) {
+	body := "the game's worker ended: try again\n"
+	unix.Write(fd, []byte(fmt.Sprintf("HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)))
+	unix.Close(fd)
 }
 
 // socketFD is a descriptor of nc's socket of the parent's own,
@@ -191,14 +199,17 @@ func closeWith(fd, code int, reason string) {
 func (wk *proc) drop(id uint64, code int, reason string) {
 	wk.mu.Lock()
 	fd, ok := wk.conns[id]
+	up := wk.ws[id]
 	delete(wk.conns, id)
+	delete(wk.ws, id)
 	wk.mu.Unlock()
-	if !ok {
-		return
-	}
-	if code == 0 {
+	switch {
+	case !ok:
+	case code == 0:
 		unix.Close(fd)
-		return
+	case !up:
+		refuse(fd)
+	default:
+		closeWith(fd, code, reason)
 	}
-	closeWith(fd, code, reason)
 }

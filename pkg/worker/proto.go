@@ -29,7 +29,8 @@ const maxMessage = 64 << 10
 // The messages' kinds. Parent to worker: msgConn (a socket, its descriptor
 // attached), msgReload, msgRetire (no more sockets will come: end once
 // idle), msgShutdown. Worker to parent: msgHello (its telemetry process
-// id), msgClosed (a handed socket is done with), msgIdle (no instance for
+// id), msgUpgraded (a handed socket is a WebSocket now), msgClosed (a
+// handed socket is done with), msgIdle (no instance for
 // the idle time), msgStuck (a hook ignored its interrupt: the worker ends).
 const (
 	msgConn     = "conn"
@@ -38,6 +39,7 @@ const (
 	msgShutdown = "shutdown"
 	msgHello    = "hello"
 	msgClosed   = "closed"
+	msgUpgraded = "upgraded"
 	msgIdle     = "idle"
 	msgStuck    = "stuck"
 )

@@ -39,6 +39,12 @@ func (wk *proc) readControl() {
 			wk.process.Store(m.Process)
 		case msgClosed:
 			wk.drop(m.ID, 0, "")
+		case msgUpgraded:
+			wk.mu.Lock()
+			if _, ok := wk.conns[m.ID]; ok {
+				wk.ws[m.ID] = true
+			}
+			wk.mu.Unlock()
 		case msgStuck:
 			wk.setReason(reasonStuck + ": " + m.Reason)
 		case msgIdle:
@@ -109,15 +115,17 @@ func (wk *proc) wait(relayed <-chan struct{}) {
 	if reason == "" && err != nil {
 		reason = reasonEnded // asked to end, it failed doing so
 	}
-	conns := wk.conns
-	wk.conns = map[uint64]int{}
+	conns, ws := wk.conns, wk.ws
+	wk.conns, wk.ws = map[uint64]int{}, map[uint64]bool{}
 	wk.mu.Unlock()
 	code := CodeEnded
 	if strings.HasPrefix(reason, reasonMemory) {
 		code = CodeOutOfMemory
 	}
-	for _, fd := range conns {
-		if reason == "" {
+	for id, fd := range conns {
+		if !ws[id] {
+			refuse(fd)
+		} else if reason == "" {
 			closeWith(fd, 1001, "the server is shutting down")
 		} else {
 			closeWith(fd, code, reason)

@@ -45,17 +45,18 @@ func TestMain(m *testing.M) {
 // hang is a hang guard, never a timing threshold.
 const hang = 60 * time.Second
 
-// counter is a small game: a player's "n" goes up on each "inc", a
-// "grow" join (?grow=1) makes its instance keep 8 MB more each tick, a
-// "spin" command runs a regexp whose backtracking ignores the interrupt.
+// counter is a small game: a player's "n" goes up on each "inc", "grow"
+// makes its instance keep 8 MB more each tick, "spin" runs a regexp whose
+// backtracking ignores the interrupt.
 func counter(extra string) map[string]string {
 	return map[string]string{
 		"hoster-game.json":              `{"tickRate": 20, "sendRate": 10, "capacity": 16, "origins": ["*"], "emptyGrace": 0` + extra + `}`,
 		"hoster-player/fields.json":     `{"n": "integer"}`,
-		"hoster-player/join.js":         `export default function (i, p, params) { p.n = 0; if (params.grow) i.state.grow = []; }`,
+		"hoster-player/join.js":         `export default function (i, p) { p.n = 0; }`,
 		"hoster-instance/tick.js":       `export default function (i) { if (i.state.grow) i.state.grow.push(new Array(1 << 20).fill(Math.random())); }`,
 		"hoster-commands/inc/args.json": `{}`,
 		"hoster-commands/inc/run.js":    `export default function (i, p) { p.n++; }`,
+		"hoster-commands/grow/run.js":   `export default function (i) { i.state.grow = []; }`,
 		"hoster-commands/spin/run.js":   `export default function () { /^(?=(a+)+$)\1/.test("a".repeat(40) + "b"); }`,
 	}
 }
@@ -264,4 +265,90 @@ func TestKilledWorker(t *testing.T) {
 	if e.workerPid("a.example/count", 2) == e.workerPid("a.example/count", 1) {
 		t.Fatal("the same worker served the rejoin")
 	}
+}
+
+// A game that keeps memory without bound is ended at its budget: its
+// players get 4003, the log and its stats file say so, and a game beside
+// it keeps its players.
+func TestMemoryBudget(t *testing.T) {
+	e := start(t, map[string]map[string]string{"hog.example/count": counter(`, "memory": 64`), "b.example/count": counter("")})
+	b := e.join("b.example/count", "")
+	b.play(t, 1)
+	hog := e.join("hog.example/count", "")
+	hog.ws.WriteJSON(map[string]any{"c": "grow", "a": map[string]any{}})
+	if code, text := hog.closed(t); code != 4003 {
+		t.Fatalf("the hog's player got %d %q, want 4003", code, text)
+	}
+	e.waitLog("game worker ended: the game ran out of its memory budget", 1)
+	b.play(t, 2)
+	stats, _ := filepath.Glob(filepath.Join(e.logsRoot, api.GameLogsDir, "hog.example", "count", api.ProcessesDir, "*", "stats-*.jsonl"))
+	var all []byte
+	for _, f := range stats {
+		b, _ := os.ReadFile(f)
+		all = append(all, b...)
+	}
+	if !bytes.Contains(all, []byte(`"worker":"ended","reason":"the game ran out of its memory budget"`)) {
+		t.Fatalf("the hog's stats files do not say it ran out of memory:\n%s", all)
+	}
+}
+
+// A game that keeps crashing is held stopped (joins get 503 saying so)
+// until a sync reloads it, which starts its worker again.
+func TestCrashLoopHeldUntilReload(t *testing.T) {
+	e := start(t, map[string]map[string]string{"hog.example/count": counter(`, "memory": 32`)})
+	for crashes := 0; ; {
+		p, err := e.dial("hog.example/count", "")
+		switch {
+		case err == nil:
+			p.ws.WriteJSON(map[string]any{"c": "grow", "a": map[string]any{}})
+			if code, _ := p.closed(t); code != 4003 {
+				t.Fatalf("a crash closed with %d, want 4003", code)
+			}
+			crashes++
+			e.waitLog("game worker ended: the game ran out of its memory budget", crashes)
+			continue
+		case strings.Contains(err.Error(), "is restarting after a crash"), strings.Contains(err.Error(), "worker ended: try again"):
+			continue // its backoff: try again
+		case strings.Contains(err.Error(), "stopped after crashing"):
+		default:
+			t.Fatalf("joining a crashing game: %v", err)
+		}
+		break
+	}
+	e.waitLog("game stopped after crashing repeatedly", 1)
+	// A sync of its hoster-game.json reloads it: the worker starts again.
+	req, _ := http.NewRequest(http.MethodPut, "http://"+e.addr+api.PathFile+"?path=hog.example/count/hoster-game.json",
+		strings.NewReader(`{"tickRate": 20, "sendRate": 10, "capacity": 16, "origins": ["*"], "emptyGrace": 0, "memory": 64}`))
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil || res.StatusCode/100 != 2 {
+		t.Fatalf("syncing the game: %v %v", res, err)
+	}
+	e.waitLog("game worker started again by its reload", 1)
+	e.join("hog.example/count", "").play(t, 1)
+}
+
+// A worker with no instance ends after the idle time; the next join starts
+// another.
+func TestIdleWorkerEnds(t *testing.T) {
+	e := start(t, map[string]map[string]string{"a.example/count": counter("")}, "--worker-idle", "100ms")
+	p := e.join("a.example/count", "")
+	p.play(t, 1)
+	p.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(1000, "bye"))
+	e.waitLog(`msg="game worker ended" game=a.example/count`, 1)
+	e.join("a.example/count", "").play(t, 1)
+	e.workerPid("a.example/count", 2)
+}
+
+// A hook stuck in a builtin that ignores the interrupt (a regexp's
+// backtracking) has its worker ended once the budget and a grace have
+// passed: its players get 4004, and the log says why.
+func TestStuckHookEndsItsWorker(t *testing.T) {
+	e := start(t, map[string]map[string]string{"a.example/count": counter("")})
+	p := e.join("a.example/count", "")
+	p.ws.WriteJSON(map[string]any{"c": "spin", "a": map[string]any{}})
+	if code, text := p.closed(t); code != 4004 || !strings.Contains(text, "did not stop when interrupted") {
+		t.Fatalf("a stuck hook's player got %d %q, want 4004 saying why", code, text)
+	}
+	e.waitLog("game worker ended: a hook did not stop when interrupted", 1)
 }
