@@ -13,6 +13,7 @@ import (
 	"github.com/hoster-dev/hoster/pkg/runtime"
 	"github.com/hoster-dev/hoster/pkg/store"
 	"github.com/hoster-dev/hoster/pkg/tools"
+	"github.com/hoster-dev/hoster/pkg/worker"
 )
 
 // parts are the pieces of a running server besides the Sync API: the game
@@ -43,8 +44,20 @@ func buildParts(ctx context.Context, o serveOptions, variant api.Variant, log *s
 	if err != nil {
 		return nil, err
 	}
-	rt, err := runtime.New(runtime.Options{
-		GamesRoot: gamesRoot, Logger: log,
+	var rt *runtime.Runtime
+	var pool *worker.Pool
+	var handOff func(http.ResponseWriter, *http.Request, string, string)
+	if o.Isolation == "process" {
+		// The parent loads each game (its pages, its browser library, the
+		// ask gate); its instances run in the game's worker.
+		if pool, err = workerPool(o, func() *runtime.Runtime { return rt }, log); err != nil {
+			st.Close()
+			return nil, err
+		}
+		handOff = pool.HandOff
+	}
+	rt, err = runtime.New(runtime.Options{
+		GamesRoot: gamesRoot, Logger: log, HandOff: handOff,
 		LogsRoot: o.LogsRoot, GamelogInterval: o.GamelogInterval,
 		MaxInstances: o.MaxInstances, Instances: o.DefaultInstances,
 		RoomsPerMinute: o.RoomsPerMinute, SocketsPerAddress: o.SocketsPerAddress,
@@ -60,6 +73,14 @@ func buildParts(ctx context.Context, o serveOptions, variant api.Variant, log *s
 	p.onReload = func(domain, game string) { rt.Reload(domain, game); files.Forget(domain, game) }
 	p.load = rt.LoadGames
 	p.stoppers = append(p.stoppers, func(ctx context.Context) { rt.Shutdown(ctx) })
+	if pool != nil {
+		p.onReload = func(domain, game string) {
+			rt.Reload(domain, game)
+			files.Forget(domain, game)
+			pool.Reload(domain, game)
+		}
+		p.stoppers = append(p.stoppers, pool.Shutdown)
+	}
 	log.Info("game telemetry", "process", rt.Process())
 
 	// Machine health every --stats-interval, with retention at start and daily.

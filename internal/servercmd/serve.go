@@ -40,7 +40,21 @@ type serveOptions struct {
 	DefaultInstances  int
 	RoomsPerMinute    int
 	SocketsPerAddress int
+	// Isolation is where games run: "none", in this process; "process",
+	// each game in a worker process of its own, with its memory budget
+	// (Memory MiB unless its hoster-game.json says, never above MaxMemory)
+	// and ended after WorkerIdle without an instance.
+	Isolation  string
+	Memory     int
+	MaxMemory  int
+	WorkerIdle time.Duration
 
+	// workerExe is the program run as the game workers; "" is this one.
+	// Not a flag: tests give a built hoster-server.
+	workerExe string
+	// memoryWatch is how often a worker's resident memory is read; 0 is
+	// 100 ms. Not a flag.
+	memoryWatch time.Duration
 	// shutdownGrace is how long a stop waits for requests in flight before
 	// cutting them off; 0 means 10 s. Not a flag: tests shorten it.
 	shutdownGrace time.Duration
@@ -94,6 +108,10 @@ HOSTER_SERVER_LISTEN; a flag on the command line wins.`,
 	f.IntVar(&o.DefaultInstances, "default-instances", runtime.DefaultInstances, "the most instances of one game at once when it sets no maxInstances")
 	f.IntVar(&o.RoomsPerMinute, "rooms-per-minute", runtime.DefaultRoomsPerMinute, "new instances (rooms) one client address may start in a minute")
 	f.IntVar(&o.SocketsPerAddress, "sockets-per-address", runtime.DefaultSocketsPerAddress, "game sockets one client address may hold open at once")
+	f.StringVar(&o.Isolation, "isolation", "none", "where games run: none (in this process) or process (each game in a worker process of its own, with a memory budget)")
+	f.IntVar(&o.Memory, "memory", 512, "a game's memory budget in MiB when its hoster-game.json sets none (--isolation process)")
+	f.IntVar(&o.MaxMemory, "max-memory", 2048, "the largest memory budget in MiB a game may ask for (--isolation process)")
+	f.DurationVar(&o.WorkerIdle, "worker-idle", time.Minute, "how long a game's worker stays with no instance before it ends (--isolation process)")
 	return cmd
 }
 
@@ -132,7 +150,7 @@ func (o serveOptions) validate() error {
 	if o.DefaultInstances > o.MaxInstances {
 		return bad("reading --default-instances: %d is above --max-instances (%d)", o.DefaultInstances, o.MaxInstances)
 	}
-	return nil
+	return o.validIsolation()
 }
 
 // readToken reads the token file once. An absent file turns the API off; an

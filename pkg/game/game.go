@@ -76,6 +76,11 @@ type Config struct {
 	// least 1; 0 when absent: the server's default. The server caps it at
 	// its own maximum (hoster-server serve --max-instances).
 	MaxInstances int `json:"maxInstances"`
+	// Memory is the game's memory budget in MiB, at least 16; 0 when
+	// absent: the server's default. The server caps it at its own maximum
+	// (hoster-server serve --max-memory); it is enforced where each game
+	// runs in a worker process of its own (--isolation process).
+	Memory int `json:"memory"`
 	// Public names the files that went into hoster.server.js which the page
 	// needs as well, and so are served (see [Config.MadePublic]); the other
 	// files the server module was bundled from are never served. Each entry
@@ -83,6 +88,9 @@ type Config struct {
 	// [...] within a name, and may end in "/" for everything below a folder.
 	Public []string `json:"public"`
 }
+
+// MinMemory is the smallest memory budget a game may ask for, in MiB.
+const MinMemory = 16
 
 // Limits and default of resumeGrace, in seconds.
 const (
@@ -136,6 +144,9 @@ func ParseConfig(data []byte) (Config, error) {
 	}
 	if _, ok := present["maxInstances"]; ok && c.MaxInstances < 1 {
 		at("maxInstances", fmt.Errorf("maxInstances must be at least 1, not %d", c.MaxInstances))
+	}
+	if _, ok := present["memory"]; ok && c.Memory < MinMemory {
+		at("memory", fmt.Errorf("memory must be at least %d (MiB), not %d", MinMemory, c.Memory))
 	}
 	if need("origins") {
 		if len(c.Origins) == 0 {

@@ -404,3 +404,23 @@ func TestKeysMatchExactly(t *testing.T) {
 		t.Fatalf("DecodeExact: %q %v", c.Server, err)
 	}
 }
+
+// TestMemory: memory is an optional whole number of MiB, at least
+// MinMemory; absent, it is 0 (the server's default).
+func TestMemory(t *testing.T) {
+	base := `{"tickRate": 20, "sendRate": 10, "capacity": 1, "origins": ["*"]%s}`
+	if c, err := ParseConfig([]byte(fmt.Sprintf(base, ""))); err != nil || c.Memory != 0 {
+		t.Fatalf("without memory: %+v %v, want 0", c, err)
+	}
+	if c, err := ParseConfig([]byte(fmt.Sprintf(base, `, "memory": 256`))); err != nil || c.Memory != 256 {
+		t.Fatalf("memory 256: %+v %v", c, err)
+	}
+	for in, want := range map[string]string{
+		`, "memory": 15`:  "memory must be at least 16 (MiB), not 15",
+		`, "memory": 0.5`: `setting "memory": found the number 0.5, want a whole number`,
+	} {
+		if _, err := ParseConfig([]byte(fmt.Sprintf(base, in))); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseConfig(...%s) = %v, want %q", in, err, want)
+		}
+	}
+}

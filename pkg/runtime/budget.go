@@ -24,6 +24,21 @@ const minRecheck = 10 * time.Millisecond
 // timer's function well after it expired), does nothing: it must never
 // interrupt the next call.
 func runBudgeted[T any](r *goja.Runtime, budget time.Duration, reason string, fn func() (T, error)) (T, error) {
+	return runBudgetedOr(r, budget, reason, stuckWatch{}, fn)
+}
+
+// stuckWatch says what to do when an interrupted call does not stop: some
+// of goja's builtins (a regexp's backtracking, JSON, join) never look at the
+// interrupt. With a stuck function, it is called with the reason once the
+// call has run grace past its interrupt; nil: the call is left to run.
+type stuckWatch struct {
+	grace time.Duration
+	stuck func(reason string)
+}
+
+// runBudgetedOr is runBudgeted that also tells sw when the call does not
+// stop after its interrupt.
+func runBudgetedOr[T any](r *goja.Runtime, budget time.Duration, reason string, sw stuckWatch, fn func() (T, error)) (T, error) {
 	goruntime.LockOSThread()
 	defer goruntime.UnlockOSThread()
 	clock := currentThreadClock()
@@ -48,6 +63,16 @@ func runBudgeted[T any](r *goja.Runtime, budget time.Duration, reason string, fn
 			}
 		}
 		fire()
+		if sw.stuck != nil {
+			time.AfterFunc(sw.grace, func() {
+				mu.Lock()
+				still := running
+				mu.Unlock()
+				if still {
+					sw.stuck(reason)
+				}
+			})
+		}
 	}
 	mu.Lock()
 	timer = time.AfterFunc(budget, check)

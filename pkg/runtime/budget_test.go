@@ -152,3 +152,48 @@ func TestBusyMachineClosesNoHealthyInstance(t *testing.T) {
 		t.Fatalf("an endless loop on a busy machine: closed with %d, want 1011", code)
 	}
 }
+
+// A call that does not stop at its interrupt (as goja's builtins do: a
+// regexp's backtracking, JSON, join; here a Go function that spins) is
+// reported as stuck once its grace has passed; one that stops, or ends
+// within its budget, is not.
+func TestStuckCallIsReported(t *testing.T) {
+	r := goja.New()
+	release := make(chan struct{})
+	r.Set("builtin", func() {
+		for { // spinning, on the call's thread: its CPU clock runs
+			select {
+			case <-release:
+				return
+			default:
+			}
+		}
+	})
+	stuck := make(chan string, 1)
+	sw := stuckWatch{grace: 50 * time.Millisecond, stuck: func(reason string) { stuck <- reason }}
+	done := make(chan error, 1)
+	go func() {
+		_, err := runBudgetedOr(r, 50*time.Millisecond, "over budget", sw, func() (goja.Value, error) {
+			return r.RunString(`builtin()`)
+		})
+		done <- err
+	}()
+	if reason := <-stuck; reason != "over budget" {
+		t.Fatalf("stuck with %q, want the budget's reason", reason)
+	}
+	close(release)
+	<-done
+	calm := make(chan string, 1)
+	sw = stuckWatch{grace: time.Minute, stuck: func(reason string) { calm <- reason }}
+	if _, err := runBudgetedOr(r, 50*time.Millisecond, "over budget", sw, func() (goja.Value, error) { return r.RunString(`for (;;) {}`) }); err == nil {
+		t.Fatal("an endless loop was not interrupted")
+	}
+	if _, err := runBudgetedOr(r, time.Second, "over budget", sw, func() (goja.Value, error) { return r.RunString(`1 + 1`) }); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case reason := <-calm:
+		t.Fatalf("a call that stopped was reported stuck: %s", reason)
+	default:
+	}
+}

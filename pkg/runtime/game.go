@@ -56,7 +56,7 @@ func (g *Game) Key() string { return g.Domain + "/" + g.Name }
 // generated hoster.server.js that compiles, loads and exposes a registry.
 // Running the module, and reading its registry, is under budget of CPU time,
 // as a hook is.
-func loadVersion(dir string, budget time.Duration) (*version, error) {
+func loadVersion(dir string, budget time.Duration, sw stuckWatch) (*version, error) {
 	cfgBytes, err := os.ReadFile(filepath.Join(dir, api.GameConfigFile))
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", api.GameConfigFile, err)
@@ -78,7 +78,7 @@ func loadVersion(dir string, budget time.Duration) (*version, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compiling %s: %w", api.ServerModule, err)
 	}
-	raw, err := readRegistry(program, budget)
+	raw, err := readRegistry(program, budget, sw)
 	if err != nil {
 		return nil, err
 	}
@@ -110,9 +110,9 @@ const registryScript = `(function () {
 
 // readRegistry runs the module in a fresh runtime, under budget, and reads
 // its commands' argument schemas.
-func readRegistry(program *goja.Program, budget time.Duration) (map[string]json.RawMessage, error) {
+func readRegistry(program *goja.Program, budget time.Duration, sw stuckWatch) (map[string]json.RawMessage, error) {
 	r := goja.New()
-	list, err := guarded(r, budget, "loading "+api.ServerModule, func() (json.RawMessage, error) {
+	list, err := guarded(r, budget, sw, "loading "+api.ServerModule, func() (json.RawMessage, error) {
 		if _, err := r.RunProgram(intrinsics); err != nil {
 			return nil, err
 		}

@@ -263,6 +263,7 @@ type vm struct {
 	sizes, counts, snapshot, tables goja.Callable
 	inspect                         goja.Callable
 	budget                          time.Duration
+	stuck                           stuckWatch    // what a call that ignores its interrupt gets
 	bodies                          compactWriter // the compact bodies of a send round
 }
 
@@ -305,7 +306,7 @@ func callerIn(r *goja.Runtime) string {
 func (in *Instance) newVM(prog *goja.Program) (*vm, error) {
 	r := goja.New()
 	r.SetMaxCallStackSize(4096)
-	v := &vm{rt: r, budget: in.rt.o.HookBudget}
+	v := &vm{rt: r, budget: in.rt.o.HookBudget, stuck: in.rt.stuckWatch()}
 	v.bodies.install(r)
 	r.Set("__log", func(call goja.FunctionCall) goja.Value {
 		msg := call.Argument(0).String()
@@ -317,7 +318,7 @@ func (in *Instance) newVM(prog *goja.Program) (*vm, error) {
 	// The game's code runs after the intrinsics and before the prelude,
 	// which reads its registry; all of it, and finding the prelude's entry
 	// points, under the budget.
-	_, err := guarded(r, v.budget, "loading", func() (goja.Value, error) {
+	_, err := guarded(r, v.budget, v.stuck, "loading", func() (goja.Value, error) {
 		for _, p := range []*goja.Program{intrinsics, prog, prelude} {
 			if _, err := r.RunProgram(p); err != nil {
 				return nil, err

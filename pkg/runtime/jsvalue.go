@@ -38,8 +38,8 @@ func (e *jsError) Error() string {
 // CPU time and inside a recover: a goja panic (a throw or an interrupt
 // outside a call), or any other, is an error; a goja error is read into a
 // *jsError under the same budget. what names the call in errors.
-func guarded[T any](r *goja.Runtime, budget time.Duration, what string, fn func() (T, error)) (T, error) {
-	return runBudgeted(r, budget, "ran longer than "+budget.String()+" of CPU time", func() (res T, err error) {
+func guarded[T any](r *goja.Runtime, budget time.Duration, sw stuckWatch, what string, fn func() (T, error)) (T, error) {
+	return runBudgetedOr(r, budget, "ran longer than "+budget.String()+" of CPU time", sw, func() (res T, err error) {
 		defer func() {
 			if p := recover(); p != nil {
 				var zero T
@@ -93,7 +93,7 @@ func plainError(what string, failure any) (err *jsError) {
 // call runs hook fn with args under the budget and reads its result with
 // read, in the same guarded span.
 func callAs[T any](v *vm, hook string, read func(goja.Value) (T, error), fn goja.Callable, args ...goja.Value) (T, error) {
-	return guarded(v.rt, v.budget, hook, func() (T, error) {
+	return guarded(v.rt, v.budget, v.stuck, hook, func() (T, error) {
 		res, err := fn(goja.Undefined(), args...)
 		if err != nil {
 			var zero T

@@ -87,6 +87,21 @@ type Options struct {
 	// but never stops a healthy one. It is set to catch runaways, not to
 	// police slow ticks.
 	HookBudget time.Duration
+	// Stuck, if set, is called when a call into a game's JavaScript has run
+	// StuckGrace past its interrupt without stopping (goja's builtins, a
+	// regexp's backtracking, JSON or join, never look at the interrupt):
+	// only ending the process stops it. A worker process sets it; nil
+	// leaves the call to run.
+	Stuck func(reason string)
+	// StuckGrace is how long an interrupted call may go on before Stuck:
+	// 1 s.
+	StuckGrace time.Duration
+	// Game, if set ("<domain>/<game>"), is the only game New loads: a
+	// worker process runs one game.
+	Game string
+	// HandOff, if set, takes each game socket request (to a loaded game)
+	// instead of this runtime: a parent hands it to the game's worker.
+	HandOff func(w http.ResponseWriter, r *http.Request, domain, game string)
 	// WriteTimeout bounds one socket write: 10 s.
 	WriteTimeout time.Duration
 	// MaxFrame is the largest frame a player may send: 16 KiB.
@@ -180,6 +195,7 @@ func New(o Options) (*Runtime, error) {
 	}
 	def(&o.HookBudget, time.Second)
 	def(&o.WriteTimeout, 10*time.Second)
+	def(&o.StuckGrace, time.Second)
 	if o.MaxFrame <= 0 {
 		o.MaxFrame = 16 << 10
 	}
@@ -210,6 +226,12 @@ func New(o Options) (*Runtime, error) {
 		return nil, fmt.Errorf("reading the games root: %w", err)
 	}
 	go rt.writeLogs()
+	if o.Game != "" {
+		// A game's worker runs that one game.
+		domain, name, _ := strings.Cut(o.Game, "/")
+		rt.Reload(domain, name)
+		return rt, nil
+	}
 	if !o.LoadLater {
 		rt.LoadGames()
 	}
@@ -287,7 +309,7 @@ func (rt *Runtime) Reload(domain, name string) {
 		}
 		return
 	}
-	v, err := loadVersion(dir, rt.o.HookBudget)
+	v, err := loadVersion(dir, rt.o.HookBudget, rt.stuckWatch())
 	if err != nil {
 		if _, ok := os.Stat(filepath.Join(dir, api.GameConfigFile)); ok == nil || !os.IsNotExist(ok) {
 			log.Warn("game not loaded; the running version, if any, keeps serving", "reason", err)
@@ -345,6 +367,8 @@ func (rt *Runtime) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case g == nil || (r.Method != http.MethodGet && r.Method != http.MethodHead):
 		http.NotFound(w, r)
+	case file == "" && !strings.HasSuffix(rest, "/") && rt.o.HandOff != nil:
+		rt.o.HandOff(w, r, g.Domain, g.Name)
 	case file == "" && !strings.HasSuffix(rest, "/"):
 		rt.serveSocket(w, r, g)
 	default:
@@ -408,4 +432,10 @@ func (g *Game) closeAll(code int, reason string) {
 	for _, in := range g.snapshot() {
 		in.stop(code, reason)
 	}
+}
+
+// stuckWatch is what a call into a game's JavaScript that ignores its
+// interrupt gets: in a game's worker, the worker ends (Options.Stuck).
+func (rt *Runtime) stuckWatch() stuckWatch {
+	return stuckWatch{grace: rt.o.StuckGrace, stuck: rt.o.Stuck}
 }

@@ -312,7 +312,7 @@ func (ti *TestInstance) Entities() (json.RawMessage, error) {
 // eval runs a small script in the instance's JavaScript.
 func (ti *TestInstance) eval(script string) (json.RawMessage, error) {
 	v := ti.l.v
-	return guarded(v.rt, v.budget, "reading the instance", func() (json.RawMessage, error) {
+	return guarded(v.rt, v.budget, v.stuck, "reading the instance", func() (json.RawMessage, error) {
 		x, err := v.rt.RunString(script)
 		if err != nil {
 			return nil, err

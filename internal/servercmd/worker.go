@@ -1,0 +1,108 @@
+package servercmd
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/game"
+	"github.com/hoster-dev/hoster/pkg/runtime"
+	"github.com/hoster-dev/hoster/pkg/worker"
+	"github.com/spf13/cobra"
+)
+
+// workerNice is the CPU priority of the game workers: below the parent,
+// which serves the API, the pages and every game's handshakes.
+const workerNice = 10
+
+// newWorkerCmd is the hidden hoster-server worker: one game's worker
+// process, started by serve --isolation process, never by an operator.
+func newWorkerCmd(_, errOut io.Writer) *cobra.Command {
+	var o serveOptions
+	var gameKey string
+	var memory int64
+	var idle time.Duration
+	cmd := &cobra.Command{
+		Use:    "worker",
+		Short:  "Run one game's instances for hoster-server serve (started by serve, never by hand)",
+		Hidden: true,
+		Args:   usageArgs(cobra.NoArgs),
+		RunE: func(*cobra.Command, []string) error {
+			log := slog.New(slog.NewJSONHandler(errOut, nil))
+			return worker.Serve(worker.ChildOptions{
+				Control: os.NewFile(3, "control"),
+				Runtime: runtime.Options{
+					Game: gameKey, GamesRoot: filepath.Join(o.HostingRoot, api.GamesDir), Logger: log,
+					LogsRoot: o.LogsRoot, GamelogInterval: o.GamelogInterval,
+					MaxInstances: o.MaxInstances, Instances: o.DefaultInstances,
+					RoomsPerMinute: o.RoomsPerMinute, SocketsPerAddress: o.SocketsPerAddress,
+				},
+				Memory: memory, Nice: workerNice, Idle: idle,
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&gameKey, "game", "", "the game, <domain>/<game>")
+	f.StringVar(&o.HostingRoot, "hosting-root", "", "the hosting root")
+	f.StringVar(&o.LogsRoot, "logs-root", "", "the logs root")
+	f.DurationVar(&o.GamelogInterval, "gamelog-interval", time.Minute, "interval of the game stats lines")
+	f.Int64Var(&memory, "memory", 0, "the memory budget in bytes")
+	f.DurationVar(&idle, "idle", time.Minute, "how long the worker stays with no instance")
+	f.IntVar(&o.MaxInstances, "max-instances", runtime.DefaultMaxInstances, "")
+	f.IntVar(&o.DefaultInstances, "default-instances", runtime.DefaultInstances, "")
+	f.IntVar(&o.RoomsPerMinute, "rooms-per-minute", runtime.DefaultRoomsPerMinute, "")
+	f.IntVar(&o.SocketsPerAddress, "sockets-per-address", runtime.DefaultSocketsPerAddress, "")
+	return cmd
+}
+
+// workerPool is serve's pool of game workers (--isolation process): the
+// same program, run as hoster-server worker with serve's settings.
+func workerPool(o serveOptions, rt func() *runtime.Runtime, log *slog.Logger) (*worker.Pool, error) {
+	exe := o.workerExe
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("finding this program to run its game workers: %w", err)
+		}
+	}
+	cmd := []string{exe, "worker", "--hosting-root", o.HostingRoot, "--logs-root", o.LogsRoot,
+		"--gamelog-interval", o.GamelogInterval.String(), "--idle", o.WorkerIdle.String(),
+		"--max-instances", strconv.Itoa(o.MaxInstances), "--default-instances", strconv.Itoa(o.DefaultInstances),
+		"--rooms-per-minute", strconv.Itoa(o.RoomsPerMinute), "--sockets-per-address", strconv.Itoa(o.SocketsPerAddress)}
+	return worker.New(worker.Options{
+		Command:  cmd,
+		LogsRoot: o.LogsRoot,
+		Logger:   log,
+		Watch:    o.memoryWatch,
+		Budget: func(domain, name string) int64 {
+			mib := o.Memory
+			if cfg, ok := rt().Config(domain, name); ok && cfg.Memory > 0 {
+				mib = cfg.Memory
+			}
+			return int64(min(mib, o.MaxMemory)) << 20
+		},
+	}), nil
+}
+
+// validIsolation checks --isolation and the memory flags.
+func (o serveOptions) validIsolation() error {
+	bad := func(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
+	if o.Isolation != "none" && o.Isolation != "process" {
+		return bad("reading --isolation: %q is not none or process", o.Isolation)
+	}
+	if o.Memory < game.MinMemory || o.MaxMemory < game.MinMemory {
+		return bad("reading --memory and --max-memory: each must be at least %d (MiB)", game.MinMemory)
+	}
+	if o.Memory > o.MaxMemory {
+		return bad("reading --memory: %d is above --max-memory (%d)", o.Memory, o.MaxMemory)
+	}
+	if o.WorkerIdle <= 0 {
+		return bad("reading --worker-idle: must be positive, not %v", o.WorkerIdle)
+	}
+	return nil
+}

@@ -1,0 +1,258 @@
+package worker
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hoster-dev/hoster/pkg/runtime"
+)
+
+// ChildOptions configure the worker side (hoster-server worker).
+type ChildOptions struct {
+	// Control is the control socket the parent passed (file descriptor 3).
+	Control *os.File
+	// Runtime configures the game's runtime; its Game names the game.
+	Runtime runtime.Options
+	// Memory is the budget in bytes (0: none), Nice the CPU priority to
+	// lower to.
+	Memory int64
+	Nice   int
+	// Idle is how long the worker stays with no instance before it offers
+	// to end.
+	Idle time.Duration
+}
+
+// child is a running worker.
+type child struct {
+	ch    *channel
+	rt    *runtime.Runtime
+	log   *slog.Logger
+	open  atomic.Int64 // handed sockets not yet closed
+	end   chan string  // why the worker ends: retired or shut down
+	once  sync.Once
+	retir atomic.Bool
+}
+
+// Serve runs a worker until the parent shuts it down, retires it, or goes
+// away. A hook stuck past its interrupt ends the process at once (exit
+// status 3), after telling the parent.
+func Serve(o ChildOptions) error {
+	if err := limitSelf(o.Memory, o.Nice); err != nil {
+		return err
+	}
+	ch, err := newChannel(o.Control)
+	if err != nil {
+		return err
+	}
+	c := &child{ch: ch, log: o.Runtime.Logger, end: make(chan string, 1)}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	o.Runtime.Stuck = func(reason string) {
+		c.log.Error("a hook did not stop when interrupted: ending the worker", "reason", reason)
+		ch.send(message{T: msgStuck, Reason: reason}, -1)
+		os.Exit(3)
+	}
+	if c.rt, err = runtime.New(o.Runtime); err != nil {
+		return err
+	}
+	if err := ch.send(message{T: msgHello, Process: c.rt.Process()}, -1); err != nil {
+		return err
+	}
+	go c.watchIdle(o.Idle)
+	go c.readControl(o.Runtime.Game)
+	why := <-c.end
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c.log.Info("worker ending", "why", why)
+	return c.rt.Shutdown(ctx)
+}
+
+func (c *child) finish(why string) { c.once.Do(func() { c.end <- why }) }
+
+// readControl carries out the parent's messages until the socket closes.
+func (c *child) readControl(game string) {
+	domain, name, _ := strings.Cut(game, "/")
+	for {
+		m, fd, err := c.ch.recv()
+		if err != nil {
+			c.finish("the parent went away")
+			return
+		}
+		switch m.T {
+		case msgConn:
+			if fd < 0 || m.Req == nil {
+				c.log.Warn("a socket message without its socket or request")
+				continue
+			}
+			c.open.Add(1)
+			go c.serve(m, fd)
+		case msgReload:
+			c.rt.Reload(domain, name)
+		case msgRetire:
+			c.retir.Store(true)
+		case msgShutdown:
+			c.finish("shut down")
+		}
+		if fd >= 0 && m.T != msgConn {
+			os.NewFile(uintptr(fd), "stray").Close()
+		}
+	}
+}
+
+// watchIdle offers the parent to end once the worker has had no instance
+// and no socket for idle; retired, it ends as soon as it has neither.
+func (c *child) watchIdle(idle time.Duration) {
+	every := max(idle/4, 10*time.Millisecond)
+	var since time.Time
+	offered := false
+	for range time.Tick(every) {
+		busy := c.rt.Instances() > 0 || c.open.Load() > 0
+		switch {
+		case busy:
+			since, offered = time.Time{}, false
+		case c.retir.Load():
+			c.finish("idle")
+			return
+		case since.IsZero():
+			since = time.Now()
+		case !offered && time.Since(since) >= idle:
+			c.ch.send(message{T: msgIdle}, -1)
+			offered = true
+		}
+	}
+}
+
+// serve runs one handed socket: the runtime sees the request as if it had
+// arrived here, and upgrades it on the socket itself.
+func (c *child) serve(m message, fd int) {
+	f := os.NewFile(uintptr(fd), "game socket")
+	nc, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		c.log.Warn("taking a handed socket", "err", err)
+		c.closed(m.ID)
+		return
+	}
+	r, err := m.Req.rebuild()
+	if err != nil {
+		nc.Close()
+		c.closed(m.ID)
+		return
+	}
+	var once sync.Once
+	done := func() { once.Do(func() { c.closed(m.ID) }) }
+	conn := wrapConn(nc, done)
+	w := &hijackWriter{conn: conn, h: http.Header{}, upgraded: func() { c.ch.send(message{T: msgUpgraded, ID: m.ID}, -1) },
+		brw: bufio.NewReadWriter(bufio.NewReader(io.MultiReader(bytes.NewReader(m.Buf), conn)), bufio.NewWriter(conn))}
+	c.rt.ServeHTTP(w, r)
+	if !w.hijacked {
+		w.finish()
+		conn.Close()
+	}
+}
+
+func (c *child) closed(id uint64) {
+	c.open.Add(-1)
+	c.ch.send(message{T: msgClosed, ID: id}, -1)
+}
+
+// rebuild makes the *http.Request the runtime reads.
+func (q *request) rebuild() (*http.Request, error) {
+	u, err := url.ParseRequestURI(q.URI)
+	if err != nil {
+		return nil, fmt.Errorf("reading a handed request's URI: %w", err)
+	}
+	return &http.Request{Method: q.Method, URL: u, RequestURI: q.URI, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: q.Header, Host: q.Host, RemoteAddr: q.RemoteAddr, Body: http.NoBody}, nil
+}
+
+// closeConn is a handed socket that tells the parent when it is closed. Its
+// SyscallConn (a *net.TCPConn's, embedded) keeps the runtime's
+// non-blocking writes.
+type closeConn struct {
+	*net.TCPConn
+	done func()
+}
+
+// wrapConn wraps a handed TCP socket; another kind (a relay's Unix socket)
+// gets the same wrapper around its own type.
+func wrapConn(c net.Conn, done func()) net.Conn {
+	if tc, ok := c.(*net.TCPConn); ok {
+		return &closeConn{TCPConn: tc, done: done}
+	}
+	return &closeOther{Conn: c, done: done}
+}
+
+func (c *closeConn) Close() error { err := c.TCPConn.Close(); c.done(); return err }
+
+type closeOther struct {
+	net.Conn
+	done func()
+}
+
+func (c *closeOther) Close() error { err := c.Conn.Close(); c.done(); return err }
+
+// hijackWriter is the http.ResponseWriter of a handed socket: an answer
+// before the upgrade (a refused origin, a bad room) is written as a plain
+// HTTP/1.1 response that closes the connection; Hijack gives the upgrade
+// the socket.
+type hijackWriter struct {
+	conn     net.Conn
+	brw      *bufio.ReadWriter
+	h        http.Header
+	code     int
+	body     bytes.Buffer
+	hijacked bool
+	upgraded func() // told as the upgrade takes the socket
+}
+
+func (w *hijackWriter) Header() http.Header { return w.h }
+
+func (w *hijackWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+}
+
+func (w *hijackWriter) Write(p []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return w.body.Write(p)
+}
+
+func (w *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if w.hijacked || w.code != 0 {
+		return nil, nil, errors.New("hijacking a handed socket: already answered")
+	}
+	w.hijacked = true
+	w.upgraded()
+	return w.conn, w.brw, nil
+}
+
+// finish writes the answer of a request that was not upgraded.
+func (w *hijackWriter) finish() {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	w.h.Set("Connection", "close")
+	w.h.Set("Content-Length", fmt.Sprint(w.body.Len()))
+	fmt.Fprintf(w.brw, "HTTP/1.1 %d %s\r\n", w.code, http.StatusText(w.code))
+	w.h.Write(w.brw)
+	w.brw.WriteString("\r\n")
+	w.brw.Write(w.body.Bytes())
+	w.conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	w.brw.Flush()
+}

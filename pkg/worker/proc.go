@@ -1,0 +1,215 @@
+package worker
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Close codes of DESIGN.md for a worker's players.
+const (
+	CodeOutOfMemory = 4003 // the game ran out of its memory budget
+	CodeEnded       = 4004 // the game's worker ended (crash or killed)
+)
+
+// proc is one running worker.
+type proc struct {
+	p       *Pool
+	s       *slot
+	cmd     *exec.Cmd
+	ch      *channel
+	log     *slog.Logger
+	budget  int64
+	cgroup  string // its cgroup v2 group's name, "" in the fallback
+	retired bool   // guarded by the pool's mu: takes no more sockets
+	done    chan struct{}
+
+	stopping atomic.Bool  // a requested end (shutdown, retirement)
+	process  atomic.Value // its telemetry process id (string)
+	oomOut   atomic.Bool  // its output said Go ran out of memory
+
+	mu     sync.Mutex
+	reason string          // why the parent ended it, "" if it did not
+	conns  map[uint64]int  // handed sockets: the parent's own descriptor of each
+	ws     map[uint64]bool // the handed sockets the worker upgraded
+	nextID uint64
+	gone   bool // exited: sockets still handed are closed here
+}
+
+// start spawns s's worker. The pool's mu is held.
+func (p *Pool) start(s *slot) (*proc, error) {
+	domain, game, _ := strings.Cut(s.key, "/")
+	budget := p.o.Budget(domain, game)
+	mine, theirs, err := socketPair()
+	if err != nil {
+		return nil, err
+	}
+	defer theirs.Close()
+	ch, err := newChannel(mine)
+	mine.Close()
+	if err != nil {
+		return nil, err
+	}
+	args := append(append([]string{}, p.o.Command[1:]...), "--game", s.key, "--memory", fmt.Sprint(budget))
+	cmd := exec.Command(p.o.Command[0], args...)
+	cmd.ExtraFiles = []*os.File{theirs} // fd 3
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	wk := &proc{p: p, s: s, cmd: cmd, ch: ch, budget: budget, conns: map[uint64]int{}, ws: map[uint64]bool{}, done: make(chan struct{}),
+		log: p.log.With("game", s.key)}
+	if p.cg != nil {
+		p.seq++
+		wk.cgroup = fmt.Sprintf("w%d", p.seq)
+		g, err := p.cg.group(wk.cgroup, budget, 1)
+		if err != nil {
+			ch.close()
+			return nil, err
+		}
+		defer g.Close()
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, int(g.Fd())
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		ch.close()
+		return nil, fmt.Errorf("starting the worker: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		ch.close()
+		return nil, fmt.Errorf("starting the worker: %w", err)
+	}
+	wk.log = wk.log.With("worker", cmd.Process.Pid)
+	wk.log.Info("game worker started", "budget", budget)
+	relayed := make(chan struct{})
+	go func() { defer close(relayed); wk.relayLog(stderr) }()
+	go wk.readControl()
+	go wk.watch()
+	go wk.wait(relayed)
+	return wk, nil
+}
+
+// hand gives the worker the socket of r: the connection's descriptor and
+// what was read past its headers. The parent keeps a descriptor of its own
+// of the socket, unwatched, to close the connection with a code should the
+// worker end.
+func (wk *proc) hand(w http.ResponseWriter, r *http.Request) {
+	req := &request{Method: r.Method, URI: r.RequestURI, Host: r.Host, RemoteAddr: r.RemoteAddr, Header: r.Header}
+	if b, _ := json.Marshal(req); len(b) > maxMessage-8<<10 {
+		http.Error(w, "request headers too large", http.StatusRequestHeaderFieldsTooLarge)
+		return
+	}
+	nc, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		http.Error(w, "cannot take over the connection", http.StatusInternalServerError)
+		return
+	}
+	buf, _ := brw.Reader.Peek(brw.Reader.Buffered())
+	fd, relayed, err := socketFD(nc)
+	if !relayed {
+		defer nc.Close() // the worker's and the parent's descriptors stay
+	}
+	if err != nil {
+		wk.log.Warn("handing a socket to its worker", "err", err)
+		return
+	}
+	wk.mu.Lock()
+	if wk.gone {
+		wk.mu.Unlock()
+		refuse(fd)
+		return
+	}
+	wk.nextID++
+	id := wk.nextID
+	wk.conns[id] = fd
+	wk.mu.Unlock()
+	if err := wk.ch.send(message{T: msgConn, ID: id, Req: req, Buf: buf}, fd); err != nil {
+		wk.log.Warn("handing a socket to its worker", "err", err)
+		wk.drop(id, CodeEnded, reasonEnded)
+	}
+}
+
+// refuse answers a handed socket the worker never upgraded: 503.
+func refuse(fd int) {
+	body := "the game's worker ended: try again\n"
+	unix.Write(fd, []byte(fmt.Sprintf("HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)))
+	unix.Close(fd)
+}
+
+// socketFD is a descriptor of nc's socket of the parent's own,
+// close-on-exec and outside Go's poller. A connection that is not a plain
+// socket (TLS served by the parent) is relayed: the worker gets one end of
+// a socket pair whose other end the parent copies to and from nc.
+func socketFD(nc net.Conn) (fd int, relayed bool, err error) {
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		fd, err := relay(nc)
+		return fd, err == nil, err
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return -1, false, err
+	}
+	fd = -1
+	var derr error
+	if err := rc.Control(func(s uintptr) { fd, derr = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+		return -1, false, err
+	}
+	return fd, false, derr
+}
+
+// relay connects nc to a new socket pair and returns the worker's end.
+func relay(nc net.Conn) (int, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+	if err != nil {
+		return -1, fmt.Errorf("making a relay: %w", err)
+	}
+	f := os.NewFile(uintptr(fds[0]), "relay")
+	near, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		unix.Close(fds[1])
+		return -1, fmt.Errorf("making a relay: %w", err)
+	}
+	go func() { io.Copy(nc, near); nc.Close() }()
+	go func() { io.Copy(near, nc); near.Close() }()
+	return fds[1], nil
+}
+
+// closeWith ends a handed socket from the parent: a close frame with code
+// and reason (the worker is gone: nothing else writes on it), then close.
+func closeWith(fd, code int, reason string) {
+	frame := []byte{0x88, byte(2 + len(reason))}
+	frame = binary.BigEndian.AppendUint16(frame, uint16(code))
+	frame = append(frame, reason...)
+	unix.Write(fd, frame) // one small write; a socket that cannot take it is closed anyway
+	unix.Close(fd)
+}
+
+// drop forgets a handed socket; with a code, the parent closes it with one.
+func (wk *proc) drop(id uint64, code int, reason string) {
+	wk.mu.Lock()
+	fd, ok := wk.conns[id]
+	up := wk.ws[id]
+	delete(wk.conns, id)
+	delete(wk.ws, id)
+	wk.mu.Unlock()
+	switch {
+	case !ok:
+	case code == 0:
+		unix.Close(fd)
+	case !up:
+		refuse(fd)
+	default:
+		closeWith(fd, code, reason)
+	}
+}

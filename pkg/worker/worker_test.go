@@ -1,0 +1,354 @@
+package worker_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/hoster-dev/hoster/internal/waitbuf"
+	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/gen"
+)
+
+// server is the hoster-server program, built once for these tests: its
+// game workers are real processes of it.
+var server string
+
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		dir, err := os.MkdirTemp("", "hoster-worker-test-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		server = filepath.Join(dir, "hoster-server")
+		if out, err := exec.Command("go", "build", "-o", server, "github.com/hoster-dev/hoster/cmd/hoster-server").CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "building hoster-server: %v\n%s", err, out)
+			return 1
+		}
+		return m.Run()
+	}())
+}
+
+// hang is a hang guard, never a timing threshold.
+const hang = 60 * time.Second
+
+// counter is a small game: a player's "n" goes up on each "inc", "grow"
+// makes its instance keep 8 MB more each tick, "spin" runs a regexp whose
+// backtracking ignores the interrupt.
+func counter(extra string) map[string]string {
+	return map[string]string{
+		"hoster-game.json":              `{"tickRate": 20, "sendRate": 10, "capacity": 16, "origins": ["*"], "emptyGrace": 0` + extra + `}`,
+		"hoster-player/fields.json":     `{"n": "integer"}`,
+		"hoster-player/join.js":         `export default function (i, p) { p.n = 0; }`,
+		"hoster-instance/tick.js":       `export default function (i) { if (i.state.grow) i.state.grow.push(new Array(1 << 20).fill(Math.random())); }`,
+		"hoster-commands/inc/args.json": `{}`,
+		"hoster-commands/inc/run.js":    `export default function (i, p) { p.n++; }`,
+		"hoster-commands/grow/run.js":   `export default function (i) { i.state.grow = []; }`,
+		"hoster-commands/spin/run.js":   `export default function () { /^(?=(a+)+$)\1/.test("a".repeat(40) + "b"); }`,
+	}
+}
+
+type env struct {
+	t        *testing.T
+	addr     string
+	logs     *waitbuf.Buffer
+	root     string
+	logsRoot string
+	token    string
+}
+
+// start runs hoster-server serve --isolation process on the games
+// ("domain/game" -> files) until the test ends.
+func start(t *testing.T, games map[string]map[string]string, flags ...string) *env {
+	t.Helper()
+	e := &env{t: t, logs: waitbuf.New(), root: t.TempDir(), logsRoot: t.TempDir(), token: strings.Repeat("ab", 32)}
+	gamesRoot := filepath.Join(e.root, api.GamesDir)
+	for key, files := range games {
+		for rel, body := range files {
+			p := filepath.Join(gamesRoot, key, rel)
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if res, err := gen.Generate(gamesRoot); err != nil || res.Failed() {
+		t.Fatalf("generating the test games: %v %v", err, res.Problems())
+	}
+	os.WriteFile(filepath.Join(e.root, api.TokenFile), []byte(e.token), 0o600)
+	args := append([]string{"serve", "--isolation", "process", "--hosting-root", e.root, "--logs-root", e.logsRoot,
+		"--listen", "127.0.0.1:0", "--ask-listen", "127.0.0.1:0", "--reload-debounce", "50ms", "--stats-interval", "1h"}, flags...)
+	cmd := exec.Command(server, args...)
+	cmd.Stderr = e.logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("the server's log:\n%s", e.logs.String())
+		}
+	})
+	listen := regexp.MustCompile(`msg=serving listen=(\S+)`)
+	if !e.logs.Until(func(s string) bool { return listen.MatchString(s) }, hang) {
+		t.Fatalf("the server did not start:\n%s", e.logs.String())
+	}
+	e.addr = listen.FindStringSubmatch(e.logs.String())[1]
+	return e
+}
+
+// player is a socket of a game.
+type player struct {
+	ws  *websocket.Conn
+	msg chan map[string]any
+	end chan error // the read error that ended it
+}
+
+// join opens a socket to domain/game and waits for its welcome.
+func (e *env) join(key, query string) *player {
+	e.t.Helper()
+	p, err := e.dial(key, query)
+	if err != nil {
+		e.t.Fatalf("joining %s: %v", key, err)
+	}
+	return p
+}
+
+func (e *env) dial(key, query string) (*player, error) {
+	domain, game, _ := strings.Cut(key, "/")
+	h := http.Header{"Host": {domain}}
+	ws, resp, err := websocket.DefaultDialer.Dial("ws://"+e.addr+"/"+game+query, h)
+	if err != nil {
+		if resp != nil {
+			var b bytes.Buffer
+			b.ReadFrom(resp.Body)
+			return nil, fmt.Errorf("%s: %s", resp.Status, b.String())
+		}
+		return nil, err
+	}
+	e.t.Cleanup(func() { ws.Close() })
+	p := &player{ws: ws, msg: make(chan map[string]any, 1024), end: make(chan error, 1)}
+	go func() {
+		for {
+			var m map[string]any
+			if err := ws.ReadJSON(&m); err != nil {
+				p.end <- err
+				close(p.msg)
+				return
+			}
+			select {
+			case p.msg <- m:
+			default: // a test that reads no more
+			}
+		}
+	}()
+	if m := p.next(e.t); m["t"] != "welcome" {
+		return nil, fmt.Errorf("first message %v, want a welcome", m)
+	}
+	return p, nil
+}
+
+// next is the player's next message; it fails the test if the socket ended.
+func (p *player) next(t *testing.T) map[string]any {
+	t.Helper()
+	select {
+	case m, ok := <-p.msg:
+		if !ok {
+			t.Fatalf("the socket ended: %v", <-p.end)
+		}
+		return m
+	case <-time.After(hang):
+		t.Fatal("no message")
+	}
+	return nil
+}
+
+// closed waits for the socket's end and returns its close code.
+func (p *player) closed(t *testing.T) (int, string) {
+	t.Helper()
+	for {
+		select {
+		case _, ok := <-p.msg:
+			if ok {
+				continue
+			}
+			err := <-p.end
+			var ce *websocket.CloseError
+			if errors.As(err, &ce) {
+				return ce.Code, ce.Text
+			}
+			return 0, err.Error()
+		case <-time.After(hang):
+			t.Fatal("the socket did not close")
+		}
+	}
+}
+
+// play sends one inc and waits until an update shows the count at want.
+func (p *player) play(t *testing.T, want float64) {
+	t.Helper()
+	if err := p.ws.WriteJSON(map[string]any{"c": "inc", "a": map[string]any{}}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		m := p.next(t)
+		for _, list := range []string{"appear", "change"} {
+			xs, _ := m[list].([]any)
+			for _, x := range xs {
+				f, _ := x.(map[string]any)["f"].(map[string]any)
+				if n, ok := f["n"].(float64); ok && n == want {
+					return
+				}
+			}
+		}
+	}
+}
+
+// workerPid is the pid of the nth (1-based) worker started for key.
+func (e *env) workerPid(key string, nth int) int {
+	e.t.Helper()
+	re := regexp.MustCompile(`msg="game worker started" game=` + regexp.QuoteMeta(key) + ` worker=(\d+)`)
+	if !e.logs.Until(func(s string) bool { return len(re.FindAllString(s, -1)) >= nth }, hang) {
+		e.t.Fatalf("no worker %d for %s", nth, key)
+	}
+	m := re.FindAllStringSubmatch(e.logs.String(), -1)
+	pid, _ := strconv.Atoi(m[nth-1][1])
+	return pid
+}
+
+func (e *env) waitLog(sub string, n int) {
+	e.t.Helper()
+	if !e.logs.WaitFor(sub, n, hang) {
+		e.t.Fatalf("the log never said %q (%d times)", sub, n)
+	}
+}
+
+// A player's socket reaches the game's worker whole: the worker, not the
+// parent, runs the game, and the player plays.
+func TestSocketHandedOver(t *testing.T) {
+	e := start(t, map[string]map[string]string{"a.example/count": counter("")})
+	p := e.join("a.example/count", "")
+	e.workerPid("a.example/count", 1)
+	for n := 1.0; n <= 3; n++ {
+		p.play(t, n)
+	}
+}
+
+// kill -9 of a worker: its players get 4004, another game's players play
+// on, and the next join starts a fresh worker.
+func TestKilledWorker(t *testing.T) {
+	e := start(t, map[string]map[string]string{"a.example/count": counter(""), "b.example/count": counter("")})
+	a, b := e.join("a.example/count", ""), e.join("b.example/count", "")
+	a.play(t, 1)
+	b.play(t, 1)
+	syscall.Kill(e.workerPid("a.example/count", 1), syscall.SIGKILL)
+	if code, text := a.closed(t); code != 4004 {
+		t.Fatalf("a killed worker's player got %d %q, want 4004", code, text)
+	}
+	b.play(t, 2)
+	again := e.join("a.example/count", "")
+	again.play(t, 1)
+	if e.workerPid("a.example/count", 2) == e.workerPid("a.example/count", 1) {
+		t.Fatal("the same worker served the rejoin")
+	}
+}
+
+// A game that keeps memory without bound is ended at its budget: its
+// players get 4003, the log and its stats file say so, and a game beside
+// it keeps its players.
+func TestMemoryBudget(t *testing.T) {
+	e := start(t, map[string]map[string]string{"hog.example/count": counter(`, "memory": 64`), "b.example/count": counter("")})
+	b := e.join("b.example/count", "")
+	b.play(t, 1)
+	hog := e.join("hog.example/count", "")
+	hog.ws.WriteJSON(map[string]any{"c": "grow", "a": map[string]any{}})
+	if code, text := hog.closed(t); code != 4003 {
+		t.Fatalf("the hog's player got %d %q, want 4003", code, text)
+	}
+	e.waitLog("game worker ended: the game ran out of its memory budget", 1)
+	b.play(t, 2)
+	stats, _ := filepath.Glob(filepath.Join(e.logsRoot, api.GameLogsDir, "hog.example", "count", api.ProcessesDir, "*", "stats-*.jsonl"))
+	var all []byte
+	for _, f := range stats {
+		b, _ := os.ReadFile(f)
+		all = append(all, b...)
+	}
+	if !bytes.Contains(all, []byte(`"worker":"ended","reason":"the game ran out of its memory budget"`)) {
+		t.Fatalf("the hog's stats files do not say it ran out of memory:\n%s", all)
+	}
+}
+
+// A game that keeps crashing is held stopped (joins get 503 saying so)
+// until a sync reloads it, which starts its worker again.
+func TestCrashLoopHeldUntilReload(t *testing.T) {
+	e := start(t, map[string]map[string]string{"hog.example/count": counter(`, "memory": 32`)})
+	for crashes := 0; ; {
+		p, err := e.dial("hog.example/count", "")
+		switch {
+		case err == nil:
+			p.ws.WriteJSON(map[string]any{"c": "grow", "a": map[string]any{}})
+			if code, _ := p.closed(t); code != 4003 {
+				t.Fatalf("a crash closed with %d, want 4003", code)
+			}
+			crashes++
+			e.waitLog("game worker ended: the game ran out of its memory budget", crashes)
+			continue
+		case strings.Contains(err.Error(), "is restarting after a crash"), strings.Contains(err.Error(), "worker ended: try again"):
+			continue // its backoff: try again
+		case strings.Contains(err.Error(), "stopped after crashing"):
+		default:
+			t.Fatalf("joining a crashing game: %v", err)
+		}
+		break
+	}
+	e.waitLog("game stopped after crashing repeatedly", 1)
+	// A sync of its hoster-game.json reloads it: the worker starts again.
+	req, _ := http.NewRequest(http.MethodPut, "http://"+e.addr+api.PathFile+"?path=hog.example/count/hoster-game.json",
+		strings.NewReader(`{"tickRate": 20, "sendRate": 10, "capacity": 16, "origins": ["*"], "emptyGrace": 0, "memory": 64}`))
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil || res.StatusCode/100 != 2 {
+		t.Fatalf("syncing the game: %v %v", res, err)
+	}
+	e.waitLog("game worker started again by its reload", 1)
+	e.join("hog.example/count", "").play(t, 1)
+}
+
+// A worker with no instance ends after the idle time; the next join starts
+// another.
+func TestIdleWorkerEnds(t *testing.T) {
+	e := start(t, map[string]map[string]string{"a.example/count": counter("")}, "--worker-idle", "100ms")
+	p := e.join("a.example/count", "")
+	p.play(t, 1)
+	p.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(1000, "bye"))
+	e.waitLog(`msg="game worker ended" game=a.example/count`, 1)
+	e.join("a.example/count", "").play(t, 1)
+	e.workerPid("a.example/count", 2)
+}
+
+// A hook stuck in a builtin that ignores the interrupt (a regexp's
+// backtracking) has its worker ended once the budget and a grace have
+// passed: its players get 4004, and the log says why.
+func TestStuckHookEndsItsWorker(t *testing.T) {
+	e := start(t, map[string]map[string]string{"a.example/count": counter("")})
+	p := e.join("a.example/count", "")
+	p.ws.WriteJSON(map[string]any{"c": "spin", "a": map[string]any{}})
+	if code, text := p.closed(t); code != 4004 || !strings.Contains(text, "did not stop when interrupted") {
+		t.Fatalf("a stuck hook's player got %d %q, want 4004 saying why", code, text)
+	}
+	e.waitLog("game worker ended: a hook did not stop when interrupted", 1)
+}
