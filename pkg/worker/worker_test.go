@@ -108,6 +108,10 @@ func start(t *testing.T, games map[string]map[string]string, flags ...string) *e
 		t.Fatalf("the server did not start:\n%s", e.logs.String())
 	}
 	e.addr = listen.FindStringSubmatch(e.logs.String())[1]
+	// The server listens first and loads the games after.
+	if !e.logs.Until(func(s string) bool { return strings.Contains(s, `msg="games loaded"`) }, hang) {
+		t.Fatalf("the games did not load:\n%s", e.logs.String())
+	}
 	return e
 }
 
