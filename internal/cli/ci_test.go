@@ -3,15 +3,13 @@ package cli
 import (
 	"bufio"
 	"encoding/json"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/hoster-dev/hoster/pkg/api"
-	"github.com/hoster-dev/hoster/pkg/server"
+	"github.com/hoster-dev/hoster/internal/contracttest"
 )
 
 // recipeCommands reads the hoster commands of the CI workflow
@@ -64,13 +62,8 @@ func TestCIRecipe(t *testing.T) {
 	if err := os.CopyFS(filepath.Join(dir, "sites"), os.DirFS(filepath.Join("..", "..", "examples", "sites"))); err != nil {
 		t.Fatal(err)
 	}
-	games := filepath.Join(t.TempDir(), "hoster-games")
-	srv, err := server.New(server.Options{GamesRoot: games, Token: testToken, Variant: api.Variant1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { ts.Close(); srv.Close() })
+	srv := contracttest.Start(t, contracttest.Options{Token: testToken})
+	games := srv.GamesRoot
 
 	path := os.Getenv("PATH")
 	tsc := os.Getenv("HOSTER_TSC")
@@ -78,7 +71,7 @@ func TestCIRecipe(t *testing.T) {
 		path = filepath.Dir(tsc) + string(os.PathListSeparator) + path // the workflow installs tsc on PATH
 	}
 	env := []string{
-		"HOSTER_CONFIG_SERVER=" + ts.URL,
+		"HOSTER_CONFIG_SERVER=" + srv.URL,
 		"HOSTER_CONFIG_APITOKEN=" + testToken,
 		// Set, and empty: over http on loopback there is no certificate
 		// to pin.

@@ -2,28 +2,24 @@ package cli
 
 import (
 	"encoding/json"
-	"net/http/httptest"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/hoster-dev/hoster/internal/contracttest"
 	"github.com/hoster-dev/hoster/pkg/api"
-	"github.com/hoster-dev/hoster/pkg/server"
 	"github.com/hoster-dev/hoster/pkg/tools"
 )
 
 func pullServer(t *testing.T, e *cliEnv, variant api.Variant) string {
-	logs := t.TempDir()
-	srv, err := server.New(server.Options{GamesRoot: filepath.Join(t.TempDir(), "g"), Token: testToken, Variant: variant,
-		Routes: tools.Routes(tools.Options{LogsRoot: logs, Variant: variant})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { ts.Close(); srv.Close() })
-	e.writeConfig(map[string]string{"hoster-config-server": ts.URL, "hoster-config-apiToken": testToken})
+	s := contracttest.Start(t, contracttest.Options{Variant: variant, Token: testToken, Routes: func(s *contracttest.Env) map[string]http.Handler {
+		return tools.Routes(tools.Options{LogsRoot: s.LogsRoot, Variant: s.Variant})
+	}})
+	logs := s.LogsRoot
+	e.writeConfig(map[string]string{"hoster-config-server": s.URL, "hoster-config-apiToken": testToken})
 	for rel, body := range map[string]string{
 		"web-logs/access.log":            "a\n",
 		"server-logs/cpu-2026-11-22.log": "c\n",

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/hoster-dev/hoster/pkg/apiclient"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -20,6 +21,11 @@ type IO struct {
 	// ErrIsTerminal says whether ErrOut is a terminal: a terminal gets a
 	// progress bar, anything else one plain line per action.
 	ErrIsTerminal bool
+	// NewClient makes the client of the server the configuration names
+	// (gh's factory): every command that talks to a server takes its
+	// client from here. nil means apiclient.NewClient; tests substitute
+	// one that sees the configuration or reaches a server of their own.
+	NewClient func(apiclient.ClientConfig) (*apiclient.Client, error)
 }
 
 // Main runs the hoster command with args and returns the exit status.

@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoster-dev/hoster/internal/contracttest"
 	"github.com/hoster-dev/hoster/internal/waitbuf"
 	"github.com/hoster-dev/hoster/pkg/api"
-	"github.com/hoster-dev/hoster/pkg/server"
 )
 
 const testToken = "feedfacefeedfacefeedfacefeedfacefeedfacefeedfacefeedfacefeedface"
@@ -30,6 +30,7 @@ type cliEnv struct {
 	sites string
 	games string
 	url   string
+	srv   *contracttest.Env // the server, from the harness
 	puts  atomic.Int32
 	dels  atomic.Int32
 	// failPut, when set, makes the server answer a PUT of that path, or a
@@ -43,13 +44,20 @@ type cliEnv struct {
 func newCLIEnv(t *testing.T, variant api.Variant) *cliEnv {
 	e := &cliEnv{t: t, dir: t.TempDir()}
 	e.sites = filepath.Join(e.dir, "sites")
-	e.games = filepath.Join(t.TempDir(), "hoster-games")
-	srv, err := server.New(server.Options{GamesRoot: e.games, Token: testToken, Variant: variant})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := srv.Handler()
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s := contracttest.Start(t, contracttest.Options{Variant: variant, Token: testToken, Wrap: e.watch})
+	e.srv, e.games, e.url = s, s.GamesRoot, s.URL
+	e.writeConfig(map[string]string{"hoster-config-server": s.URL, "hoster-config-apiToken": testToken})
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(e.dir, "xdg"))
+	t.Setenv("HOSTER_CONFIG_SERVER", "")
+	t.Setenv("HOSTER_CONFIG_APITOKEN", "")
+	t.Setenv("HOSTER_CONFIG_CERTSHA256", "")
+	return e
+}
+
+// watch serves h counting uploads and deletes, and failing the uploads
+// failPut names.
+func (e *cliEnv) watch(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if before := e.before.Load(); before != nil {
 			(*before)(r)
 		}
@@ -81,15 +89,7 @@ func newCLIEnv(t *testing.T, variant api.Variant) *cliEnv {
 			e.dels.Add(1)
 		}
 		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() { ts.Close(); srv.Close() })
-	e.url = ts.URL
-	e.writeConfig(map[string]string{"hoster-config-server": ts.URL, "hoster-config-apiToken": testToken})
-	t.Setenv("XDG_CONFIG_HOME", filepath.Join(e.dir, "xdg"))
-	t.Setenv("HOSTER_CONFIG_SERVER", "")
-	t.Setenv("HOSTER_CONFIG_APITOKEN", "")
-	t.Setenv("HOSTER_CONFIG_CERTSHA256", "")
-	return e
+	})
 }
 
 func (e *cliEnv) failing(path string) bool {

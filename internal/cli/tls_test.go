@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,9 +12,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/hoster-dev/hoster/internal/contracttest"
 	"github.com/hoster-dev/hoster/pkg/api"
 	"github.com/hoster-dev/hoster/pkg/apiclient"
-	"github.com/hoster-dev/hoster/pkg/server"
 )
 
 // tlsEnv is a real server behind TLS on 127.0.0.1, with httptest's
@@ -29,24 +28,20 @@ type tlsEnv struct {
 
 func newTLSEnv(t *testing.T) *tlsEnv {
 	e := &tlsEnv{cliEnv: newCLIEnv(t, api.Variant1)}
-	srv, err := server.New(server.Options{GamesRoot: filepath.Join(t.TempDir(), "games"), Token: testToken, Variant: api.Variant1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := srv.Handler()
-	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		e.requests.Add(1)
-		if r.Header.Get("Authorization") != "" {
-			e.auths.Add(1)
-		}
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() { ts.Close(); srv.Close() })
-	e.url = ts.URL
-	e.fingerprint = apiclient.Fingerprint(ts.Certificate().Raw)
+	s := contracttest.Start(t, contracttest.Options{Token: testToken, TLS: true, Wrap: func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			e.requests.Add(1)
+			if r.Header.Get("Authorization") != "" {
+				e.auths.Add(1)
+			}
+			h.ServeHTTP(w, r)
+		})
+	}})
+	e.url = s.URL
+	e.fingerprint = apiclient.Fingerprint(s.HTTP.Certificate().Raw)
 	e.certFile = filepath.Join(t.TempDir(), "root.pem")
-	os.WriteFile(e.certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw}), 0o644)
-	e.writeConfig(map[string]string{"hoster-config-server": ts.URL, "hoster-config-apiToken": testToken})
+	os.WriteFile(e.certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.HTTP.Certificate().Raw}), 0o644)
+	e.writeConfig(map[string]string{"hoster-config-server": s.URL, "hoster-config-apiToken": testToken})
 	e.game("arena", map[string]string{})
 	return e
 }

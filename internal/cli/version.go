@@ -118,7 +118,11 @@ func dial(g *globals, out *output, conns int) (client *apiclient.Client, check f
 }
 
 func newClient(cfg config, out *output, conns int) (*apiclient.Client, error) {
-	c, err := apiclient.NewClient(apiclient.ClientConfig{
+	build := out.ios.NewClient
+	if build == nil {
+		build = apiclient.NewClient
+	}
+	c, err := build(apiclient.ClientConfig{
 		Server: cfg.Server, Token: cfg.Token, CertSHA256: cfg.CertSHA256,
 		InsecureSkipVerify: cfg.InsecureSkipVerify, Warn: out.Warn, Conns: conns,
 	})

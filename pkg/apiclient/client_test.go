@@ -6,13 +6,10 @@ import (
 	"fmt"
 	"github.com/hoster-dev/hoster/pkg/api"
 	"io"
-	"maps"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -188,137 +185,6 @@ func FuzzNormalisePin(f *testing.F) {
 	})
 }
 
-// Against a TLS server that offers HTTP/2, uploads (a file, a batch) go
-// over HTTP/1.1, a connection each, and every other request over HTTP/2;
-// against plain http, everything is HTTP/1.1.
-func TestHTTP2WhereOfferedUploadsOnHTTP1(t *testing.T) {
-	var mu sync.Mutex
-	protos := map[string]string{} // "<server> <request>" -> protocol
-	serve := func(name string) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			mu.Lock()
-			protos[name+" "+r.Method+" "+r.URL.Path] = r.Proto
-			mu.Unlock()
-			io.Copy(io.Discard, r.Body)
-			switch {
-			case r.URL.Path == api.PathFiles:
-				io.WriteString(w, `{"files": [{"path": "a.com/g/x", "size": 3}]}`)
-			case r.Method == http.MethodPut:
-				io.WriteString(w, `{"size": 3}`)
-			case r.Method == http.MethodDelete:
-				io.WriteString(w, `{"deleted": true}`)
-			case r.URL.Path == api.PathTree:
-				io.WriteString(w, `{}`)
-			default:
-				io.WriteString(w, `{"api": 1, "batchUpload": true}`)
-			}
-		}
-	}
-	tls := httptest.NewUnstartedServer(serve("tls"))
-	tls.EnableHTTP2 = true
-	tls.StartTLS()
-	defer tls.Close()
-	plain := httptest.NewServer(serve("plain"))
-	defer plain.Close()
-	abc := func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("abc")), nil }
-	ctx := t.Context()
-	for _, srv := range []*httptest.Server{tls, plain} {
-		c, err := NewClient(ClientConfig{Server: srv.URL, Token: secret, CertSHA256: pinOf(srv)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Warm(ctx, 2) // connections opened ahead are for uploads, and stay HTTP/1.1
-		if _, err := c.Version(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.Tree(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.DeleteFile(ctx, "a.com/g/y"); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.PutFile(ctx, "a.com/g/x", 3, abc); err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := c.PutFiles(ctx, []api.BatchFile{{Rel: "a.com/g/x", Size: 3, Open: abc}}, false); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want := map[string]string{}
-	for _, srv := range []string{"tls", "plain"} {
-		small := "HTTP/2.0"
-		if srv == "plain" {
-			small = "HTTP/1.1"
-		}
-		want[srv+" GET "+api.PathVersion] = small
-		want[srv+" GET "+api.PathTree] = small
-		want[srv+" DELETE "+api.PathFile] = small
-		want[srv+" PUT "+api.PathFile] = "HTTP/1.1"
-		want[srv+" PUT "+api.PathFiles] = "HTTP/1.1"
-	}
-	if !maps.Equal(protos, want) {
-		t.Errorf("protocols\n got %v\nwant %v", protos, want)
-	}
-}
-
-func pinOf(srv *httptest.Server) string {
-	if srv.Certificate() == nil {
-		return ""
-	}
-	return Fingerprint(srv.Certificate().Raw)
-}
-
-// Warm opens that many connections ahead, each through its TLS handshake,
-// and the upload transport takes them: uploads made then open no more.
-func TestWarmOpensConnections(t *testing.T) {
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		if r.Method == http.MethodPut {
-			io.WriteString(w, `{"size": 3}`)
-			return
-		}
-		io.WriteString(w, `{"api": 1}`)
-	}))
-	opened := make(chan struct{}, 100)
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			opened <- struct{}{}
-		}
-	}
-	srv.StartTLS()
-	defer srv.Close()
-	c, _ := NewClient(ClientConfig{Server: srv.URL, CertSHA256: pinOf(srv), Conns: 8})
-	c.Warm(context.Background(), 5)
-	c.Warm(context.Background(), 3) // no more than asked, however often
-	for range 5 {
-		<-opened
-	}
-	var wg sync.WaitGroup
-	for range 5 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := c.PutFile(context.Background(), "a.com/g/x", 3, func() (io.ReadCloser, error) {
-				return io.NopCloser(strings.NewReader("abc")), nil
-			}); err != nil {
-				t.Error(err)
-			}
-		}()
-	}
-	wg.Wait()
-	select {
-	case <-opened:
-		t.Fatal("uploads opened a connection of their own although five were opened ahead")
-	default:
-	}
-	if _, err := c.Version(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if c.RTT() == 0 {
-		t.Fatal("no round trip was timed")
-	}
-}
-
 // TestFetchRetriesAsEveryRequestDoes: a tools file answered 503 once is
 // fetched on the next attempt, as the other requests are retried.
 func TestFetchRetriesAsEveryRequestDoes(t *testing.T) {
@@ -343,74 +209,6 @@ func TestFetchRetriesAsEveryRequestDoes(t *testing.T) {
 	body, _ := io.ReadAll(f.Body)
 	if string(body) != "line\n" || calls.Load() != 2 {
 		t.Fatalf("got %q after %d requests", body, calls.Load())
-	}
-}
-
-// TestEveryRequestGoesOneWay: each of the client's requests carries the
-// token, is tried again after a 503, and reads its answer.
-func TestEveryRequestGoesOneWay(t *testing.T) {
-	var mu sync.Mutex
-	seen := map[string]int{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		kind := r.Method + " " + r.URL.Path
-		mu.Lock()
-		seen[kind]++
-		first := seen[kind] == 1
-		mu.Unlock()
-		if r.Header.Get("Authorization") != "Bearer "+secret {
-			t.Errorf("%s without the token", kind)
-		}
-		if first {
-			http.Error(w, `{"error": "busy"}`, http.StatusServiceUnavailable)
-			return
-		}
-		io.WriteString(w, map[string]string{
-			"GET " + api.PathVersion:                              `{"api": 1}`,
-			"GET " + api.PathTree:                                 `{"a.com/g/x": "00"}`,
-			"PUT " + api.PathFile:                                 `{"size": 3}`,
-			"PUT " + api.PathFiles:                                `{"files": [{"path": "a.com/g/x", "size": 3}]}`,
-			"DELETE " + api.PathFile:                              `{"deleted": true}`,
-			"GET " + api.ToolsPath(api.Version, api.PathLogs):     `{"files": []}`,
-			"GET " + api.ToolsPath(api.Version, api.PathLogsFile): "line\n",
-		}[kind])
-	}))
-	defer srv.Close()
-	c, _ := NewClient(ClientConfig{Server: srv.URL, Token: secret, RetryBase: time.Millisecond})
-	ctx := t.Context()
-	abc := func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("abc")), nil }
-	for name, request := range map[string]func() error{
-		"version": func() error { _, err := c.Version(ctx); return err },
-		"tree":    func() error { _, err := c.Tree(ctx); return err },
-		"put":     func() error { _, err := c.PutFile(ctx, "a.com/g/x", 3, abc); return err },
-		"batch": func() error {
-			outs, _, err := c.PutFiles(ctx, []api.BatchFile{{Rel: "a.com/g/x", Size: 3, Open: abc}}, false)
-			for _, o := range outs {
-				err = errors.Join(err, o.Err)
-			}
-			return err
-		},
-		"delete":  func() error { return c.DeleteFile(ctx, "a.com/g/x") },
-		"listing": func() error { _, err := c.Logs(ctx); return err },
-		"fetch": func() error {
-			f, err := c.Fetch(ctx, api.PathLogsFile, url.Values{"which": {"active"}}, 0)
-			if err == nil {
-				f.Body.Close()
-			}
-			return err
-		},
-	} {
-		if err := request(); err != nil {
-			t.Errorf("%s after a 503: %v", name, err)
-		}
-	}
-	for kind, n := range seen {
-		if n != 2 {
-			t.Errorf("%s: %d requests, want 2", kind, n)
-		}
-	}
-	if len(seen) != 7 {
-		t.Errorf("requests seen: %v", seen)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/hoster-dev/hoster/internal/contracttest"
 	"github.com/hoster-dev/hoster/pkg/api"
 	"github.com/hoster-dev/hoster/pkg/apiclient"
 	"github.com/hoster-dev/hoster/pkg/server"
@@ -22,33 +23,31 @@ import (
 // TestKindChangesConverge: a folder that became a file, and a file that
 // became a folder, each converge in one sync.
 func TestKindChangesConverge(t *testing.T) {
-	for _, variant := range []api.Variant{api.Variant1, api.Variant2} {
-		t.Run(fmt.Sprint("variant", variant), func(t *testing.T) {
-			f := newFixture(t, variant)
-			write(t, f.root, "a.com/g/hoster-game.json", cfg)
-			write(t, f.root, "a.com/g/docs/a.txt", "a")
-			write(t, f.root, "a.com/g/docs/deep/b.txt", "b")
-			write(t, f.root, "a.com/g/notes", "a file")
-			if sum, err := f.sync(t, SyncOptions{}); err != nil || len(sum.Failures) > 0 {
-				t.Fatalf("first sync: %v %+v", err, sum.Failures)
-			}
-			os.RemoveAll(filepath.Join(f.root, "a.com/g/docs"))
-			write(t, f.root, "a.com/g/docs", "now a file")
-			os.Remove(filepath.Join(f.root, "a.com/g/notes"))
-			write(t, f.root, "a.com/g/notes/n.txt", "now a folder")
-			sum, err := f.sync(t, SyncOptions{})
-			if err != nil || len(sum.Failures) > 0 || sum.Differ != 0 {
-				t.Fatalf("kind-change sync: %v %+v", err, sum)
-			}
-			if got := fmt.Sprint(f.serverFiles(t)); got != "[a.com/g/docs a.com/g/hoster-game.json a.com/g/notes/n.txt]" {
-				t.Fatalf("server holds %s", got)
-			}
-			f.cnt.reset()
-			if sum, err := f.sync(t, SyncOptions{}); err != nil || sum.Uploaded+sum.Deleted != 0 {
-				t.Fatalf("not converged: %v %+v", err, sum)
-			}
-		})
-	}
+	contracttest.EachVariant(t, func(t *testing.T, variant api.Variant) {
+		f := newFixture(t, variant)
+		write(t, f.root, "a.com/g/hoster-game.json", cfg)
+		write(t, f.root, "a.com/g/docs/a.txt", "a")
+		write(t, f.root, "a.com/g/docs/deep/b.txt", "b")
+		write(t, f.root, "a.com/g/notes", "a file")
+		if sum, err := f.sync(t, SyncOptions{}); err != nil || len(sum.Failures) > 0 {
+			t.Fatalf("first sync: %v %+v", err, sum.Failures)
+		}
+		os.RemoveAll(filepath.Join(f.root, "a.com/g/docs"))
+		write(t, f.root, "a.com/g/docs", "now a file")
+		os.Remove(filepath.Join(f.root, "a.com/g/notes"))
+		write(t, f.root, "a.com/g/notes/n.txt", "now a folder")
+		sum, err := f.sync(t, SyncOptions{})
+		if err != nil || len(sum.Failures) > 0 || sum.Differ != 0 {
+			t.Fatalf("kind-change sync: %v %+v", err, sum)
+		}
+		if got := fmt.Sprint(f.serverFiles(t)); got != "[a.com/g/docs a.com/g/hoster-game.json a.com/g/notes/n.txt]" {
+			t.Fatalf("server holds %s", got)
+		}
+		f.cnt.reset()
+		if sum, err := f.sync(t, SyncOptions{}); err != nil || sum.Uploaded+sum.Deleted != 0 {
+			t.Fatalf("not converged: %v %+v", err, sum)
+		}
+	})
 }
 
 // TestFailedUploadKeepsOnlyItsGamesDeletes: a failed upload holds back the
@@ -169,32 +168,30 @@ func TestDeadServerEndsTheSync(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			games := filepath.Join(t.TempDir(), "g")
 			write(t, games, "a.com/g/old.txt", "o") // a delete the dead server never gets
-			srv, err := server.New(server.Options{GamesRoot: games, Token: token})
-			if err != nil {
-				t.Fatal(err)
-			}
 			var dead atomic.Bool
 			var afterDeath atomic.Int64
-			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if r.Method == "PUT" && !dead.Swap(true) {
-					srv.Handler().ServeHTTP(w, r) // the first upload lands; then the server dies
-					return
-				}
-				if !dead.Load() {
-					srv.Handler().ServeHTTP(w, r)
-					return
-				}
-				afterDeath.Add(1)
-				if mode == "502" {
-					w.WriteHeader(http.StatusBadGateway)
-					return
-				}
-				conn, _, _ := w.(http.Hijacker).Hijack()
-				conn.Close()
-			}))
-			t.Cleanup(func() { ts.Close(); srv.Close() })
 			const attempts = 3
-			c, _ := apiclient.NewClient(apiclient.ClientConfig{Server: ts.URL, Token: token, Attempts: attempts, RetryBase: 1})
+			c := contracttest.Start(t, contracttest.Options{GamesRoot: games, Token: token,
+				Client: apiclient.ClientConfig{Attempts: attempts, RetryBase: 1},
+				Wrap: func(h http.Handler) http.Handler {
+					return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+						if r.Method == "PUT" && !dead.Swap(true) {
+							h.ServeHTTP(w, r) // the first upload lands; then the server dies
+							return
+						}
+						if !dead.Load() {
+							h.ServeHTTP(w, r)
+							return
+						}
+						afterDeath.Add(1)
+						if mode == "502" {
+							w.WriteHeader(http.StatusBadGateway)
+							return
+						}
+						conn, _, _ := w.(http.Hijacker).Hijack()
+						conn.Close()
+					})
+				}}).Client
 			root := t.TempDir()
 			write(t, root, "a.com/g/hoster-game.json", cfg)
 			const files = 300
@@ -228,23 +225,21 @@ func TestDeadServerCountsTheDeletesNotSent(t *testing.T) {
 		write(t, games, fmt.Sprintf("a.com/g/old%03d.txt", i), "o")
 	}
 	write(t, games, "a.com/g/hoster-game.json", cfg)
-	srv, err := server.New(server.Options{GamesRoot: games, Token: token})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var dead atomic.Bool
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == "DELETE" {
-			dead.Store(true)
-		}
-		if dead.Load() {
-			w.WriteHeader(http.StatusBadGateway)
-			return
-		}
-		srv.Handler().ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() { ts.Close(); srv.Close() })
-	c, _ := apiclient.NewClient(apiclient.ClientConfig{Server: ts.URL, Token: token, Attempts: 2, RetryBase: 1})
+	c := contracttest.Start(t, contracttest.Options{GamesRoot: games, Token: token,
+		Client: apiclient.ClientConfig{Attempts: 2, RetryBase: 1},
+		Wrap: func(h http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == "DELETE" {
+					dead.Store(true)
+				}
+				if dead.Load() {
+					w.WriteHeader(http.StatusBadGateway)
+					return
+				}
+				h.ServeHTTP(w, r)
+			})
+		}}).Client
 	root := t.TempDir()
 	write(t, root, "a.com/g/hoster-game.json", cfg)
 	const jobs = 4

@@ -5,7 +5,6 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,9 +12,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hoster-dev/hoster/internal/contracttest"
 	"github.com/hoster-dev/hoster/pkg/api"
 	"github.com/hoster-dev/hoster/pkg/apiclient"
-	"github.com/hoster-dev/hoster/pkg/server"
 	"github.com/hoster-dev/hoster/pkg/tools"
 )
 
@@ -32,14 +31,22 @@ type pullEnv struct {
 
 func newPullEnv(t testing.TB, variant api.Variant) *pullEnv {
 	t.Helper()
-	e := &pullEnv{logs: t.TempDir(), mirror: t.TempDir(), reqs: map[string]int{}}
-	srv, err := server.New(server.Options{GamesRoot: filepath.Join(t.TempDir(), "g"), Token: token, Variant: variant,
-		Routes: tools.Routes(tools.Options{LogsRoot: e.logs, Variant: variant})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := srv.Handler()
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	e := &pullEnv{mirror: t.TempDir(), reqs: map[string]int{}}
+	s := contracttest.Start(t, contracttest.Options{Variant: variant, Token: token, Routes: toolsRoutes,
+		Client: apiclient.ClientConfig{Attempts: 1}, Wrap: e.count})
+	e.base, e.logs, e.c = s.URL, s.LogsRoot, s.Client
+	return e
+}
+
+// toolsRoutes are the tools API's routes of the harness's server.
+func toolsRoutes(s *contracttest.Env) map[string]http.Handler {
+	return tools.Routes(tools.Options{LogsRoot: s.LogsRoot, Variant: s.Variant})
+}
+
+// count serves h counting requests and file bytes, and cutting file
+// answers at cutAt.
+func (e *pullEnv) count(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		e.mu.Lock()
 		e.reqs[r.URL.Path]++
 		cut := e.cutAt
@@ -53,11 +60,7 @@ func newPullEnv(t testing.TB, variant api.Variant) *pullEnv {
 				conn.Close()
 			}
 		}
-	}))
-	t.Cleanup(func() { ts.Close(); srv.Close() })
-	e.base = ts.URL
-	e.c, _ = apiclient.NewClient(apiclient.ClientConfig{Server: ts.URL, Token: token, Attempts: 1})
-	return e
+	})
 }
 
 func (e *pullEnv) urlFor(path string) string { return e.base + path }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,10 +13,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hoster-dev/hoster/internal/contracttest"
 	"github.com/hoster-dev/hoster/pkg/api"
 	"github.com/hoster-dev/hoster/pkg/apiclient"
 	"github.com/hoster-dev/hoster/pkg/game"
-	"github.com/hoster-dev/hoster/pkg/server"
 )
 
 const token = "abababababababababababababababababababababababababababababababab"
@@ -66,18 +65,11 @@ type fixture struct {
 
 func newFixture(t *testing.T, variant api.Variant) *fixture {
 	t.Helper()
-	f := &fixture{root: t.TempDir(), games: filepath.Join(t.TempDir(), "hoster-games")}
-	srv, err := server.New(server.Options{GamesRoot: f.games, Token: token, Variant: variant})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.cnt = &counter{n: map[string]int{}, next: srv.Handler()}
-	ts := httptest.NewServer(f.cnt)
-	t.Cleanup(func() { ts.Close(); srv.Close() })
-	f.c, err = apiclient.NewClient(apiclient.ClientConfig{Server: ts.URL, Token: token, Attempts: 2, RetryBase: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := &fixture{root: t.TempDir(), cnt: &counter{n: map[string]int{}}}
+	e := contracttest.Start(t, contracttest.Options{Variant: variant, Token: token,
+		Wrap:   func(h http.Handler) http.Handler { f.cnt.next = h; return f.cnt },
+		Client: apiclient.ClientConfig{Attempts: 2, RetryBase: 1}})
+	f.games, f.c = e.GamesRoot, e.Client
 	return f
 }
 
@@ -162,40 +154,38 @@ func TestStructureRules(t *testing.T) {
 }
 
 func TestNoOpSecondSyncAndChanges(t *testing.T) {
-	for _, variant := range []api.Variant{api.Variant1, api.Variant2} {
-		t.Run(fmt.Sprint("variant", variant), func(t *testing.T) {
-			f := newFixture(t, variant)
-			for i := 0; i < 20; i++ {
-				write(t, f.root, fmt.Sprintf("a.com/g%d/hoster-game.json", i%3), cfg)
-				write(t, f.root, fmt.Sprintf("a.com/g%d/f%d.txt", i%3, i), strings.Repeat("x", i*100))
-			}
-			if sum, err := f.sync(t, SyncOptions{}); err != nil || sum.Uploaded != 23 || len(f.serverFiles(t)) != 23 {
-				t.Fatalf("first sync: %v, %+v, server holds %d files", err, sum, len(f.serverFiles(t)))
-			}
-			f.cnt.reset()
-			sum, err := f.sync(t, SyncOptions{})
-			n := f.cnt.reset()
-			if err != nil || n["PUT"] != 0 || n["DELETE"] != 0 || n["GET"] != 1 || sum.Unchanged != 23 {
-				t.Fatalf("second sync: %v, requests %v, %+v", err, n, sum)
-			}
-			// Change one, delete one, add one.
-			write(t, f.root, "a.com/g0/f0.txt", "changed")
-			os.Remove(filepath.Join(f.root, "a.com/g1/f1.txt"))
-			write(t, f.root, "a.com/g2/new.txt", "new")
-			sum, err = f.sync(t, SyncOptions{})
-			n = f.cnt.reset()
-			if err != nil || n["PUT"] != 2 || n["DELETE"] != 1 || sum.Uploaded != 2 || sum.Deleted != 1 {
-				t.Fatalf("change sync: %v, requests %v, %+v", err, n, sum)
-			}
-			got, _ := os.ReadFile(filepath.Join(f.games, "a.com/g0/f0.txt"))
-			if string(got) != "changed" {
-				t.Fatal("the change did not land")
-			}
-			if _, err := os.Stat(filepath.Join(f.games, "a.com/g1/f1.txt")); !os.IsNotExist(err) {
-				t.Fatal("the deleted file is still on the server")
-			}
-		})
-	}
+	contracttest.EachVariant(t, func(t *testing.T, variant api.Variant) {
+		f := newFixture(t, variant)
+		for i := 0; i < 20; i++ {
+			write(t, f.root, fmt.Sprintf("a.com/g%d/hoster-game.json", i%3), cfg)
+			write(t, f.root, fmt.Sprintf("a.com/g%d/f%d.txt", i%3, i), strings.Repeat("x", i*100))
+		}
+		if sum, err := f.sync(t, SyncOptions{}); err != nil || sum.Uploaded != 23 || len(f.serverFiles(t)) != 23 {
+			t.Fatalf("first sync: %v, %+v, server holds %d files", err, sum, len(f.serverFiles(t)))
+		}
+		f.cnt.reset()
+		sum, err := f.sync(t, SyncOptions{})
+		n := f.cnt.reset()
+		if err != nil || n["PUT"] != 0 || n["DELETE"] != 0 || n["GET"] != 1 || sum.Unchanged != 23 {
+			t.Fatalf("second sync: %v, requests %v, %+v", err, n, sum)
+		}
+		// Change one, delete one, add one.
+		write(t, f.root, "a.com/g0/f0.txt", "changed")
+		os.Remove(filepath.Join(f.root, "a.com/g1/f1.txt"))
+		write(t, f.root, "a.com/g2/new.txt", "new")
+		sum, err = f.sync(t, SyncOptions{})
+		n = f.cnt.reset()
+		if err != nil || n["PUT"] != 2 || n["DELETE"] != 1 || sum.Uploaded != 2 || sum.Deleted != 1 {
+			t.Fatalf("change sync: %v, requests %v, %+v", err, n, sum)
+		}
+		got, _ := os.ReadFile(filepath.Join(f.games, "a.com/g0/f0.txt"))
+		if string(got) != "changed" {
+			t.Fatal("the change did not land")
+		}
+		if _, err := os.Stat(filepath.Join(f.games, "a.com/g1/f1.txt")); !os.IsNotExist(err) {
+			t.Fatal("the deleted file is still on the server")
+		}
+	})
 }
 
 func TestPruneSafety(t *testing.T) {
@@ -363,9 +353,9 @@ func TestPrepareRunsBeforeTheWalk(t *testing.T) {
 // batches and the mirror ends exact, in both variants; against a server
 // that does not offer it, every file is a PUT of its own.
 func TestSyncBatchesWhereOffered(t *testing.T) {
-	for _, variant := range []api.Variant{api.Variant1, api.Variant2} {
+	contracttest.EachVariant(t, func(t *testing.T, variant api.Variant) {
 		for _, offered := range []bool{true, false} {
-			t.Run(fmt.Sprint("variant", variant, " offered=", offered), func(t *testing.T) {
+			t.Run(fmt.Sprint("offered=", offered), func(t *testing.T) {
 				f := newFixture(t, variant)
 				f.cnt.noBatch = !offered
 				if _, err := f.c.Version(context.Background()); err != nil {
@@ -403,7 +393,7 @@ func TestSyncBatchesWhereOffered(t *testing.T) {
 				}
 			})
 		}
-	}
+	})
 }
 
 // A game Prepare leaves (it failed to generate) keeps its server files

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoster-dev/hoster/internal/contracttest"
 	"github.com/hoster-dev/hoster/pkg/api"
-	"github.com/hoster-dev/hoster/pkg/server"
 )
 
 const token = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -40,18 +40,12 @@ func plant(t *testing.T, root, rel, body string, mtime time.Time) {
 // start serves the tools routes behind the real server (auth, uniform 404).
 func start(t *testing.T, variant api.Variant) *env {
 	t.Helper()
-	e := &env{logs: t.TempDir()}
-	srv, err := server.New(server.Options{GamesRoot: filepath.Join(t.TempDir(), "g"), Token: token, Variant: variant,
-		Routes: Routes(Options{LogsRoot: e.logs, Variant: variant, Snapshot: func(context.Context) api.Health {
+	s := contracttest.Start(t, contracttest.Options{Variant: variant, Token: token, Routes: func(s *contracttest.Env) map[string]http.Handler {
+		return Routes(Options{LogsRoot: s.LogsRoot, Variant: s.Variant, Snapshot: func(context.Context) api.Health {
 			return api.Health{TS: 42, Hostname: "h"}
-		}})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { ts.Close(); srv.Close() })
-	e.url = ts.URL
-	return e
+		}})
+	}})
+	return &env{url: s.URL, logs: s.LogsRoot}
 }
 
 func (e *env) get(t *testing.T, path string, rng string) (*http.Response, string) {
