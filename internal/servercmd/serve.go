@@ -185,49 +185,16 @@ func runServe(ctx context.Context, o serveOptions, log *slog.Logger, ready func(
 	}
 
 	tuneGC(ctx, os.Getenv, log)
-	parts, err := buildParts(ctx, o, variant, log)
+	parts, err := buildParts(ctx, o, token, variant, log)
 	if err != nil {
 		return err
 	}
 	defer parts.close()
 
-	srv, err := server.New(server.Options{
-		GamesRoot:      filepath.Join(o.HostingRoot, api.GamesDir),
-		Store:          parts.store,
-		Token:          token,
-		Variant:        variant,
-		MaxUpload:      o.MaxUpload,
-		ReloadDebounce: o.ReloadDebounce,
-		OnReload:       parts.onReload,
-		Routes:         parts.routes,
-		Games:          parts.games,
-		Logger:         log,
-	})
+	main, ask := o.httpServers(parts, log)
+	mainLn, askLn, err := o.listen()
 	if err != nil {
 		return err
-	}
-	defer srv.Close()
-
-	handler := srv.Handler()
-	if parts.wrap != nil {
-		handler = parts.wrap(handler)
-	}
-	idle := o.idleTimeout
-	if idle <= 0 {
-		idle = 2 * time.Minute
-	}
-	main := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: readTimeout, IdleTimeout: idle,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	ask := &http.Server{Handler: parts.ask, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second, IdleTimeout: idle}
-
-	mainLn, err := net.Listen("tcp", o.Listen)
-	if err != nil {
-		return fmt.Errorf("listening on --listen: %w", err)
-	}
-	askLn, err := net.Listen("tcp", o.AskListen)
-	if err != nil {
-		mainLn.Close()
-		return fmt.Errorf("listening on --ask-listen: %w", err)
 	}
 	errs := make(chan error, 2)
 	go func() {
@@ -253,6 +220,37 @@ func runServe(ctx context.Context, o serveOptions, log *slog.Logger, ready func(
 			return fmt.Errorf("serving: %w", err)
 		}
 	}
+	o.stop(parts, main, ask, log)
+	return nil
+}
+
+// httpServers are the servers of --listen and --ask-listen.
+func (o serveOptions) httpServers(parts *parts, log *slog.Logger) (main, ask *http.Server) {
+	idle := o.idleTimeout
+	if idle <= 0 {
+		idle = 2 * time.Minute
+	}
+	main = &http.Server{Handler: parts.handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: readTimeout, IdleTimeout: idle,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	ask = &http.Server{Handler: parts.host.AskHandler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second, IdleTimeout: idle}
+	return main, ask
+}
+
+// listen listens on --listen and --ask-listen.
+func (o serveOptions) listen() (main, ask net.Listener, err error) {
+	if main, err = net.Listen("tcp", o.Listen); err != nil {
+		return nil, nil, fmt.Errorf("listening on --listen: %w", err)
+	}
+	if ask, err = net.Listen("tcp", o.AskListen); err != nil {
+		main.Close()
+		return nil, nil, fmt.Errorf("listening on --ask-listen: %w", err)
+	}
+	return main, ask, nil
+}
+
+// stop shuts the server down within the shutdown grace: the players get a
+// going-away close first, then the listeners drain.
+func (o serveOptions) stop(parts *parts, main, ask *http.Server, log *slog.Logger) {
 	log.Info("shutting down")
 	grace := o.shutdownGrace
 	if grace <= 0 {
@@ -260,7 +258,6 @@ func runServe(ctx context.Context, o serveOptions, log *slog.Logger, ready func(
 	}
 	shutCtx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
-	// Players get a going-away close first; then the listeners drain.
 	parts.shutdown(shutCtx)
 	if ask.Shutdown(shutCtx) != nil {
 		ask.Close()
@@ -273,5 +270,4 @@ func runServe(ctx context.Context, o serveOptions, log *slog.Logger, ready func(
 		log.Warn("requests still running after the shutdown grace were cut off", "grace", grace)
 		main.Close()
 	}
-	return nil
 }

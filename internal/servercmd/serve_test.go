@@ -317,3 +317,26 @@ func TestServeAnswersWhileAGameLoadSpins(t *testing.T) {
 		resp.Body.Close()
 	}
 }
+
+// With --access-log, every request on --listen is written to
+// {logs_root}/web-logs/access.log, the Sync API's as the games'.
+func TestServeWritesTheAccessLog(t *testing.T) {
+	logsRoot := t.TempDir()
+	listen, _, _ := startServe(t, serveOptions{HostingRoot: t.TempDir(), LogsRoot: logsRoot, AccessLog: true})
+	for _, path := range []string{"/api/tree", "/nothing/"} {
+		resp, err := http.Get("http://" + listen + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	dir := filepath.Join(logsRoot, api.WebLogsDir)
+	logged := func() bool {
+		b, _ := os.ReadFile(filepath.Join(dir, api.AccessLogName))
+		return strings.Contains(string(b), `"uri":"/api/tree"`) && strings.Contains(string(b), `"uri":"/nothing/"`)
+	}
+	if err := waitfs.Until(dir, logged, 20*time.Second); err != nil { // a hang guard
+		b, _ := os.ReadFile(filepath.Join(dir, api.AccessLogName))
+		t.Fatalf("the access log never held both requests: %v\n%s", err, b)
+	}
+}

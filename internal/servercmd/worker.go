@@ -61,8 +61,9 @@ func newWorkerCmd(_, errOut io.Writer) *cobra.Command {
 }
 
 // workerPool is serve's pool of game workers (--isolation process): the
-// same program, run as hoster-server worker with serve's settings.
-func workerPool(o serveOptions, rt func() *runtime.Runtime, log *slog.Logger) (*worker.Pool, error) {
+// same program, run as hoster-server worker with serve's settings. config
+// is a loaded game's configuration, whose memory budget it follows.
+func workerPool(o serveOptions, config func(domain, name string) (game.Config, bool), log *slog.Logger) (*worker.Pool, error) {
 	exe := o.workerExe
 	if exe == "" {
 		var err error
@@ -81,7 +82,7 @@ func workerPool(o serveOptions, rt func() *runtime.Runtime, log *slog.Logger) (*
 		Watch:    o.memoryWatch,
 		Budget: func(domain, name string) int64 {
 			mib := o.Memory
-			if cfg, ok := rt().Config(domain, name); ok && cfg.Memory > 0 {
+			if cfg, ok := config(domain, name); ok && cfg.Memory > 0 {
 				mib = cfg.Memory
 			}
 			return int64(min(mib, o.MaxMemory)) << 20

@@ -26,20 +26,16 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/hoster-dev/hoster/pkg/api"
 	"github.com/hoster-dev/hoster/pkg/apiclient"
 	"github.com/hoster-dev/hoster/pkg/gen"
+	"github.com/hoster-dev/hoster/pkg/hostserver"
 	"github.com/hoster-dev/hoster/pkg/mirror"
-	"github.com/hoster-dev/hoster/pkg/pages"
 	"github.com/hoster-dev/hoster/pkg/runtime"
-	"github.com/hoster-dev/hoster/pkg/server"
-	"github.com/hoster-dev/hoster/pkg/store"
 )
 
 // DefaultPort is the port tried first.
@@ -78,52 +74,26 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("making the temporary hosting root: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	gamesRoot := filepath.Join(tmp, api.GamesDir)
 
 	ln, err := listen(o.Port, o.Log)
 	if err != nil {
 		return err
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
-
-	st, err := store.Open(gamesRoot)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	defer st.Close()
-	// Every socket of hoster dev is the developer's, from one address: only
-	// the game's own bound on its instances applies.
-	rt, err := runtime.New(runtime.Options{GamesRoot: gamesRoot, Logger: log, RoomsPerMinute: -1, SocketsPerAddress: -1})
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	files := pages.New(pages.Options{Store: st, Loaded: rt.Loaded})
-	defer files.Close()
 	token := newToken()
-	announced := map[string]bool{}
-	var announceMu sync.Mutex
-	srv, err := server.New(server.Options{
-		GamesRoot: gamesRoot, Store: st, Token: token, ReloadDebounce: 100 * time.Millisecond,
-		Games: files.Route(rt), Logger: log,
-		OnReload: func(domain, game string) {
-			rt.Reload(domain, game)
-			files.Forget(domain, game)
-			announceMu.Lock()
-			defer announceMu.Unlock()
-			if key := domain + "/" + game; rt.Loaded(domain, game) && !announced[key] {
-				announced[key] = true
-				fmt.Fprintf(o.Out, "%s  %s\n", key, URL(domain, game, port))
-			}
-		},
+	host, err := hostserver.New(hostserver.Options{
+		HostingRoot: tmp, Token: token, ReloadDebounce: 100 * time.Millisecond, Logger: log,
+		// Every socket of hoster dev is the developer's, from one address:
+		// only the game's own bound on its instances applies.
+		Runtime:  runtime.Options{RoomsPerMinute: -1, SocketsPerAddress: -1},
+		OnReload: announcer(o.Out, port),
 	})
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	defer srv.Close()
-	hs := &http.Server{Handler: Playground(rt, port, log, Localhost(srv.Handler())), ReadHeaderTimeout: 10 * time.Second,
+	defer host.Close()
+	hs := &http.Server{Handler: Playground(host.Runtime(), port, log, Localhost(host.Handler())), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
@@ -139,9 +109,24 @@ func Run(ctx context.Context, o Options) error {
 	fmt.Fprintln(o.Log, "stopping")
 	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	rt.Shutdown(shut)
+	host.Shutdown(shut)
 	hs.Shutdown(shut)
 	return failure
+}
+
+// announcer says on out where each game is played, the first time it is
+// loaded after a sync.
+func announcer(out io.Writer, port int) func(domain, game string, loaded bool) {
+	var mu sync.Mutex
+	announced := map[string]bool{}
+	return func(domain, game string, loaded bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if key := domain + "/" + game; loaded && !announced[key] {
+			announced[key] = true
+			fmt.Fprintf(out, "%s  %s\n", key, URL(domain, game, port))
+		}
+	}
 }
 
 // defaults fills the options left zero.
