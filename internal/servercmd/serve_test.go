@@ -40,6 +40,17 @@ func startServeListening(t *testing.T, o serveOptions) (listen, ask string, logs
 		o.Variant = 1
 	}
 	o.StatsInterval, o.GamelogInterval, o.ReloadDebounce, o.MaxUpload = time.Hour, time.Hour, 50*time.Millisecond, 1<<20
+	// serve's defaults: its games in worker processes (this test program,
+	// see TestMain), unless the test chose.
+	if o.Isolation == "" {
+		o.Isolation = defaultIsolation
+	}
+	if o.Memory == 0 {
+		o.Memory, o.MaxMemory = defaultMemory, defaultMaxMemory
+	}
+	if o.WorkerIdle == 0 {
+		o.WorkerIdle = defaultWorkerIdle
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	logs = waitbuf.New()
 	ready := make(chan [2]string, 1)

@@ -16,6 +16,16 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// The defaults of serve's isolation flags: each game in a worker process
+// of its own, 512 MiB of memory unless it asks for more (up to 2 GiB), its
+// worker ended after an idle minute.
+const (
+	defaultIsolation  = "process"
+	defaultMemory     = 512
+	defaultMaxMemory  = 2048
+	defaultWorkerIdle = time.Minute
+)
+
 // workerNice is the CPU priority of the game workers: below the parent,
 // which serves the API, the pages and every game's handshakes.
 const workerNice = 10
