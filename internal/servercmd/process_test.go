@@ -1,6 +1,7 @@
 package servercmd
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"os"
@@ -152,4 +153,99 @@ func TestProcessReloadKeepsPlayers(t *testing.T) {
 	resp.Body.Close()
 	p.ws.SetReadDeadline(time.Time{})
 	socktest.MoveUntilNamed(t, p.ws, names, "after", 50*time.Millisecond)
+}
+
+// The sockets of one address are counted by the server, whichever game's
+// worker they go to: with a bound of one, a second socket to another game
+// is refused (1013), and once the first socket is closed, the address may
+// open another.
+func TestProcessSocketsPerAddressServerWide(t *testing.T) {
+	listen, _, logs := startServe(t, serveOptions{HostingRoot: exampleGames(t, "example.com", "b.example"), LogsRoot: t.TempDir(),
+		SocketsPerAddress: 1})
+	first, err := dialArena(t, listen, "example.com", "198.51.100.1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := dialArena(t, listen, "b.example", "198.51.100.1", "")
+	var ce *websocket.CloseError
+	if p != nil || !errors.As(err, &ce) || ce.Code != 1013 || !strings.Contains(ce.Text, "too many connections") {
+		t.Fatalf("a second socket of one address, to another game: %v, want 1013 for too many connections", err)
+	}
+	if !strings.Contains(logs.String(), `msg="socket refused: too many sockets from one address" game=b.example/arena address=198.51.100.1 limit=1`) {
+		t.Fatalf("the refusal is not logged by the server:\n%s", logs.String())
+	}
+	// The first socket's end frees the address's place: the server counts
+	// it until the game's worker is done with it.
+	first.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(1000, "bye"))
+	first.closeCode(t)
+	for {
+		p, err := dialArena(t, listen, "b.example", "198.51.100.1", "")
+		if err == nil {
+			p.ws.Close()
+			break
+		}
+		if !errors.As(err, &ce) || ce.Code != 1013 {
+			t.Fatalf("a socket after the first ended: %v", err)
+		}
+	}
+}
+
+// The access log has one line per game socket, written when the socket
+// ends, as with the games in serve's own process: 101 for a played socket,
+// lasting at least as long as the player held it, and the status of a
+// socket refused before the upgrade (a stranger's origin: 403).
+func TestProcessAccessLogOfSockets(t *testing.T) {
+	logsRoot := t.TempDir()
+	listen, _, _, stop := startServeStoppable(t, serveOptions{HostingRoot: exampleGames(t, "example.com"), LogsRoot: logsRoot, AccessLog: true})
+	h := http.Header{"Host": {"example.com"}, "Origin": {"https://stranger.example"}}
+	if _, resp, err := websocket.DefaultDialer.Dial("ws://"+listen+"/arena?who=stranger", h); err == nil || resp == nil || resp.StatusCode != 403 {
+		t.Fatalf("a stranger's origin: %v %v, want 403", resp, err)
+	}
+	p, err := dialArena(t, listen, "example.com", "198.51.100.1", "?who=player")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened := time.Now()
+	p.ws.WriteJSON(map[string]any{"c": "move", "a": map[string]any{"dx": 1, "dy": 0}})
+	for moved := false; !moved; { // the player holds its socket until its move is seen
+		var m struct{ Change []struct{ ID string } }
+		if err := p.ws.ReadJSON(&m); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range m.Change {
+			moved = moved || c.ID == p.welcome.Player
+		}
+	}
+	p.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(1000, "bye"))
+	held := time.Since(opened)
+	p.closeCode(t)
+	stop() // every line is written once serve has returned
+	b, err := os.ReadFile(filepath.Join(logsRoot, "web-logs", "access.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]struct {
+		Status   int
+		Duration float64
+	}{}
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var line struct {
+			Status   int
+			Duration float64
+			Request  struct{ URI string }
+		}
+		if err := json.Unmarshal([]byte(l), &line); err != nil {
+			t.Fatalf("an access line does not parse: %v: %s", err, l)
+		}
+		got[line.Request.URI] = struct {
+			Status   int
+			Duration float64
+		}{line.Status, line.Duration}
+	}
+	if s := got["/arena?who=stranger"]; s.Status != 403 {
+		t.Errorf("the refused socket's line: %+v, want 403\n%s", s, b)
+	}
+	if s := got["/arena?who=player"]; s.Status != 101 || s.Duration < held.Seconds() {
+		t.Errorf("the played socket's line: %+v, want 101 lasting at least the %v the player held it\n%s", s, held, b)
+	}
 }

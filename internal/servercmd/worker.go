@@ -50,7 +50,9 @@ func newWorkerCmd(_, errOut io.Writer) *cobra.Command {
 					Game: gameKey, GamesRoot: filepath.Join(o.HostingRoot, api.GamesDir), Logger: log,
 					LogsRoot: o.LogsRoot, GamelogInterval: o.GamelogInterval,
 					MaxInstances: o.MaxInstances, Instances: o.DefaultInstances,
-					RoomsPerMinute: o.RoomsPerMinute, SocketsPerAddress: o.SocketsPerAddress,
+					// serve counts every game's sockets per address,
+					// before it hands them over.
+					RoomsPerMinute: o.RoomsPerMinute, SocketsPerAddress: -1,
 				},
 				Memory: memory, Nice: workerNice, Idle: idle,
 			})
@@ -66,7 +68,6 @@ func newWorkerCmd(_, errOut io.Writer) *cobra.Command {
 	f.IntVar(&o.MaxInstances, "max-instances", runtime.DefaultMaxInstances, "")
 	f.IntVar(&o.DefaultInstances, "default-instances", runtime.DefaultInstances, "")
 	f.IntVar(&o.RoomsPerMinute, "rooms-per-minute", runtime.DefaultRoomsPerMinute, "")
-	f.IntVar(&o.SocketsPerAddress, "sockets-per-address", runtime.DefaultSocketsPerAddress, "")
 	return cmd
 }
 
@@ -83,7 +84,7 @@ func workerPool(o serveOptions, rt func() *runtime.Runtime, log *slog.Logger) (*
 	cmd := []string{exe, "worker", "--hosting-root", o.HostingRoot, "--logs-root", o.LogsRoot,
 		"--gamelog-interval", o.GamelogInterval.String(), "--idle", o.WorkerIdle.String(),
 		"--max-instances", strconv.Itoa(o.MaxInstances), "--default-instances", strconv.Itoa(o.DefaultInstances),
-		"--rooms-per-minute", strconv.Itoa(o.RoomsPerMinute), "--sockets-per-address", strconv.Itoa(o.SocketsPerAddress)}
+		"--rooms-per-minute", strconv.Itoa(o.RoomsPerMinute)}
 	return worker.New(worker.Options{
 		Command:  cmd,
 		LogsRoot: o.LogsRoot,
