@@ -3,6 +3,7 @@ package servercmd
 import (
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/hoster-dev/hoster/internal/socktest"
+	"github.com/hoster-dev/hoster/internal/waitbuf"
 	"github.com/hoster-dev/hoster/pkg/api"
 )
 
@@ -247,5 +249,23 @@ func TestProcessAccessLogOfSockets(t *testing.T) {
 	}
 	if s := got["/arena?who=player"]; s.Status != 101 || s.Duration < held.Seconds() {
 		t.Errorf("the played socket's line: %+v, want 101 lasting at least the %v the player held it\n%s", s, held, b)
+	}
+}
+
+// Process isolation, serve's default, needs Linux: elsewhere the games run
+// in serve's process, and the log says why.
+func TestIsolationOffLinuxFallsBack(t *testing.T) {
+	logs := waitbuf.New()
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	if got := isolationOn("darwin", "process", log); got != "none" || !strings.Contains(logs.String(), "needs Linux") {
+		t.Fatalf("process isolation on darwin: %q, log %q; want none, saying it needs Linux", got, logs.String())
+	}
+	for _, want := range []string{"process", "none"} {
+		if got := isolationOn("linux", want, log); got != want {
+			t.Errorf("--isolation %s on linux: %q", want, got)
+		}
+	}
+	if got := isolationOn("darwin", "none", log); got != "none" {
+		t.Errorf("--isolation none on darwin: %q", got)
 	}
 }

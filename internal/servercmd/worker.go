@@ -100,6 +100,18 @@ func workerPool(o serveOptions, rt func() *runtime.Runtime, log *slog.Logger) (*
 	}), nil
 }
 
+// isolationOn is where serve runs its games on the system goos: a worker
+// process per game needs Linux (the parent's death signal, /proc's
+// resident memory, RLIMIT_DATA counting the heap), so elsewhere the games
+// run in serve's own process, and the log says so.
+func isolationOn(goos, isolation string, log *slog.Logger) string {
+	if isolation == "process" && goos != "linux" {
+		log.Warn("each game in a worker process of its own (--isolation process) needs Linux: the games run in this process", "os", goos)
+		return "none"
+	}
+	return isolation
+}
+
 // validIsolation checks --isolation and the memory flags.
 func (o serveOptions) validIsolation() error {
 	bad := func(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
