@@ -82,7 +82,8 @@ func (p *testPlayer) closeCode(t *testing.T) (int, string) {
 
 // A stop gives every game's players the going-away close (1001), from
 // their workers, which end as asked: the log has no worker's end that was
-// not asked for.
+// not asked for, and each instance's last stats line is in its game's
+// game-log tree.
 func TestProcessStopGoesAway(t *testing.T) {
 	root := exampleGames(t, "example.com", "b.example")
 	o := serveOptions{HostingRoot: root, LogsRoot: t.TempDir()}
@@ -103,6 +104,19 @@ func TestProcessStopGoesAway(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "game worker ended:") {
 		t.Errorf("a stop is logged as a worker's failure:\n%s", logs.String())
+	}
+	for _, domain := range []string{"example.com", "b.example"} {
+		files, _ := filepath.Glob(filepath.Join(o.LogsRoot, api.GameLogsDir, domain, "arena", api.ProcessesDir, "*", "stats-*.jsonl"))
+		var last api.GameStatsLine
+		for _, f := range files {
+			b, _ := os.ReadFile(f)
+			for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				json.Unmarshal([]byte(l), &last)
+			}
+		}
+		if !last.Ended || last.Arrivals != 1 {
+			t.Errorf("%s's stats files %v end with %+v, want its instance's last line, with its one arrival", domain, files, last)
+		}
 	}
 }
 
