@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
-	goruntime "runtime"
 
 	"github.com/hoster-dev/hoster/pkg/accesslog"
 	"github.com/hoster-dev/hoster/pkg/api"
@@ -48,7 +47,7 @@ func buildParts(ctx context.Context, o serveOptions, variant api.Variant, log *s
 	var rt *runtime.Runtime
 	var pool *worker.Pool
 	var handOff func(http.ResponseWriter, *http.Request, string, string)
-	if isolationOn(goruntime.GOOS, o.Isolation, log) == "process" {
+	if o.Isolation == "process" {
 		// The parent loads each game (its pages, its browser library, the
 		// ask gate); its instances run in the game's worker.
 		if pool, err = workerPool(o, func() *runtime.Runtime { return rt }, log); err != nil {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -183,6 +184,7 @@ func runServe(ctx context.Context, o serveOptions, log *slog.Logger, ready func(
 	if token == "" {
 		log.Warn("no token file: the API is off (every /api request answers 404); game sockets still serve", "file", tokenPath)
 	}
+	o.Isolation = isolationOn(goruntime.GOOS, o.Isolation, log)
 
 	tuneGC(ctx, os.Getenv, log)
 	parts, err := buildParts(ctx, o, variant, log)
