@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -108,10 +109,10 @@ HOSTER_SERVER_LISTEN; a flag on the command line wins.`,
 	f.IntVar(&o.DefaultInstances, "default-instances", runtime.DefaultInstances, "the most instances of one game at once when it sets no maxInstances")
 	f.IntVar(&o.RoomsPerMinute, "rooms-per-minute", runtime.DefaultRoomsPerMinute, "new instances (rooms) one client address may start in a minute")
 	f.IntVar(&o.SocketsPerAddress, "sockets-per-address", runtime.DefaultSocketsPerAddress, "game sockets one client address may hold open at once")
-	f.StringVar(&o.Isolation, "isolation", "none", "where games run: none (in this process) or process (each game in a worker process of its own, with a memory budget)")
-	f.IntVar(&o.Memory, "memory", 512, "a game's memory budget in MiB when its hoster-game.json sets none (--isolation process)")
-	f.IntVar(&o.MaxMemory, "max-memory", 2048, "the largest memory budget in MiB a game may ask for (--isolation process)")
-	f.DurationVar(&o.WorkerIdle, "worker-idle", time.Minute, "how long a game's worker stays with no instance before it ends (--isolation process)")
+	f.StringVar(&o.Isolation, "isolation", defaultIsolation, "where games run: process (each game in a worker process of its own, with a memory budget; Linux only) or none (in this process)")
+	f.IntVar(&o.Memory, "memory", defaultMemory, "a game's memory budget in MiB when its hoster-game.json sets none (--isolation process)")
+	f.IntVar(&o.MaxMemory, "max-memory", defaultMaxMemory, "the largest memory budget in MiB a game may ask for (--isolation process)")
+	f.DurationVar(&o.WorkerIdle, "worker-idle", defaultWorkerIdle, "how long a game's worker stays with no instance before it ends (--isolation process)")
 	return cmd
 }
 
@@ -183,6 +184,7 @@ func runServe(ctx context.Context, o serveOptions, log *slog.Logger, ready func(
 	if token == "" {
 		log.Warn("no token file: the API is off (every /api request answers 404); game sockets still serve", "file", tokenPath)
 	}
+	o.Isolation = isolationOn(goruntime.GOOS, o.Isolation, log)
 
 	tuneGC(ctx, os.Getenv, log)
 	parts, err := buildParts(ctx, o, token, variant, log)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,11 +36,39 @@ func startServe(t *testing.T, o serveOptions) (listen, ask string, logs *waitbuf
 // games loading in the background.
 func startServeListening(t *testing.T, o serveOptions) (listen, ask string, logs *waitbuf.Buffer) {
 	t.Helper()
+	listen, ask, logs, _ = startServeControlled(t, o)
+	return listen, ask, logs
+}
+
+// startServeStoppable is startServe with a stop: it stops serve as a
+// signal does and returns once serve has returned.
+func startServeStoppable(t *testing.T, o serveOptions) (listen, ask string, logs *waitbuf.Buffer, stop func()) {
+	t.Helper()
+	listen, ask, logs, stop = startServeControlled(t, o)
+	if !logs.WaitFor(`msg="games loaded"`, 1, 30*time.Second) { // a hang guard
+		t.Fatalf("the games never finished loading:\n%s", logs.String())
+	}
+	return listen, ask, logs, stop
+}
+
+func startServeControlled(t *testing.T, o serveOptions) (listen, ask string, logs *waitbuf.Buffer, stop func()) {
+	t.Helper()
 	o.Listen, o.AskListen = "127.0.0.1:0", "127.0.0.1:0"
 	if o.Variant == 0 {
 		o.Variant = 1
 	}
 	o.StatsInterval, o.GamelogInterval, o.ReloadDebounce, o.MaxUpload = time.Hour, time.Hour, 50*time.Millisecond, 1<<20
+	// serve's defaults: its games in worker processes (this test program,
+	// see TestMain), unless the test chose.
+	if o.Isolation == "" {
+		o.Isolation = defaultIsolation
+	}
+	if o.Memory == 0 {
+		o.Memory, o.MaxMemory = defaultMemory, defaultMaxMemory
+	}
+	if o.WorkerIdle == 0 {
+		o.WorkerIdle = defaultWorkerIdle
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	logs = waitbuf.New()
 	ready := make(chan [2]string, 1)
@@ -47,15 +76,19 @@ func startServeListening(t *testing.T, o serveOptions) (listen, ask string, logs
 	go func() {
 		done <- runServe(ctx, o, slog.New(slog.NewTextHandler(logs, nil)), func(l, a string) { ready <- [2]string{l, a} })
 	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve returned %v", err)
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("serve returned %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
 	select {
 	case addrs := <-ready:
-		return addrs[0], addrs[1], logs
+		return addrs[0], addrs[1], logs, stop
 	case err := <-done:
 		t.Fatalf("serve stopped: %v", err)
 	case <-time.After(10 * time.Second):

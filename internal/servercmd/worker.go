@@ -16,6 +16,16 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// The defaults of serve's isolation flags: each game in a worker process
+// of its own, 512 MiB of memory unless it asks for more (up to 2 GiB), its
+// worker ended after an idle minute.
+const (
+	defaultIsolation  = "process"
+	defaultMemory     = 512
+	defaultMaxMemory  = 2048
+	defaultWorkerIdle = time.Minute
+)
+
 // workerNice is the CPU priority of the game workers: below the parent,
 // which serves the API, the pages and every game's handshakes.
 const workerNice = 10
@@ -40,7 +50,9 @@ func newWorkerCmd(_, errOut io.Writer) *cobra.Command {
 					Game: gameKey, GamesRoot: filepath.Join(o.HostingRoot, api.GamesDir), Logger: log,
 					LogsRoot: o.LogsRoot, GamelogInterval: o.GamelogInterval,
 					MaxInstances: o.MaxInstances, Instances: o.DefaultInstances,
-					RoomsPerMinute: o.RoomsPerMinute, SocketsPerAddress: o.SocketsPerAddress,
+					// serve counts every game's sockets per address,
+					// before it hands them over.
+					RoomsPerMinute: o.RoomsPerMinute, SocketsPerAddress: -1,
 				},
 				Memory: memory, Nice: workerNice, Idle: idle,
 			})
@@ -56,7 +68,6 @@ func newWorkerCmd(_, errOut io.Writer) *cobra.Command {
 	f.IntVar(&o.MaxInstances, "max-instances", runtime.DefaultMaxInstances, "")
 	f.IntVar(&o.DefaultInstances, "default-instances", runtime.DefaultInstances, "")
 	f.IntVar(&o.RoomsPerMinute, "rooms-per-minute", runtime.DefaultRoomsPerMinute, "")
-	f.IntVar(&o.SocketsPerAddress, "sockets-per-address", runtime.DefaultSocketsPerAddress, "")
 	return cmd
 }
 
@@ -74,7 +85,7 @@ func workerPool(o serveOptions, config func(domain, name string) (game.Config, b
 	cmd := []string{exe, "worker", "--hosting-root", o.HostingRoot, "--logs-root", o.LogsRoot,
 		"--gamelog-interval", o.GamelogInterval.String(), "--idle", o.WorkerIdle.String(),
 		"--max-instances", strconv.Itoa(o.MaxInstances), "--default-instances", strconv.Itoa(o.DefaultInstances),
-		"--rooms-per-minute", strconv.Itoa(o.RoomsPerMinute), "--sockets-per-address", strconv.Itoa(o.SocketsPerAddress)}
+		"--rooms-per-minute", strconv.Itoa(o.RoomsPerMinute)}
 	return worker.New(worker.Options{
 		Command:  cmd,
 		LogsRoot: o.LogsRoot,
@@ -88,6 +99,18 @@ func workerPool(o serveOptions, config func(domain, name string) (game.Config, b
 			return int64(min(mib, o.MaxMemory)) << 20
 		},
 	}), nil
+}
+
+// isolationOn is where serve runs its games on the system goos: a worker
+// process per game needs Linux (the parent's death signal, /proc's
+// resident memory, RLIMIT_DATA counting the heap), so elsewhere the games
+// run in serve's own process, and the log says so.
+func isolationOn(goos, isolation string, log *slog.Logger) string {
+	if isolation == "process" && goos != "linux" {
+		log.Warn("each game in a worker process of its own (--isolation process) needs Linux: the games run in this process", "os", goos)
+		return "none"
+	}
+	return isolation
 }
 
 // validIsolation checks --isolation and the memory flags.

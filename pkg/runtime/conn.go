@@ -89,7 +89,9 @@ var upgrader = websocket.Upgrader{
 // serveSocket checks the Origin, upgrades, and seats the player: on its
 // resume token's seat when valid, else in an instance with room. A socket
 // past its address's bound is turned away after the upgrade, with 1013 and
-// a reason the page can show.
+// a reason the page can show. With a HandOff, a socket that passes the
+// checks and its address's bound goes to the game's worker instead, and
+// counts for its address until the worker is done with it.
 func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) {
 	if origin := r.Header.Get("Origin"); origin != "" && !g.current().cfg.AllowsOrigin(origin) {
 		rt.refusedOrigin(g, origin)
@@ -108,6 +110,10 @@ func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) 
 	held := rt.takeSocket(addr)
 	if held {
 		defer rt.dropSocket(addr)
+		if rt.o.HandOff != nil {
+			rt.o.HandOff(w, r, g.Domain, g.Name)
+			return
+		}
 	}
 	var sock *wire
 	ws, err := upgrader.Upgrade(hijackInto{w, &sock}, r, nil)

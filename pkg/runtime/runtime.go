@@ -99,8 +99,12 @@ type Options struct {
 	// Game, if set ("<domain>/<game>"), is the only game New loads: a
 	// worker process runs one game.
 	Game string
-	// HandOff, if set, takes each game socket request (to a loaded game)
-	// instead of this runtime: a parent hands it to the game's worker.
+	// HandOff, if set, takes each game socket request instead of this
+	// runtime: a parent hands it to the game's worker. It gets the
+	// requests that pass the checks before an upgrade (the game loaded,
+	// its origins, the room's name) and the bound of sockets per address,
+	// which this runtime holds for every game: it returns when the worker
+	// is done with the socket, which counts for its address until then.
 	HandOff func(w http.ResponseWriter, r *http.Request, domain, game string)
 	// WriteTimeout bounds one socket write: 10 s.
 	WriteTimeout time.Duration
@@ -367,8 +371,6 @@ func (rt *Runtime) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case g == nil || (r.Method != http.MethodGet && r.Method != http.MethodHead):
 		http.NotFound(w, r)
-	case file == "" && !strings.HasSuffix(rest, "/") && rt.o.HandOff != nil:
-		rt.o.HandOff(w, r, g.Domain, g.Name)
 	case file == "" && !strings.HasSuffix(rest, "/"):
 		rt.serveSocket(w, r, g)
 	default:

@@ -12,9 +12,11 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hoster-dev/hoster/pkg/runtime"
@@ -49,7 +51,13 @@ type child struct {
 // Serve runs a worker until the parent shuts it down, retires it, or goes
 // away. A hook stuck past its interrupt ends the process at once (exit
 // status 3), after telling the parent.
+//
+// The stop signals are the parent's: systemd sends SIGTERM to every process
+// of the service, and a terminal's Ctrl-C sends SIGINT to the whole job, but
+// the worker ends when the parent says (its players then get the going-away
+// close, not the code of a crash), or dies with it (Pdeathsig).
 func Serve(o ChildOptions) error {
+	signal.Ignore(syscall.SIGINT, syscall.SIGTERM)
 	if err := limitSelf(o.Memory, o.Nice); err != nil {
 		return err
 	}

@@ -41,11 +41,17 @@ type proc struct {
 	oomOut   atomic.Bool  // its output said Go ran out of memory
 
 	mu     sync.Mutex
-	reason string          // why the parent ended it, "" if it did not
-	conns  map[uint64]int  // handed sockets: the parent's own descriptor of each
-	ws     map[uint64]bool // the handed sockets the worker upgraded
+	reason string             // why the parent ended it, "" if it did not
+	conns  map[uint64]*handed // the sockets handed to it and not yet done with
 	nextID uint64
 	gone   bool // exited: sockets still handed are closed here
+}
+
+// handed is a socket handed to a worker.
+type handed struct {
+	fd   int           // the parent's own descriptor of it
+	up   bool          // the worker upgraded it
+	done chan struct{} // closed once the worker is done with it, or gone
 }
 
 // start spawns s's worker. The pool's mu is held.
@@ -66,7 +72,7 @@ func (p *Pool) start(s *slot) (*proc, error) {
 	cmd := exec.Command(p.o.Command[0], args...)
 	cmd.ExtraFiles = []*os.File{theirs} // fd 3
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	wk := &proc{p: p, s: s, cmd: cmd, ch: ch, budget: budget, conns: map[uint64]int{}, ws: map[uint64]bool{}, done: make(chan struct{}),
+	wk := &proc{p: p, s: s, cmd: cmd, ch: ch, budget: budget, conns: map[uint64]*handed{}, done: make(chan struct{}),
 		log: p.log.With("game", s.key)}
 	if p.cg != nil {
 		p.seq++
@@ -99,9 +105,11 @@ func (p *Pool) start(s *slot) (*proc, error) {
 }
 
 // hand gives the worker the socket of r: the connection's descriptor and
-// what was read past its headers. The parent keeps a descriptor of its own
-// of the socket, unwatched, to close the connection with a code should the
-// worker end.
+// what was read past its headers, and returns once the worker is done with
+// it (so the socket counts for its address until then, and the access log
+// writes its line at its end, as for a socket served in the parent). The
+// parent keeps a descriptor of its own of the socket, unwatched, to close
+// the connection with a code should the worker end.
 func (wk *proc) hand(w http.ResponseWriter, r *http.Request) {
 	req := &request{Method: r.Method, URI: r.RequestURI, Host: r.Host, RemoteAddr: r.RemoteAddr, Header: r.Header}
 	if b, _ := json.Marshal(req); len(b) > maxMessage-8<<10 {
@@ -116,7 +124,7 @@ func (wk *proc) hand(w http.ResponseWriter, r *http.Request) {
 	buf, _ := brw.Reader.Peek(brw.Reader.Buffered())
 	fd, relayed, err := socketFD(nc)
 	if !relayed {
-		defer nc.Close() // the worker's and the parent's descriptors stay
+		nc.Close() // the worker's and the parent's descriptors stay
 	}
 	if err != nil {
 		wk.log.Warn("handing a socket to its worker", "err", err)
@@ -130,12 +138,14 @@ func (wk *proc) hand(w http.ResponseWriter, r *http.Request) {
 	}
 	wk.nextID++
 	id := wk.nextID
-	wk.conns[id] = fd
+	h := &handed{fd: fd, done: make(chan struct{})}
+	wk.conns[id] = h
 	wk.mu.Unlock()
 	if err := wk.ch.send(message{T: msgConn, ID: id, Req: req, Buf: buf}, fd); err != nil {
 		wk.log.Warn("handing a socket to its worker", "err", err)
 		wk.drop(id, CodeEnded, reasonEnded)
 	}
+	<-h.done
 }
 
 // refuse answers a handed socket the worker never upgraded: 503.
@@ -198,18 +208,25 @@ func closeWith(fd, code int, reason string) {
 // drop forgets a handed socket; with a code, the parent closes it with one.
 func (wk *proc) drop(id uint64, code int, reason string) {
 	wk.mu.Lock()
-	fd, ok := wk.conns[id]
-	up := wk.ws[id]
+	h, ok := wk.conns[id]
 	delete(wk.conns, id)
-	delete(wk.ws, id)
 	wk.mu.Unlock()
-	switch {
-	case !ok:
-	case code == 0:
-		unix.Close(fd)
-	case !up:
-		refuse(fd)
-	default:
-		closeWith(fd, code, reason)
+	if ok {
+		h.end(code, reason)
 	}
+}
+
+// end closes the parent's descriptor of a handed socket: with a code, a
+// WebSocket gets a close frame with it first, and a socket never upgraded
+// a 503. The hand-off then returns.
+func (h *handed) end(code int, reason string) {
+	switch {
+	case code == 0:
+		unix.Close(h.fd)
+	case !h.up:
+		refuse(h.fd)
+	default:
+		closeWith(h.fd, code, reason)
+	}
+	close(h.done)
 }

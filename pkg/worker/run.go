@@ -41,8 +41,8 @@ func (wk *proc) readControl() {
 			wk.drop(m.ID, 0, "")
 		case msgUpgraded:
 			wk.mu.Lock()
-			if _, ok := wk.conns[m.ID]; ok {
-				wk.ws[m.ID] = true
+			if h, ok := wk.conns[m.ID]; ok {
+				h.up = true
 			}
 			wk.mu.Unlock()
 		case msgStuck:
@@ -115,21 +115,18 @@ func (wk *proc) wait(relayed <-chan struct{}) {
 	if reason == "" && err != nil {
 		reason = reasonEnded // asked to end, it failed doing so
 	}
-	conns, ws := wk.conns, wk.ws
-	wk.conns, wk.ws = map[uint64]int{}, map[uint64]bool{}
+	conns := wk.conns
+	wk.conns = map[uint64]*handed{}
 	wk.mu.Unlock()
-	code := CodeEnded
-	if strings.HasPrefix(reason, reasonMemory) {
+	code, text := CodeEnded, reason
+	switch {
+	case strings.HasPrefix(reason, reasonMemory):
 		code = CodeOutOfMemory
+	case reason == "":
+		code, text = 1001, "the server is shutting down"
 	}
-	for id, fd := range conns {
-		if !ws[id] {
-			refuse(fd)
-		} else if reason == "" {
-			closeWith(fd, 1001, "the server is shutting down")
-		} else {
-			closeWith(fd, code, reason)
-		}
+	for _, h := range conns {
+		h.end(code, text)
 	}
 	if reason == "" {
 		wk.log.Info("game worker ended", "players", len(conns))

@@ -68,6 +68,7 @@ type env struct {
 	root     string
 	logsRoot string
 	token    string
+	cmd      *exec.Cmd
 }
 
 // start runs hoster-server serve --isolation process on the games
@@ -93,6 +94,8 @@ func start(t *testing.T, games map[string]map[string]string, flags ...string) *e
 		"--listen", "127.0.0.1:0", "--ask-listen", "127.0.0.1:0", "--reload-debounce", "50ms", "--stats-interval", "1h"}, flags...)
 	cmd := exec.Command(server, args...)
 	cmd.Stderr = e.logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a group of its own, as a service's
+	e.cmd = cmd
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -355,4 +358,32 @@ func TestStuckHookEndsItsWorker(t *testing.T) {
 		t.Fatalf("a stuck hook's player got %d %q, want 4004 saying why", code, text)
 	}
 	e.waitLog("game worker ended: a hook did not stop when interrupted", 1)
+}
+
+// A stop signalled to the server's whole process group, as systemd stops a
+// service (every process of its cgroup) and a terminal's Ctrl-C stops a
+// foreground job: the workers leave their end to the server, their players
+// get the going-away close (1001), and no worker's end is logged as a
+// failure.
+func TestStopSignalToTheGroup(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			e := start(t, map[string]map[string]string{"a.example/count": counter(""), "b.example/count": counter("")})
+			a, b := e.join("a.example/count", ""), e.join("b.example/count", "")
+			a.play(t, 1)
+			b.play(t, 1)
+			syscall.Kill(-e.cmd.Process.Pid, sig)
+			for _, p := range []*player{a, b} {
+				if code, text := p.closed(t); code != 1001 {
+					t.Errorf("a player at the stop got %d %q, want 1001", code, text)
+				}
+			}
+			if err := e.cmd.Wait(); err != nil {
+				t.Errorf("the server's exit after %v: %v", sig, err)
+			}
+			if strings.Contains(e.logs.String(), "game worker ended:") {
+				t.Errorf("the stop is logged as a worker's failure:\n%s", e.logs.String())
+			}
+		})
+	}
 }

@@ -417,30 +417,9 @@ func gamePagesThroughCaddy(t *testing.T, caddyAddr, url string, chromeFlags []st
 
 	chrome := startChromium(t, "about:blank", chromeFlags...)
 	tabs := []*tab{chrome.attach(chrome.open(url)), chrome.attach(chrome.open(url))}
-	// Each page connects: the example page keeps its connection in "game",
-	// and says when it is welcomed. A page not yet past about:blank never
-	// answers there: its navigation ends that evaluation, which is tried
-	// again in the game's page.
 	me := make([]string, 2)
 	for i, tb := range tabs {
-		var err error
-		for try := 0; try < 5 && me[i] == ""; try++ {
-			err = tb.await(`new Promise((resolve, reject) => {
-				if (location.href === "about:blank") return; // the page is still on its way
-				const welcomed = () => {
-					if (typeof game === "undefined") reject(new Error("the page has no game"));
-					else if (game.me) resolve(game.me);
-					else game.on("welcome", m => resolve(m.player));
-				};
-				if (document.readyState === "loading") addEventListener("DOMContentLoaded", welcomed);
-				else welcomed();
-			})`, 30*time.Second, &me[i])
-		}
-		if me[i] == "" {
-			var status string
-			tb.eval(`document.getElementById("status").textContent`, &status)
-			t.Fatalf("page %d never connected (%v); it says %q", i, err, status)
-		}
+		me[i] = welcomed(t, tb, i)
 	}
 	// The page and its library came compressed (fewer bytes on the wire than
 	// in the body).
@@ -485,4 +464,33 @@ func gamePagesThroughCaddy(t *testing.T, caddyAddr, url string, chromeFlags []st
 		}
 		mover.eval(`game.commands.move({dx: 0, dy: 0})`, nil)
 	}
+}
+
+// welcomed waits until the example page in tb (page n, for messages)
+// connects, and returns its player: the page keeps its connection in
+// "game", and says when it is welcomed. A page not yet past about:blank
+// never answers there: its navigation ends that evaluation, which is tried
+// again in the game's page.
+func welcomed(t *testing.T, tb *tab, n int) string {
+	t.Helper()
+	var me string
+	var err error
+	for try := 0; try < 5 && me == ""; try++ {
+		err = tb.await(`new Promise((resolve, reject) => {
+			if (location.href === "about:blank") return; // the page is still on its way
+			const welcomed = () => {
+				if (typeof game === "undefined") reject(new Error("the page has no game"));
+				else if (game.me) resolve(game.me);
+				else game.on("welcome", m => resolve(m.player));
+			};
+			if (document.readyState === "loading") addEventListener("DOMContentLoaded", welcomed);
+			else welcomed();
+		})`, 30*time.Second, &me)
+	}
+	if me == "" {
+		var status string
+		tb.eval(`document.getElementById("status").textContent`, &status)
+		t.Fatalf("page %d never connected (%v); it says %q", n, err, status)
+	}
+	return me
 }
