@@ -147,8 +147,18 @@ type StatsFile struct {
 	Size int64 `json:"size"`
 }
 
+// The statistic types of the health day-files, one file per type per UTC
+// day (pkg/layout names them).
+const (
+	StatsCPU    = "cpu"
+	StatsMemory = "memory"
+	StatsDisk   = "disk"
+	StatsDiskIO = "diskio"
+	StatsNetIO  = "netio"
+)
+
 // StatsTypes are the statistic types of the health day-files.
-var StatsTypes = []string{"cpu", "memory", "disk", "diskio", "netio"}
+var StatsTypes = []string{StatsCPU, StatsMemory, StatsDisk, StatsDiskIO, StatsNetIO}
 
 // GameLogListing is the body of GET /api/v1/gamelogs (variant 1 only).
 type GameLogListing struct {
