@@ -20,6 +20,7 @@ import (
 	"github.com/hoster-dev/hoster/pkg/api"
 	"github.com/hoster-dev/hoster/pkg/atomicfile"
 	"github.com/hoster-dev/hoster/pkg/layout"
+	"github.com/hoster-dev/hoster/pkg/transfer"
 )
 
 // LogsRemote is the server side of a pull; *apiclient.Client is one.
@@ -27,7 +28,7 @@ type LogsRemote interface {
 	Logs(ctx context.Context) (api.LogListing, error)
 	Stats(ctx context.Context) (api.StatsListing, error)
 	GameLogs(ctx context.Context) (api.GameLogListing, error)
-	Fetch(ctx context.Context, route string, query url.Values, offset int64) (*api.Fetched, error)
+	Fetch(ctx context.Context, route string, query url.Values, offset int64) (*transfer.Fetched, error)
 }
 
 // PullSummary is what a pull did.

@@ -116,6 +116,7 @@ var bottom = map[string]struct {
 	"pkg/filehash":   {why: "the sha256 both ends of a sync compute"},
 	"pkg/clientip":   {why: "a request's client address, for the runtime and the access log"},
 	"pkg/module":     {why: "loading a generated module in goja, for gen and the runtime"},
+	"pkg/transfer":   {why: "the values pkg/mirror and pkg/apiclient pass each other, so mirror names them without linking the HTTP client"},
 }
 
 // TestLayerFences keeps the layers of the module apart, whatever program
