@@ -75,7 +75,7 @@ func twoViewersGame(t *testing.T) (root, testdata string) {
 	if _, err := exec.LookPath("chromium"); err != nil {
 		t.Skip("chromium is not installed (make test-deps installs Debian's chromium as root); skipping the browser test")
 	}
-	testdata = filepath.Join(repoRoot(t), "internal", "compact", "testdata", "twoviewers")
+	testdata = filepath.Join(repoRoot(t), "pkg", "compact", "testdata", "twoviewers")
 	root = filepath.Join(t.TempDir(), "games")
 	if err := os.CopyFS(filepath.Join(root, "two.example", "two"), os.DirFS(filepath.Join(testdata, "game"))); err != nil {
 		t.Fatal(err)
