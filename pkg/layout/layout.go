@@ -37,13 +37,16 @@ import (
 // "<domain>/<game>", sorted: by the contract's structure rules, a folder
 // named by [game.IsGameName] inside a folder named by [game.IsDomainName],
 // that [IsGame]. A symbolic link to a folder is not followed, as sync's walk
-// follows none.
+// follows none. A domain folder that cannot be read is an error, returned
+// with the games of the others: a sync must stop (the games it could not see
+// are not gone), the runtime loads what it can.
 func Games(root string) ([]string, error) {
 	domains, err := os.ReadDir(root)
 	if err != nil {
 		return nil, fmt.Errorf("finding games: %w", err)
 	}
 	var games []string
+	var errs []error
 	for _, d := range domains {
 		if !d.IsDir() || !game.IsDomainName(d.Name()) {
 			continue
@@ -53,7 +56,8 @@ func Games(root string) ([]string, error) {
 			continue // removed since root was read: no game
 		}
 		if err != nil {
-			return nil, fmt.Errorf("finding games: %w", err)
+			errs = append(errs, fmt.Errorf("finding games: %w", err))
+			continue
 		}
 		for _, g := range entries {
 			if g.IsDir() && game.IsGameName(g.Name()) && IsGame(filepath.Join(root, d.Name(), g.Name())) {
@@ -62,7 +66,7 @@ func Games(root string) ([]string, error) {
 		}
 	}
 	sort.Strings(games)
-	return games, nil
+	return games, errors.Join(errs...)
 }
 
 // IsGame reports whether the folder dir holds a game's configuration,

@@ -248,7 +248,7 @@ func New(o Options) (*Runtime, error) {
 func (rt *Runtime) LoadGames() {
 	games, err := layout.Games(rt.o.GamesRoot) // as hoster gen and sync find them
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		rt.log.Warn("games not loaded", "err", err)
+		rt.log.Warn("a folder of the games root could not be read: its games are not loaded", "err", err)
 	}
 	for _, g := range games {
 		rt.mu.RLock()
