@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
-	"github.com/hoster-dev/hoster/internal/compact"
+	"github.com/hoster-dev/hoster/pkg/compact"
 )
 
 // A protocol is how a bot speaks to one kind of server: how it joins, what a

@@ -38,7 +38,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hoster-dev/hoster/internal/compact"
+	"github.com/hoster-dev/hoster/internal/version"
+	"github.com/hoster-dev/hoster/pkg/compact"
 	"github.com/hoster-dev/hoster/pkg/gen"
 	"github.com/hoster-dev/hoster/pkg/runtime"
 )
@@ -343,7 +344,7 @@ func (g loadGame) write(gamesRoot string) {
 			log.Fatal(err)
 		}
 	}
-	if res, err := gen.Generate(gamesRoot); err != nil || res.Failed() {
+	if res, err := gen.GenerateWith(gamesRoot, gen.Options{Release: version.Release()}); err != nil || res.Failed() {
 		log.Fatalf("generating the load game: %v %v", err, res.Problems())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/hoster-dev/hoster/internal/version"
 	"github.com/hoster-dev/hoster/pkg/dev"
 	"github.com/spf13/cobra"
 )
@@ -39,7 +40,7 @@ removes the temporary root.`,
 			}
 			ctx, stop := signal.NotifyContext(ctxOrBackground(cmd.Context()), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			err := dev.Run(ctx, dev.Options{Root: root, Port: port, Out: ios.Out, Log: ios.ErrOut})
+			err := dev.Run(ctx, dev.Options{Root: root, Port: port, Out: ios.Out, Log: ios.ErrOut, Release: version.Release()})
 			switch {
 			case errors.Is(err, dev.ErrNotDir):
 				return withExit(ExitUsage, err)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/hoster-dev/hoster/internal/version"
 	"github.com/hoster-dev/hoster/pkg/gen"
 	"github.com/spf13/cobra"
 )
@@ -58,7 +59,7 @@ func runGen(ctx context.Context, ios *IO, g *globals, root string, check bool) (
 	if st, err := os.Stat(root); err != nil || !st.IsDir() {
 		return gen.Result{}, failAt(ExitUsage, "read", root, fmt.Errorf("generating: %s is not a directory", root))
 	}
-	var opts gen.Options
+	opts := gen.Options{Release: version.Release()}
 	if check {
 		// Before anything is written: without a compiler, nothing is.
 		tsc, err := gen.FindTSC(ctx, root)

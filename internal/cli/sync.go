@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hoster-dev/hoster/internal/version"
 	"github.com/hoster-dev/hoster/pkg/apiclient"
 	"github.com/hoster-dev/hoster/pkg/gen"
 	"github.com/hoster-dev/hoster/pkg/mirror"
@@ -95,7 +96,7 @@ func runSync(ctx context.Context, ios *IO, g *globals, root string, o syncOption
 	// fails to generate is left as it is on the server (it keeps running
 	// its last good version); the others are pushed.
 	generate := func() ([]string, error) {
-		res, err := gen.Generate(root)
+		res, err := gen.GenerateWith(root, gen.Options{Release: version.Release()})
 		if err != nil {
 			return nil, failAt(ExitFailed, "generate", root, fmt.Errorf("generating: %w", err))
 		}

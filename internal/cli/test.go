@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hoster-dev/hoster/internal/version"
 	"github.com/hoster-dev/hoster/pkg/gametest"
 	"github.com/hoster-dev/hoster/pkg/gen"
 	"github.com/spf13/cobra"
@@ -49,7 +50,7 @@ func runTest(ios *IO, g *globals, root string) error {
 	if st, err := os.Stat(root); err != nil || !st.IsDir() {
 		return failAt(ExitUsage, "read", root, fmt.Errorf("testing: %s is not a directory", root))
 	}
-	res, err := gen.Generate(root)
+	res, err := gen.GenerateWith(root, gen.Options{Release: version.Release()})
 	if err != nil {
 		return failAt(ExitFailed, "generate", root, fmt.Errorf("testing: %w", err))
 	}

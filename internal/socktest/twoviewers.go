@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hoster-dev/hoster/internal/compact"
+	"github.com/hoster-dev/hoster/pkg/compact"
 )
 
-// TwoViewers checks the report of internal/compact/testdata's twoViewers
+// TwoViewers checks the report of pkg/compact/testdata's twoViewers
 // script (two connections of the browser library, one per format, compared
 // at every update they share), logs the library's cost per update, as
 // measured where it ran (where), and returns what each viewer knew last.

@@ -103,6 +103,9 @@ const (
 	ProcessesDir   = "hoster-processes"
 	GameConfigFile = "hoster-game.json"
 	ServerModule   = "hoster.server.js"
-	ClientLibrary  = "hoster.client.js"
-	ClientTypes    = "hoster.client.d.ts" // the typings of ClientLibrary, generated beside it
+	// ServerModuleMap is ServerModule's source map, pushed beside it so
+	// that errors name the author's file:line; never served.
+	ServerModuleMap = ServerModule + ".map"
+	ClientLibrary   = "hoster.client.js"
+	ClientTypes     = "hoster.client.d.ts" // the typings of ClientLibrary, generated beside it
 )

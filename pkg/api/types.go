@@ -1,7 +1,5 @@
 package api
 
-import "io"
-
 // VersionInfo is the body of GET /api/version, the only route that needs no
 // token.
 type VersionInfo struct {
@@ -32,23 +30,6 @@ type BatchResult struct {
 	Tree *Tree `json:"tree,omitempty"`
 }
 
-// BatchFile is one file of a batch upload, as a client sends it: its path
-// relative to the games root, its size, and how to read it (again, for a
-// retry).
-type BatchFile struct {
-	Rel  string
-	Size int64
-	Open func() (io.ReadCloser, error)
-}
-
-// BatchOutcome is how one file of a batch upload ended, as a client sees
-// it: Err is nil when the server wrote exactly its bytes, and SHA256 is
-// then their hash as the server reported it ("" when it did not say).
-type BatchOutcome struct {
-	SHA256 string
-	Err    error
-}
-
 // BatchFileResult is how one file of a batch went.
 type BatchFileResult struct {
 	// Path is the file's path, as in the batch.
@@ -61,6 +42,8 @@ type BatchFileResult struct {
 	// Error, when present, is why the file was not written (for a path
 	// outside the games root: "invalid path", in both variants).
 	Error string `json:"error,omitempty"`
+	// Cause, when present, says why machine-readably (see [CauseNoSpace]).
+	Cause string `json:"cause,omitempty"`
 }
 
 // Tree is the body of GET /api/tree: file paths relative to the games root
@@ -76,6 +59,9 @@ type WriteResult struct {
 	OK *bool `json:"ok,omitempty"`
 	// Error is variant 2 only, present only when OK is false.
 	Error string `json:"error,omitempty"`
+	// Cause is variant 2's machine-readable cause beside Error, when the
+	// server tells one (see [CauseNoSpace]).
+	Cause string `json:"cause,omitempty"`
 }
 
 // DeleteResult is the body of a DELETE /api/file answer. Variant 1 sets
@@ -88,6 +74,9 @@ type DeleteResult struct {
 	OK *bool `json:"ok,omitempty"`
 	// Error is variant 2 only, present when OK is false.
 	Error string `json:"error,omitempty"`
+	// Cause is variant 2's machine-readable cause beside Error, when the
+	// server tells one (see [CauseNoSpace]).
+	Cause string `json:"cause,omitempty"`
 }
 
 // ErrorBody is variant 1's JSON error body: {"error": "invalid path"} with
@@ -95,7 +84,26 @@ type DeleteResult struct {
 // upload over the limit) when the write itself fails.
 type ErrorBody struct {
 	Error string `json:"error"`
+	// Cause, when the server tells one, says why machine-readably (see
+	// [CauseNoSpace]).
+	Cause string `json:"cause,omitempty"`
 }
+
+// The machine-readable causes of a failure, in the "cause" field that a
+// failure's body may carry beside its "error" text, in both variants
+// ([ErrorBody], [WriteResult], [DeleteResult], [BatchFileResult]). It is
+// hoster-server's extension of the contract: a client decides on the cause,
+// never on the words of error (which are for people and may change); a
+// server from before it, or another server, sends none, and an absent cause
+// tells nothing. A client meeting a cause it does not know treats it as
+// absent.
+const (
+	// CauseNoSpace: the server's disk is full (ENOSPC), so the write failed
+	// for want of space, not for anything in the request; the same request
+	// may succeed once space is freed (a sync runs its deletes first, then
+	// sends such uploads again).
+	CauseNoSpace = "no-space"
+)
 
 // ErrInvalidPath is the error text variant 1 answers for an unsafe path.
 const ErrInvalidPath = "invalid path"
@@ -147,8 +155,18 @@ type StatsFile struct {
 	Size int64 `json:"size"`
 }
 
+// The statistic types of the health day-files, one file per type per UTC
+// day (pkg/layout names them).
+const (
+	StatsCPU    = "cpu"
+	StatsMemory = "memory"
+	StatsDisk   = "disk"
+	StatsDiskIO = "diskio"
+	StatsNetIO  = "netio"
+)
+
 // StatsTypes are the statistic types of the health day-files.
-var StatsTypes = []string{"cpu", "memory", "disk", "diskio", "netio"}
+var StatsTypes = []string{StatsCPU, StatsMemory, StatsDisk, StatsDiskIO, StatsNetIO}
 
 // GameLogListing is the body of GET /api/v1/gamelogs (variant 1 only).
 type GameLogListing struct {
@@ -295,18 +313,4 @@ type GameSnapshotLine struct {
 	// State is what the game's serialise hook returned (the instance state
 	// when there is none); its shape is the game's own.
 	State any `json:"state"`
-}
-
-// Fetched is the answer to a request for one of the tools routes' files,
-// its body still to be read.
-type Fetched struct {
-	// Status is 200 or 206.
-	Status int
-	// Start is where the body begins in the file: the Content-Range start of
-	// a 206, 0 for a 200.
-	Start int64
-	// Length is the Content-Length, or -1 when unknown.
-	Length int64
-	// Body must be closed.
-	Body io.ReadCloser
 }

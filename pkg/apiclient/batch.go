@@ -13,6 +13,7 @@ import (
 	"net/url"
 
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/transfer"
 )
 
 // batchBounds are the bounds on one batch upload a server offers in
@@ -32,7 +33,7 @@ type batchBounds struct {
 // files of the requests before it may then be written). With tree set it
 // asks, in the last request, for the server's tree as it stands after the
 // batch, and returns it where the server sent it (nil where not).
-func (c *Client) PutFiles(ctx context.Context, files []api.BatchFile, tree bool) ([]api.BatchOutcome, api.Tree, error) {
+func (c *Client) PutFiles(ctx context.Context, files []transfer.BatchFile, tree bool) ([]transfer.BatchOutcome, api.Tree, error) {
 	c.mu.Lock()
 	bounds := c.bounds
 	c.mu.Unlock()
@@ -40,7 +41,7 @@ func (c *Client) PutFiles(ctx context.Context, files []api.BatchFile, tree bool)
 	if err != nil {
 		return nil, nil, &Error{Op: fmt.Sprintf("uploading %d files at once", len(files)), Msg: err.Error()}
 	}
-	out := make([]api.BatchOutcome, 0, len(files))
+	out := make([]transfer.BatchOutcome, 0, len(files))
 	var after api.Tree
 	for i, part := range parts {
 		o, t, err := c.putBatch(ctx, part, tree && i == len(parts)-1)
@@ -53,9 +54,9 @@ func (c *Client) PutFiles(ctx context.Context, files []api.BatchFile, tree bool)
 }
 
 // splitBatch splits files, in their order, into batches within b.
-func splitBatch(files []api.BatchFile, b batchBounds) ([][]api.BatchFile, error) {
-	var parts [][]api.BatchFile
-	var cur []api.BatchFile
+func splitBatch(files []transfer.BatchFile, b batchBounds) ([][]transfer.BatchFile, error) {
+	var parts [][]transfer.BatchFile
+	var cur []transfer.BatchFile
 	var bytes, names int64 = tarEnd, 0
 	for _, f := range files {
 		n, err := tarEntrySize(f)
@@ -87,9 +88,9 @@ func splitBatch(files []api.BatchFile, b batchBounds) ([][]api.BatchFile, error)
 // batch when the request itself failed. With tree set it asks for the
 // server's tree as it stands after the batch, and returns it where the
 // server sent it (nil where not).
-func (c *Client) putBatch(ctx context.Context, files []api.BatchFile, tree bool) ([]api.BatchOutcome, api.Tree, error) {
+func (c *Client) putBatch(ctx context.Context, files []transfer.BatchFile, tree bool) ([]transfer.BatchOutcome, api.Tree, error) {
 	op := fmt.Sprintf("uploading %d files at once", len(files))
-	out := make([]api.BatchOutcome, len(files))
+	out := make([]transfer.BatchOutcome, len(files))
 	size, err := tarSize(files)
 	if err != nil {
 		return nil, nil, &Error{Op: op, Msg: err.Error()}
@@ -120,20 +121,20 @@ func (c *Client) putBatch(ctx context.Context, files []api.BatchFile, tree bool)
 		var res api.BatchResult
 		var fail api.WriteResult // variant 2's answer to a request that failed as a whole
 		if json.Unmarshal(answer, &fail) == nil && fail.OK != nil && !*fail.OK {
-			return &Error{Op: op, Msg: "the server could not write them: " + fail.Error}
+			return &Error{Op: op, Msg: "the server could not write them: " + fail.Error, Reason: fail.Cause}
 		}
 		if err := json.Unmarshal(answer, &res); err != nil || len(res.Files) != len(files) {
 			return &Error{Op: op, Msg: fmt.Sprintf("the answer is not a result for each of the %d files", len(files))}
 		}
 		for i, r := range res.Files {
-			o := api.BatchOutcome{SHA256: r.SHA256}
+			o := transfer.BatchOutcome{SHA256: r.SHA256}
 			switch {
 			case r.Path != files[i].Rel:
-				o = api.BatchOutcome{Err: &Error{Op: "uploading " + files[i].Rel, Msg: "the server answered for " + r.Path}}
+				o = transfer.BatchOutcome{Err: &Error{Op: "uploading " + files[i].Rel, Msg: "the server answered for " + r.Path}}
 			case r.Error != "":
-				o = api.BatchOutcome{Err: &Error{Op: "uploading " + files[i].Rel, Msg: "the server could not write it: " + r.Error}}
+				o = transfer.BatchOutcome{Err: &Error{Op: "uploading " + files[i].Rel, Msg: "the server could not write it: " + r.Error, Reason: r.Cause}}
 			case r.Size != files[i].Size:
-				o = api.BatchOutcome{Err: &Error{Op: "uploading " + files[i].Rel, Msg: fmt.Sprintf("the server wrote %d bytes of %d", r.Size, files[i].Size)}}
+				o = transfer.BatchOutcome{Err: &Error{Op: "uploading " + files[i].Rel, Msg: fmt.Sprintf("the server wrote %d bytes of %d", r.Size, files[i].Size)}}
 			}
 			out[i] = o
 		}
@@ -160,7 +161,7 @@ func (e *localError) Error() string {
 }
 
 // tarHeader is the header of f in a batch's tar stream.
-func tarHeader(f api.BatchFile) *tar.Header {
+func tarHeader(f transfer.BatchFile) *tar.Header {
 	return &tar.Header{Name: f.Rel, Size: f.Size, Mode: 0o644, Typeflag: tar.TypeReg, Format: tar.FormatPAX}
 }
 
@@ -169,7 +170,7 @@ func tarHeader(f api.BatchFile) *tar.Header {
 // a block, and the two zero blocks that end the stream. Sent as the
 // request's Content-Length, it spares both hops (to the proxy, and on to
 // the server) the chunked encoding.
-func tarSize(files []api.BatchFile) (int64, error) {
+func tarSize(files []transfer.BatchFile) (int64, error) {
 	var total int64
 	for _, f := range files {
 		n, err := tarEntrySize(f)
@@ -186,7 +187,7 @@ const tarEnd = 2 * 512
 
 // tarEntrySize is the length of f in a tar stream: its header blocks and
 // its bytes padded to a block.
-func tarEntrySize(f api.BatchFile) (int64, error) {
+func tarEntrySize(f transfer.BatchFile) (int64, error) {
 	const block = 512
 	var n countingWriter
 	if err := tar.NewWriter(&n).WriteHeader(tarHeader(f)); err != nil {
@@ -205,7 +206,7 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // writeTar writes files to w as a tar stream, in pieces of tarChunk: the
 // tar writer's own writes (a header, a file's padding) are small, and each
 // write is a TLS record and a system call on every hop.
-func writeTar(w io.Writer, files []api.BatchFile) error {
+func writeTar(w io.Writer, files []transfer.BatchFile) error {
 	bw := bufio.NewWriterSize(w, tarChunk)
 	tw := tar.NewWriter(bw)
 	for _, f := range files {

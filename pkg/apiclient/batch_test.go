@@ -4,14 +4,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/transfer"
 )
 
 // splitBatch keeps to each bound it is told, keeps the files' order, and
 // sends a file too big for any batch in one of its own.
 func TestSplitBatch(t *testing.T) {
-	f := func(rel string, size int64) api.BatchFile { return api.BatchFile{Rel: rel, Size: size} }
-	files := []api.BatchFile{f("a.com/g/1", 10), f("a.com/g/2", 600), f("a.com/g/33", 10), f("a.com/g/4", 5000), f("a.com/g/5", 0)}
+	f := func(rel string, size int64) transfer.BatchFile { return transfer.BatchFile{Rel: rel, Size: size} }
+	files := []transfer.BatchFile{f("a.com/g/1", 10), f("a.com/g/2", 600), f("a.com/g/33", 10), f("a.com/g/4", 5000), f("a.com/g/5", 0)}
 	for _, tc := range []struct {
 		bounds batchBounds
 		want   string

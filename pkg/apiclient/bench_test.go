@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/transfer"
 )
 
 // BenchmarkRequests is the client's own cost per request on loopback, for
@@ -47,9 +48,9 @@ func BenchmarkRequests(b *testing.B) {
 			return err
 		}
 	}
-	batch := make([]api.BatchFile, 16)
+	batch := make([]transfer.BatchFile, 16)
 	for i := range batch {
-		batch[i] = api.BatchFile{Rel: "a.com/g/x", Size: 4096, Open: func() (io.ReadCloser, error) {
+		batch[i] = transfer.BatchFile{Rel: "a.com/g/x", Size: 4096, Open: func() (io.ReadCloser, error) {
 			return io.NopCloser(bytes.NewReader(mib[:4096])), nil
 		}}
 	}

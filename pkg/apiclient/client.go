@@ -180,7 +180,7 @@ func (c *Client) PutFile(ctx context.Context, rel string, size int64, open func(
 			return &Error{Op: op, Msg: "the answer is not a write result: " + err.Error()}
 		}
 		if res.OK != nil && !*res.OK {
-			return &Error{Op: op, Msg: "the server could not write it: " + res.Error}
+			return &Error{Op: op, Msg: "the server could not write it: " + res.Error, Reason: res.Cause}
 		}
 		if res.Size != size {
 			return &Error{Op: op, Msg: fmt.Sprintf("the server wrote %d bytes of %d", res.Size, size)}
@@ -204,7 +204,7 @@ func (c *Client) DeleteFile(ctx context.Context, rel string) error {
 			if res.Error != "" {
 				msg += ": " + res.Error
 			}
-			return &Error{Op: op, Msg: msg}
+			return &Error{Op: op, Msg: msg, Reason: res.Cause}
 		}
 		return nil
 	})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/transfer"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -267,11 +268,11 @@ func TestBatchLengthIsTold(t *testing.T) {
 	}))
 	defer srv.Close()
 	c, _ := NewClient(ClientConfig{Server: srv.URL, Token: secret, Attempts: 1})
-	var files []api.BatchFile
+	var files []transfer.BatchFile
 	names := []string{"a.com/g/x", "a.com/g/" + strings.Repeat("long-", 30) + ".js", "a.com/g/é/ü.txt"}
 	for i, size := range []int{0, 1, 511, 512, 513, 70000} {
 		body := strings.Repeat("z", size)
-		files = append(files, api.BatchFile{Rel: fmt.Sprintf("%s%d", names[i%len(names)], i), Size: int64(size),
+		files = append(files, transfer.BatchFile{Rel: fmt.Sprintf("%s%d", names[i%len(names)], i), Size: int64(size),
 			Open: func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(body)), nil }})
 	}
 	c.PutFiles(t.Context(), files, false)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/transfer"
 )
 
 // maxListing bounds a tools listing's answer, 64 MiB: the game-log listing,
@@ -48,15 +49,15 @@ var contentRange = regexp.MustCompile(`^bytes (\d+)-(\d+)/(\d+|\*)$`)
 // whole file. The body is streamed, never buffered. Getting the answer is
 // retried as every request of the client is (no answer, 5xx, 429); a body
 // cut off while it streams is the caller's to resume.
-func (c *Client) Fetch(ctx context.Context, route string, query url.Values, offset int64) (*api.Fetched, error) {
+func (c *Client) Fetch(ctx context.Context, route string, query url.Values, offset int64) (*transfer.Fetched, error) {
 	op := "fetching " + route + "?" + query.Encode()
 	k := call{op: op, method: http.MethodGet, path: api.ToolsPath(api.Version, route), query: query, stream: true}
 	if offset > 0 {
 		k.header = http.Header{"Range": {fmt.Sprintf("bytes=%d-", offset)}}
 	}
-	var f *api.Fetched
+	var f *transfer.Fetched
 	err := c.do(ctx, k, func(resp *http.Response, _ []byte) error {
-		f = &api.Fetched{Status: resp.StatusCode, Length: resp.ContentLength, Body: resp.Body}
+		f = &transfer.Fetched{Status: resp.StatusCode, Length: resp.ContentLength, Body: resp.Body}
 		if f.Status == http.StatusPartialContent {
 			m := contentRange.FindStringSubmatch(resp.Header.Get("Content-Range"))
 			if m == nil {

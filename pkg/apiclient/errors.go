@@ -22,6 +22,9 @@ type Error struct {
 	// Err, when set, is the cause (ErrNotFound, a *PinError, the context's
 	// error); Msg is then empty.
 	Err error
+	// Reason is the machine-readable cause the server told beside its
+	// message (api.CauseNoSpace), "" when it told none.
+	Reason string
 	// Transient is true for failures worth retrying: no answer, 5xx, 429.
 	Transient bool
 	// Attempts is how many times it was tried, when more than once.
@@ -32,6 +35,10 @@ type Error struct {
 // answer: no answer at all, or a server error (a 429 is an answer: slow
 // down).
 func (e *Error) Unreachable() bool { return e.Transient && e.Status != 429 }
+
+// OutOfSpace reports whether the server said, by its machine-readable
+// cause, that its disk is full.
+func (e *Error) OutOfSpace() bool { return e.Reason == api.CauseNoSpace }
 
 func (e *Error) Error() string { return e.Op + ": " + e.Cause() }
 
@@ -140,7 +147,8 @@ func statusError(op string, status int, header http.Header, body []byte) error {
 	if status == http.StatusNotFound {
 		return &Error{Op: op, Err: ErrNotFound}
 	}
-	return &Error{Op: op, Status: status, Msg: serverMessage(body), Transient: transientStatus(status)}
+	msg, reason := serverMessage(body)
+	return &Error{Op: op, Status: status, Msg: msg, Reason: reason, Transient: transientStatus(status)}
 }
 
 // transientStatus reports whether an answer's status is worth trying
@@ -149,18 +157,19 @@ func transientStatus(status int) bool {
 	return status >= 500 || status == http.StatusTooManyRequests
 }
 
-// serverMessage reads {error} from a body, or a short excerpt of it.
-func serverMessage(body []byte) string {
+// serverMessage reads {error, cause} from a body, or a short excerpt of
+// it and no cause.
+func serverMessage(body []byte) (msg, cause string) {
 	var e api.ErrorBody
 	if json.Unmarshal(body, &e) == nil && e.Error != "" {
-		return e.Error
+		return e.Error, e.Cause
 	}
 	s := strings.TrimSpace(string(body))
 	if len(s) > 200 {
 		s = s[:200] + "…"
 	}
 	if s == "" {
-		return "(no message)"
+		return "(no message)", ""
 	}
-	return s
+	return s, ""
 }

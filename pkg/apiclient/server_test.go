@@ -23,6 +23,7 @@ import (
 	"github.com/hoster-dev/hoster/pkg/api"
 	"github.com/hoster-dev/hoster/pkg/apiclient"
 	"github.com/hoster-dev/hoster/pkg/tools"
+	"github.com/hoster-dev/hoster/pkg/transfer"
 )
 
 // The tests of this file run the client against the real server, from
@@ -72,10 +73,10 @@ func TestPutFilesFitsTheOffer(t *testing.T) {
 				t.Fatalf("version %+v %v", v, err)
 			}
 			// Five files of 900,000 bytes: two fit in 2 MiB of tar.
-			var files []api.BatchFile
+			var files []transfer.BatchFile
 			body := strings.Repeat("9", 900_000)
 			for i := range 5 {
-				files = append(files, api.BatchFile{Rel: fmt.Sprintf("a.com/g/%d", i), Size: int64(len(body)),
+				files = append(files, transfer.BatchFile{Rel: fmt.Sprintf("a.com/g/%d", i), Size: int64(len(body)),
 					Open: func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(body)), nil }})
 			}
 			outs, tree, err := c.PutFiles(t.Context(), files, true)
@@ -135,7 +136,7 @@ func TestHTTP2WhereOfferedUploadsOnHTTP1(t *testing.T) {
 		if _, err := c.PutFile(ctx, "a.com/g/x", 3, abc); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := c.PutFiles(ctx, []api.BatchFile{{Rel: "a.com/g/x", Size: 3, Open: abc}}, false); err != nil {
+		if _, _, err := c.PutFiles(ctx, []transfer.BatchFile{{Rel: "a.com/g/x", Size: 3, Open: abc}}, false); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -241,7 +242,7 @@ func TestEveryRequestGoesOneWay(t *testing.T) {
 		"tree":    func() error { _, err := c.Tree(ctx); return err },
 		"put":     func() error { _, err := c.PutFile(ctx, "a.com/g/x", 3, abc); return err },
 		"batch": func() error {
-			outs, _, err := c.PutFiles(ctx, []api.BatchFile{{Rel: "a.com/g/x", Size: 3, Open: abc}}, false)
+			outs, _, err := c.PutFiles(ctx, []transfer.BatchFile{{Rel: "a.com/g/x", Size: 3, Open: abc}}, false)
 			for _, o := range outs {
 				err = errors.Join(err, o.Err)
 			}

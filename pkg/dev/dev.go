@@ -34,6 +34,7 @@ import (
 	"github.com/hoster-dev/hoster/pkg/apiclient"
 	"github.com/hoster-dev/hoster/pkg/gen"
 	"github.com/hoster-dev/hoster/pkg/hostserver"
+	"github.com/hoster-dev/hoster/pkg/layout"
 	"github.com/hoster-dev/hoster/pkg/mirror"
 	"github.com/hoster-dev/hoster/pkg/runtime"
 )
@@ -58,6 +59,9 @@ type Options struct {
 	Log io.Writer
 	// Debounce is the quiet period after a save before the sync: 200 ms.
 	Debounce time.Duration
+	// Release is the hoster release that generated files record (gen's
+	// Options.Release): the calling program's own.
+	Release string
 }
 
 // Run serves until ctx ends, then stops everything and removes the
@@ -148,9 +152,9 @@ func (o *Options) defaults() {
 func syncAndWatch(ctx context.Context, o Options, client *apiclient.Client, served <-chan error) error {
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	push := func() { syncOnce(wctx, o.Root, client, o.Log) }
+	push := func() { syncOnce(wctx, o.Root, o.Release, client, o.Log) }
 	push()
-	if games, err := gen.FindGames(o.Root); err == nil && len(games) == 0 {
+	if games, err := layout.Games(o.Root); err == nil && len(games) == 0 {
 		fmt.Fprintf(o.Log, "no game under %s yet: a game is a folder <domain>/<game>/ holding hoster-game.json\n", o.Root)
 	}
 	watched := make(chan error, 1)
@@ -193,13 +197,14 @@ func listen(port int, log io.Writer) (net.Listener, error) {
 	return ln, nil
 }
 
-// syncOnce generates and syncs root as hoster sync does, reporting to log.
-func syncOnce(ctx context.Context, root string, client mirror.Remote, log io.Writer) {
+// syncOnce generates (recording release) and syncs root as hoster sync
+// does, reporting to log.
+func syncOnce(ctx context.Context, root, release string, client mirror.Remote, log io.Writer) {
 	start := time.Now()
 	// As hoster sync does: a game that fails to generate keeps running its
 	// last good version; the others are pushed.
 	generate := func() ([]string, error) {
-		res, err := gen.Generate(root)
+		res, err := gen.GenerateWith(root, gen.Options{Release: release})
 		if err != nil {
 			return nil, fmt.Errorf("generating: %w", err)
 		}

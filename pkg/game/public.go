@@ -10,9 +10,23 @@ import (
 	"strings"
 )
 
-// The definition folders of a game: its hooks and schemas, the server's
-// alone.
-var definitionFolders = []string{"hoster-instance", "hoster-player", "hoster-entities", "hoster-commands"}
+// The definition folders at the top of a game folder: its hooks and
+// schemas, the server's alone (hoster gen reads them; the pages never serve
+// them).
+const (
+	InstanceFolder = "hoster-instance" // the instance's hooks
+	PlayerFolder   = "hoster-player"   // the player's hooks and fields.json
+	EntitiesFolder = "hoster-entities" // a folder per entity type: its hooks and fields.json
+	CommandsFolder = "hoster-commands" // a folder per command: run and args.json
+)
+
+// The schema files of the definition folders.
+const (
+	FieldsFile = "fields.json" // in PlayerFolder and each entity type's folder
+	ArgsFile   = "args.json"   // in each command's folder
+)
+
+var definitionFolders = []string{InstanceFolder, PlayerFolder, EntitiesFolder, CommandsFolder}
 
 // IsDefinitionFolder reports whether name, at the top of a game folder, is
 // one of the definition folders (hoster-instance/, hoster-player/,

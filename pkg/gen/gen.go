@@ -20,12 +20,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/hoster-dev/hoster/pkg/api"
 	"github.com/hoster-dev/hoster/pkg/atomicfile"
 	"github.com/hoster-dev/hoster/pkg/game"
+	"github.com/hoster-dev/hoster/pkg/layout"
 )
 
 // The generated files.
@@ -33,7 +33,7 @@ const (
 	ServerFile = api.ServerModule    // hoster.server.js
 	ClientFile = api.ClientLibrary   // hoster.client.js
 	TypesFile  = api.ClientTypes     // hoster.client.d.ts
-	MapFile    = ServerFile + ".map" // hoster.server.js.map: never served
+	MapFile    = api.ServerModuleMap // hoster.server.js.map: never served
 )
 
 // Problem is one thing wrong with a game.
@@ -148,9 +148,11 @@ func (r Result) Problems() []Problem {
 }
 
 // Generate generates every game under root, found by the contract's
-// structure rules: <root>/<domain>/<game>/ with hoster-game.json. The error
-// is only for trouble reading root itself; each game's problems are in the
-// Result.
+// structure rules (pkg/layout's Games): <root>/<domain>/<game>/ holding
+// hoster-game.json, a regular file (not a symbolic link, which a sync never
+// sends). The error is only for trouble reading root itself; each game's
+// problems are in the Result. Its files record the release "dev": a
+// program stamps its own with GenerateWith.
 func Generate(root string) (Result, error) { return GenerateWith(root, Options{}) }
 
 // Options change what GenerateWith does.
@@ -164,15 +166,23 @@ type Options struct {
 	// is "<domain>/<game>". Its error, for a checker that could not run,
 	// is a problem of the game too.
 	Check func(root, dir string) ([]Problem, error)
+	// Release is the hoster release that every generated file's header
+	// records: the calling program's own (internal/version's Release, "dev"
+	// for a development build, so that each commit does not rewrite every
+	// generated file). Empty records "dev".
+	Release string
 }
 
 // GenerateWith is Generate with options.
 func GenerateWith(root string, o Options) (Result, error) {
+	if o.Release == "" {
+		o.Release = "dev"
+	}
 	root, err := filepath.Abs(root)
 	if err != nil {
 		return Result{}, fmt.Errorf("reading %s: %w", root, err)
 	}
-	dirs, err := FindGames(root)
+	dirs, err := layout.Games(root)
 	if err != nil {
 		return Result{}, err
 	}
@@ -181,34 +191,6 @@ func GenerateWith(root string, o Options) (Result, error) {
 		res.Games = append(res.Games, generateGame(root, dir, o))
 	}
 	return res, nil
-}
-
-// FindGames lists the "<domain>/<game>" folders under root, sorted.
-func FindGames(root string) ([]string, error) {
-	domains, err := os.ReadDir(root)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", root, err)
-	}
-	var games []string
-	for _, d := range domains {
-		if !d.IsDir() || !game.IsDomainName(d.Name()) {
-			continue
-		}
-		entries, err := os.ReadDir(filepath.Join(root, d.Name()))
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", filepath.Join(root, d.Name()), err)
-		}
-		for _, g := range entries {
-			if !g.IsDir() || !game.IsGameName(g.Name()) {
-				continue
-			}
-			if fi, err := os.Stat(filepath.Join(root, d.Name(), g.Name(), api.GameConfigFile)); err == nil && fi.Mode().IsRegular() {
-				games = append(games, d.Name()+"/"+g.Name())
-			}
-		}
-	}
-	sort.Strings(games)
-	return games, nil
 }
 
 func generateGame(root, dir string, o Options) GameResult {
@@ -220,7 +202,7 @@ func generateGame(root, dir string, o Options) GameResult {
 	// places of problems are relative to the game until the end.
 	var server, sourceMap []byte
 	if len(problems) == 0 {
-		server, sourceMap, problems = bundle(abs, def)
+		server, sourceMap, problems = bundle(abs, def, o.Release)
 	}
 	if len(problems) == 0 {
 		problems = check(server, sourceMap, def)
@@ -243,7 +225,7 @@ func generateGame(root, dir string, o Options) GameResult {
 	}
 	if len(problems) == 0 {
 		// The hooks' types first: the type check reads them.
-		env := map[string][]byte{EnvFile: envTypes(dir, def)}
+		env := map[string][]byte{EnvFile: envTypes(dir, def, o.Release)}
 		if !exists(filepath.Join(abs, TSConfigFile)) {
 			env[TSConfigFile] = []byte(tsconfig)
 		}
@@ -260,8 +242,8 @@ func generateGame(root, dir string, o Options) GameResult {
 		write(map[string][]byte{
 			ServerFile: server,
 			MapFile:    sourceMap,
-			ClientFile: clientLibrary(dir, def),
-			TypesFile:  clientTypes(dir, def),
+			ClientFile: clientLibrary(dir, def, o.Release),
+			TypesFile:  clientTypes(dir, def, o.Release),
 		}, ServerFile, MapFile, ClientFile, TypesFile)
 	}
 	for _, p := range problems {

@@ -47,8 +47,8 @@ func load(dir string) (*definition, []Problem) {
 	l.player()
 	l.entities()
 	l.commands()
-	l.problems = append(l.problems, strangers(dir, "hoster-entities", nil, "")...)
-	l.problems = append(l.problems, strangers(dir, "hoster-commands", nil, "")...)
+	l.problems = append(l.problems, strangers(dir, game.EntitiesFolder, nil, "")...)
+	l.problems = append(l.problems, strangers(dir, game.CommandsFolder, nil, "")...)
 	sort.Strings(l.d.Sources)
 	return l.d, l.problems
 }
@@ -133,11 +133,11 @@ func (l *loader) config() {
 // instance finds the instance's hooks.
 func (l *loader) instance() {
 	for _, h := range instanceHooks {
-		l.findHook("hoster-instance", h, "instance."+h, false)
+		l.findHook(game.InstanceFolder, h, "instance."+h, false)
 	}
-	l.known("hoster-instance", instanceHooks, "")
+	l.known(game.InstanceFolder, instanceHooks, "")
 	for _, h := range l.d.Hooks {
-		if h.File == "hoster-instance/create.ts" {
+		if h.File == game.InstanceFolder+"/create.ts" {
 			l.d.stateFrom = h.File
 		}
 	}
@@ -146,30 +146,30 @@ func (l *loader) instance() {
 // player reads the player's fields and finds its hooks.
 func (l *loader) player() {
 	l.d.Player = game.Fields{}
-	l.readJSON("hoster-player/fields.json", func(b []byte) (err error) { l.d.Player, err = game.ParseFields(b); return })
+	l.readJSON(game.PlayerFolder+"/"+game.FieldsFile, func(b []byte) (err error) { l.d.Player, err = game.ParseFields(b); return })
 	for _, h := range playerHooks {
-		l.findHook("hoster-player", h, "player."+h, false)
+		l.findHook(game.PlayerFolder, h, "player."+h, false)
 	}
-	l.known("hoster-player", playerHooks, "fields.json")
+	l.known(game.PlayerFolder, playerHooks, game.FieldsFile)
 }
 
 // entities reads each entity type's fields and finds its hooks.
 func (l *loader) entities() {
-	types, err := subdirs(filepath.Join(l.dir, "hoster-entities"))
+	types, err := subdirs(filepath.Join(l.dir, game.EntitiesFolder))
 	if err != nil {
-		l.add("hoster-entities", err)
+		l.add(game.EntitiesFolder, err)
 	}
 	for _, t := range types {
 		if t == "player" {
-			l.problems = append(l.problems, Problem{File: "hoster-entities/player", Msg: `"player" is the type of players; name the entity type otherwise`})
+			l.problems = append(l.problems, Problem{File: game.EntitiesFolder + "/player", Msg: `"player" is the type of players; name the entity type otherwise`})
 			continue
 		}
 		fields := game.Fields{}
-		folder := "hoster-entities/" + t
-		if !exists(filepath.Join(l.dir, folder, "fields.json")) {
+		folder := game.EntitiesFolder + "/" + t
+		if !exists(filepath.Join(l.dir, folder, game.FieldsFile)) {
 			l.problems = append(l.problems, Problem{File: folder, Msg: `no fields.json: an entity type needs one, listing what viewers see ({} for nothing)`})
 		}
-		l.readJSON(folder+"/fields.json", func(b []byte) (err error) {
+		l.readJSON(folder+"/"+game.FieldsFile, func(b []byte) (err error) {
 			if fields, err = game.ParseFields(b); err != nil {
 				return err
 			}
@@ -185,22 +185,22 @@ func (l *loader) entities() {
 		for _, h := range entityHooks {
 			l.findHook(folder, h, fmt.Sprintf("entities[%q].%s", t, h), false)
 		}
-		l.known(folder, entityHooks, "fields.json")
+		l.known(folder, entityHooks, game.FieldsFile)
 	}
 }
 
 // commands reads each command's arguments and finds its handler.
 func (l *loader) commands() {
-	names, err := subdirs(filepath.Join(l.dir, "hoster-commands"))
+	names, err := subdirs(filepath.Join(l.dir, game.CommandsFolder))
 	if err != nil {
-		l.add("hoster-commands", err)
+		l.add(game.CommandsFolder, err)
 	}
 	for _, n := range names {
 		args := game.Args{}
-		l.readJSON("hoster-commands/"+n+"/args.json", func(b []byte) (err error) { args, err = game.ParseArgs(b); return })
+		l.readJSON(game.CommandsFolder+"/"+n+"/"+game.ArgsFile, func(b []byte) (err error) { args, err = game.ParseArgs(b); return })
 		l.d.Commands[n] = args
-		l.findHook("hoster-commands/"+n, "run", fmt.Sprintf("commands[%q].run", n), true)
-		l.known("hoster-commands/"+n, []string{"run"}, "args.json")
+		l.findHook(game.CommandsFolder+"/"+n, "run", fmt.Sprintf("commands[%q].run", n), true)
+		l.known(game.CommandsFolder+"/"+n, []string{"run"}, game.ArgsFile)
 	}
 }
 
@@ -230,7 +230,7 @@ func strangers(dir, folder string, hooks []string, schema string) []Problem {
 		var msg string
 		switch {
 		case holdsFolders:
-			msg = fmt.Sprintf("%s holds one folder per %s; a loose file here is not read", folder, map[string]string{"hoster-entities": "entity type", "hoster-commands": "command"}[folder])
+			msg = fmt.Sprintf("%s holds one folder per %s; a loose file here is not read", folder, map[string]string{game.EntitiesFolder: "entity type", game.CommandsFolder: "command"}[folder])
 		case e.IsDir():
 			msg = fmt.Sprintf("%s holds hook files only; put helpers outside the definition folders and import them", folder)
 		default:

@@ -24,10 +24,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/layout"
 	"github.com/shirou/gopsutil/v4/cpu"
 	"github.com/shirou/gopsutil/v4/disk"
 	"github.com/shirou/gopsutil/v4/host"
@@ -86,23 +86,23 @@ func Lines(h api.Health) map[string][]byte {
 		lines[typ] = append([]byte(fmt.Sprintf(`{"ts":%d,`, h.TS)), b[1:]...)
 	}
 	if len(h.CPU.Cores) > 0 {
-		add("cpu", struct {
+		add(api.StatsCPU, struct {
 			Load  [3]float64    `json:"load"`
 			Model string        `json:"model"`
 			Cores []api.CPUTime `json:"cores"`
 		}{h.Load, h.CPU.Model, h.CPU.Cores})
 	}
 	if h.Memory.Total > 0 {
-		add("memory", h.Memory)
+		add(api.StatsMemory, h.Memory)
 	}
 	if h.Disk != nil {
-		add("disk", h.Disk)
+		add(api.StatsDisk, h.Disk)
 	}
 	if h.DiskIO != nil {
-		add("diskio", h.DiskIO)
+		add(api.StatsDiskIO, h.DiskIO)
 	}
 	if h.NetIO != nil {
-		add("netio", h.NetIO)
+		add(api.StatsNetIO, h.NetIO)
 	}
 	return lines
 }
@@ -158,9 +158,8 @@ func (s *Sampler) Append(h api.Health) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
-	date := time.Unix(h.TS, 0).UTC().Format(time.DateOnly)
 	for typ, line := range Lines(h) {
-		path := filepath.Join(dir, typ+"-"+date+".log")
+		path := filepath.Join(dir, layout.StatsFileName(typ, time.Unix(h.TS, 0)))
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 		if err != nil {
 			return fmt.Errorf("opening %s: %w", path, err)
@@ -183,14 +182,9 @@ func Prune(logsRoot string, now time.Time) error {
 	statsCut := now.UTC().AddDate(0, 0, -api.StatsRetentionDays)
 	entries, _ := os.ReadDir(filepath.Join(logsRoot, api.ServerLogsDir))
 	for _, e := range entries {
-		name := e.Name()
-		i := strings.IndexByte(name, '-')
-		if i < 0 || !strings.HasSuffix(name, ".log") || !e.Type().IsRegular() {
-			continue
-		}
-		day, err := time.Parse(time.DateOnly, strings.TrimSuffix(name[i+1:], ".log"))
-		if err == nil && day.Add(24*time.Hour).Before(statsCut) {
-			os.Remove(filepath.Join(logsRoot, api.ServerLogsDir, name))
+		_, day, ok := layout.ParseStatsFileName(e.Name())
+		if ok && e.Type().IsRegular() && day.Add(24*time.Hour).Before(statsCut) {
+			os.Remove(filepath.Join(logsRoot, api.ServerLogsDir, e.Name()))
 		}
 	}
 	gameCut := now.UTC().AddDate(0, 0, -api.GameLogRetentionDays)
@@ -199,16 +193,8 @@ func Prune(logsRoot string, now time.Time) error {
 		if err != nil || !d.Type().IsRegular() {
 			return nil
 		}
-		name := d.Name()
-		if !strings.HasSuffix(name, ".jsonl") {
-			return nil
-		}
-		i := strings.IndexByte(name, '-')
-		if i < 0 {
-			return nil
-		}
-		hour, err := time.Parse("2006-01-02-15", strings.TrimSuffix(name[i+1:], ".jsonl"))
-		if err == nil && hour.Add(time.Hour).Before(gameCut) {
+		_, hour, ok := layout.ParseGameLogFileName(d.Name())
+		if ok && hour.Add(time.Hour).Before(gameCut) {
 			os.Remove(p)
 		}
 		return nil

@@ -30,12 +30,18 @@ func unreachable(err error) bool {
 	return errors.As(err, &e) && e.Unreachable() && !outOfSpace(err)
 }
 
-// outOfSpace reports whether err is the server saying its disk is full.
-func outOfSpace(err error) bool { return err != nil && outOfSpaceMsg(err.Error()) }
-
-// outOfSpaceMsg reports whether an error's text is the server saying its
-// disk is full (ENOSPC, as the write's error carries it in both variants).
-func outOfSpaceMsg(msg string) bool { return strings.Contains(msg, "no space left on device") }
+// outOfSpace reports whether err is the server saying its disk is full: by
+// the machine-readable cause of its answer (api.CauseNoSpace; the Remote's
+// errors tell it with an OutOfSpace method, as *apiclient.Error does), or,
+// from a server that tells no cause (hoster-server before it, or another
+// server of the contract), by the system's words for ENOSPC in its message.
+func outOfSpace(err error) bool {
+	var e interface{ OutOfSpace() bool }
+	if errors.As(err, &e) && e.OutOfSpace() {
+		return true
+	}
+	return err != nil && strings.Contains(err.Error(), "no space left on device")
+}
 
 // transfers runs do(0..n-1), jobs at a time, and returns the indices never
 // started because the server looked gone. After unreachableAfter failures

@@ -75,45 +75,92 @@ func TestFailedUploadKeepsOnlyItsGamesDeletes(t *testing.T) {
 }
 
 // TestFullDiskFreedByDeletingLocally: with the server's disk full, deleting
-// files locally frees it within the same sync. The games root is a small
-// tmpfs (root only).
+// files locally frees it within the same sync. The client knows the disk is
+// full by the answer's machine-readable cause, whatever its words: a second
+// run rewords the server's answers, so only the cause tells it. The games
+// root is a small tmpfs (root only).
 func TestFullDiskFreedByDeletingLocally(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("mounting a small tmpfs needs root")
 	}
 	for _, variant := range []api.Variant{api.Variant1, api.Variant2} {
-		t.Run(fmt.Sprint("variant", variant), func(t *testing.T) {
-			games := t.TempDir()
-			if err := syscall.Mount("tmpfs", games, "tmpfs", 0, "size=1m"); err != nil {
-				t.Skipf("mounting a tmpfs: %v", err)
-			}
-			t.Cleanup(func() { syscall.Unmount(games, syscall.MNT_DETACH) })
-			srv, err := server.New(server.Options{GamesRoot: games, Token: token, Variant: variant})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ts := httptest.NewServer(srv.Handler())
-			t.Cleanup(func() { ts.Close(); srv.Close() })
-			c, _ := apiclient.NewClient(apiclient.ClientConfig{Server: ts.URL, Token: token, Attempts: 2, RetryBase: 1})
-			f := &fixture{root: t.TempDir(), games: games, c: c}
-			write(t, f.root, "a.com/g/hoster-game.json", cfg)
-			write(t, f.root, "a.com/g/old.bin", strings.Repeat("o", 700<<10))
-			if sum, err := f.sync(t, SyncOptions{}); err != nil || len(sum.Failures) > 0 {
-				t.Fatalf("first sync: %v %+v", err, sum.Failures)
-			}
-			os.Remove(filepath.Join(f.root, "a.com/g/old.bin"))
-			write(t, f.root, "a.com/g/new.bin", strings.Repeat("n", 700<<10))
-			sum, err := f.sync(t, SyncOptions{})
-			if err != nil || len(sum.Failures) > 0 || sum.Deleted != 1 || sum.Uploaded != 1 {
-				t.Fatalf("the sync did not free the disk: %v %d uploaded, %d deleted, %+v", err, sum.Uploaded, sum.Deleted, sum.Failures)
-			}
-			if len(sum.Notes) != 1 || !strings.Contains(sum.Notes[0], "out of space") {
-				t.Fatalf("notes %q", sum.Notes)
-			}
-			if got := fmt.Sprint(f.serverFiles(t)); got != "[a.com/g/hoster-game.json a.com/g/new.bin]" {
-				t.Fatalf("server holds %s", got)
-			}
-		})
+		for _, reworded := range []bool{false, true} {
+			t.Run(fmt.Sprintf("variant%d/reworded=%v", variant, reworded), func(t *testing.T) {
+				fullDiskSync(t, variant, reworded)
+			})
+		}
+	}
+}
+
+func fullDiskSync(t *testing.T, variant api.Variant, reworded bool) {
+	games := t.TempDir()
+	if err := syscall.Mount("tmpfs", games, "tmpfs", 0, "size=1m"); err != nil {
+		t.Skipf("mounting a tmpfs: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(games, syscall.MNT_DETACH) })
+	srv, err := server.New(server.Options{GamesRoot: games, Token: token, Variant: variant})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := srv.Handler()
+	if reworded {
+		h = reword(h, "no space left on device", "the disk is full")
+	}
+	ts := httptest.NewServer(h)
+	t.Cleanup(func() { ts.Close(); srv.Close() })
+	c, _ := apiclient.NewClient(apiclient.ClientConfig{Server: ts.URL, Token: token, Attempts: 2, RetryBase: 1})
+	f := &fixture{root: t.TempDir(), games: games, c: c}
+	write(t, f.root, "a.com/g/hoster-game.json", cfg)
+	write(t, f.root, "a.com/g/old.bin", strings.Repeat("o", 700<<10))
+	if sum, err := f.sync(t, SyncOptions{}); err != nil || len(sum.Failures) > 0 {
+		t.Fatalf("first sync: %v %+v", err, sum.Failures)
+	}
+	os.Remove(filepath.Join(f.root, "a.com/g/old.bin"))
+	write(t, f.root, "a.com/g/new.bin", strings.Repeat("n", 700<<10))
+	sum, err := f.sync(t, SyncOptions{})
+	if err != nil || len(sum.Failures) > 0 || sum.Deleted != 1 || sum.Uploaded != 1 {
+		t.Fatalf("the sync did not free the disk: %v %d uploaded, %d deleted, %+v", err, sum.Uploaded, sum.Deleted, sum.Failures)
+	}
+	if len(sum.Notes) != 1 || !strings.Contains(sum.Notes[0], "out of space") {
+		t.Fatalf("notes %q", sum.Notes)
+	}
+	if got := fmt.Sprint(f.serverFiles(t)); got != "[a.com/g/hoster-game.json a.com/g/new.bin]" {
+		t.Fatalf("server holds %s", got)
+	}
+}
+
+// reword serves h with old replaced by new in every answer's body.
+func reword(h http.Handler, old, new string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.Header().Del("Content-Length")
+		w.WriteHeader(rec.Code)
+		io.WriteString(w, strings.ReplaceAll(rec.Body.String(), old, new))
+	})
+}
+
+// TestOutOfSpaceByCauseOrWords: the client knows a full disk by the
+// answer's cause, or, from a server that tells none (before the cause, or
+// another server of the contract), by the system's words for ENOSPC.
+func TestOutOfSpaceByCauseOrWords(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{&apiclient.Error{Op: "uploading a", Msg: "the disk is full", Reason: api.CauseNoSpace}, true},
+		{fmt.Errorf("batch: %w", &apiclient.Error{Op: "uploading a", Status: 500, Msg: "quota", Reason: api.CauseNoSpace}), true},
+		{&apiclient.Error{Op: "uploading a", Status: 500, Msg: "no space left on device"}, true},
+		{&apiclient.Error{Op: "uploading a", Status: 500, Msg: "permission denied"}, false},
+		{&apiclient.Error{Op: "uploading a", Msg: "odd", Reason: "a cause from the future"}, false},
+		{nil, false},
+	} {
+		if got := outOfSpace(tc.err); got != tc.want {
+			t.Errorf("outOfSpace(%v) = %v, want %v", tc.err, got, tc.want)
+		}
 	}
 }
 

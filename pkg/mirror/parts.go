@@ -1,15 +1,21 @@
 package mirror
 
 import (
-	"github.com/hoster-dev/hoster/pkg/atomicfile"
 	"os"
 	"path/filepath"
-	"regexp"
+
+	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/atomicfile"
+	"github.com/hoster-dev/hoster/pkg/layout"
 )
 
-// mirrorName matches the names a pull writes: the access logs, the health
-// day-files and the game-log hour files.
-var mirrorName = regexp.MustCompile(`^(access(-\d+)?\.log|(cpu|memory|disk|diskio|netio)-\d{4}-\d{2}-\d{2}\.log|(stats|snapshot)-\d{4}-\d{2}-\d{2}-\d{2}\.jsonl)$`)
+// mirrorName reports whether name is one a pull writes: the access logs,
+// the health day-files and the game-log hour files.
+func mirrorName(name string) bool {
+	_, _, stats := layout.ParseStatsFileName(name)
+	_, _, gameLog := layout.ParseGameLogFileName(name)
+	return name == api.AccessLogName || layout.IsRotatedLogName(name) || stats || gameLog
+}
 
 // removeStaleParts removes the temporary files an earlier pull that was cut
 // off (killed, or its machine stopped) left in the folders this run writes
@@ -30,7 +36,7 @@ func removeStaleParts(list []fileJob) {
 			// A pull's temporary files are pkg/atomicfile's, named after
 			// the file they were to become.
 			target, ok := atomicfile.TargetOf(e.Name())
-			if !ok || !e.Type().IsRegular() || !mirrorName.MatchString(target) {
+			if !ok || !e.Type().IsRegular() || !mirrorName(target) {
 				continue
 			}
 			os.Remove(filepath.Join(dir, e.Name()))

@@ -24,6 +24,9 @@ type Failure struct {
 	Op    string `json:"op"`
 	Path  string `json:"path"`
 	Error string `json:"error"`
+	// noSpace: the server's disk was full (outOfSpace), so the failure
+	// may go once the deletes have freed space.
+	noSpace bool
 }
 
 // NopReporter reports nothing.

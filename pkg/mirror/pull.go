@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,6 +19,8 @@ import (
 
 	"github.com/hoster-dev/hoster/pkg/api"
 	"github.com/hoster-dev/hoster/pkg/atomicfile"
+	"github.com/hoster-dev/hoster/pkg/layout"
+	"github.com/hoster-dev/hoster/pkg/transfer"
 )
 
 // LogsRemote is the server side of a pull; *apiclient.Client is one.
@@ -27,7 +28,7 @@ type LogsRemote interface {
 	Logs(ctx context.Context) (api.LogListing, error)
 	Stats(ctx context.Context) (api.StatsListing, error)
 	GameLogs(ctx context.Context) (api.GameLogListing, error)
-	Fetch(ctx context.Context, route string, query url.Values, offset int64) (*api.Fetched, error)
+	Fetch(ctx context.Context, route string, query url.Values, offset int64) (*transfer.Fetched, error)
 }
 
 // PullSummary is what a pull did.
@@ -94,7 +95,7 @@ func PullLogs(ctx context.Context, remote LogsRemote, dir string, jobs int, rep 
 	var frozen []fileJob
 	rotatedNew := false
 	for _, r := range l.Rotated {
-		name := fmt.Sprintf("access-%d.log", r.TS)
+		name := layout.RotatedLogName(r.TS)
 		dst := filepath.Join(dir, name)
 		if _, err := os.Stat(dst); errors.Is(err, os.ErrNotExist) {
 			rotatedNew = true
@@ -131,9 +132,6 @@ func listInto[L any](ctx context.Context, get func(context.Context) (L, error), 
 	return l, nil
 }
 
-// statsName is a health day-file name.
-var statsName = regexp.MustCompile(`^(cpu|memory|disk|diskio|netio)-\d{4}-\d{2}-\d{2}\.log$`)
-
 // PullStats mirrors the health day-files into dir under their own names. The
 // newest file of each type may still grow; the others are frozen.
 func PullStats(ctx context.Context, remote LogsRemote, dir string, jobs int, rep Reporter) (PullSummary, error) {
@@ -150,7 +148,7 @@ func PullStats(ctx context.Context, remote LogsRemote, dir string, jobs int, rep
 	var jobsList []fileJob
 	var bad []Failure
 	for _, f := range l.Files {
-		if !statsName.MatchString(f.Name) {
+		if _, _, ok := layout.ParseStatsFileName(f.Name); !ok {
 			bad = append(bad, Failure{Op: "fetch", Path: shownName(f.Name), Error: "the server listed a name that is not <type>-YYYY-MM-DD.log; skipped"})
 			continue
 		}
@@ -161,9 +159,6 @@ func PullStats(ctx context.Context, remote LogsRemote, dir string, jobs int, rep
 	sum.add(reportBad(rep, bad))
 	return sum, nil
 }
-
-// gameLogPath is the shape of a game-log path.
-var gameLogPath = regexp.MustCompile(`^[^/_.][^/]*\.[^/]*/[^/_.][^/]*/hoster-processes/[0-9a-f]{12}/(stats|snapshot)-\d{4}-\d{2}-\d{2}-\d{2}\.jsonl$`)
 
 // PullGameLogs mirrors the game-log tree into dir, keeping each file's
 // tree-relative path. Every hour file is treated as growing: the contract
@@ -183,7 +178,7 @@ func PullGameLogs(ctx context.Context, remote LogsRemote, dir string, jobs int, 
 			bad = append(bad, Failure{Op: "fetch", Path: shownName(f.Path), Error: "the server listed it, but " + fault + "; skipped"})
 			continue
 		}
-		if !gameLogPath.MatchString(f.Path) || strings.Contains(f.Path, "..") {
+		if !layout.IsGameLogPath(f.Path) {
 			bad = append(bad, Failure{Op: "fetch", Path: f.Path, Error: "the server listed a path outside the game-log layout; skipped"})
 			continue
 		}

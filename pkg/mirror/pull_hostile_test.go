@@ -18,6 +18,7 @@ import (
 
 	"github.com/hoster-dev/hoster/pkg/api"
 	"github.com/hoster-dev/hoster/pkg/apiclient"
+	"github.com/hoster-dev/hoster/pkg/transfer"
 )
 
 // hostile is a tools server that misbehaves as a test tells it: it lists
@@ -92,7 +93,7 @@ type counting struct {
 	read atomic.Int64
 }
 
-func (c *counting) Fetch(ctx context.Context, route string, q url.Values, offset int64) (*api.Fetched, error) {
+func (c *counting) Fetch(ctx context.Context, route string, q url.Values, offset int64) (*transfer.Fetched, error) {
 	f, err := c.LogsRemote.Fetch(ctx, route, q, offset)
 	if err == nil {
 		f.Body = countingBody{f.Body, &c.read}
@@ -226,7 +227,7 @@ type fetchVia struct {
 	files LogsRemote
 }
 
-func (f fetchVia) Fetch(ctx context.Context, route string, q url.Values, offset int64) (*api.Fetched, error) {
+func (f fetchVia) Fetch(ctx context.Context, route string, q url.Values, offset int64) (*transfer.Fetched, error) {
 	return f.files.Fetch(ctx, route, q, offset)
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/transfer"
 )
 
 // Remote is the server side of a sync; *apiclient.Client is one.
@@ -36,7 +37,7 @@ type Batcher interface {
 	// PutFiles uploads files in one request. With tree set, the answer
 	// also brings the server's tree as it stands after them, where the
 	// server gives it (nil where it does not).
-	PutFiles(ctx context.Context, files []api.BatchFile, tree bool) ([]api.BatchOutcome, api.Tree, error)
+	PutFiles(ctx context.Context, files []transfer.BatchFile, tree bool) ([]transfer.BatchOutcome, api.Tree, error)
 }
 
 // SyncOptions configure a sync.
@@ -372,7 +373,7 @@ func (s *syncer) retryOutOfSpace(deletes []Delete, retry []Upload) (notSent int)
 	}
 	// The retried uploads, and the code files held back behind them.
 	s.sum.Failures = slices.DeleteFunc(s.sum.Failures, func(f Failure) bool {
-		return f.Op == "upload" && (outOfSpaceMsg(f.Error) || f.Error == ErrHeldBack.Error() && retried[f.Path])
+		return f.Op == "upload" && (f.noSpace || f.Error == ErrHeldBack.Error() && retried[f.Path])
 	})
 	if notSent = s.deletes(deletes); notSent == 0 {
 		notSent = s.uploads(retry, true)
@@ -389,7 +390,7 @@ func (s *syncer) record(op Op, files int, err error) {
 		return
 	}
 	if err != nil {
-		s.sum.Failures = append(s.sum.Failures, Failure{Op: op.Kind, Path: op.Path, Error: cause(err)})
+		s.sum.Failures = append(s.sum.Failures, Failure{Op: op.Kind, Path: op.Path, Error: cause(err), noSpace: outOfSpace(err)})
 	} else if op.Kind == "upload" {
 		s.sum.Uploaded++
 		s.sum.Bytes += op.Size
@@ -460,9 +461,9 @@ func (s *syncer) uploads(list []Upload, last bool) (notSent int) {
 // its own): the server reports the hash of what it wrote, so nothing is
 // hashed here for the check after the sync.
 func (s *syncer) putBatch(g *gate, us []Upload, tree bool) []error {
-	files := make([]api.BatchFile, len(us))
+	files := make([]transfer.BatchFile, len(us))
 	for i, u := range us {
-		files[i] = api.BatchFile{Rel: u.Path, Size: u.Size, Open: u.open}
+		files[i] = transfer.BatchFile{Rel: u.Path, Size: u.Size, Open: u.open}
 	}
 	errs := make([]error, len(us))
 	if g.closed() {
@@ -528,7 +529,7 @@ func canBatch(remote Remote) bool {
 func outOfSpaceUploads(list []Upload, failures []Failure) []Upload {
 	full := map[string]bool{}
 	for _, f := range failures {
-		if f.Op == "upload" && outOfSpaceMsg(f.Error) {
+		if f.Op == "upload" && f.noSpace {
 			full[f.Path] = true
 		}
 	}

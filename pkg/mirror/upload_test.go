@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/transfer"
 )
 
 // fakeRemote is a transport that logs every upload's start and end, fails
@@ -59,11 +60,11 @@ func (r *fakeRemote) Tree(context.Context) (api.Tree, error) {
 // CanBatch offers the batch upload when batch is set; PutFiles then takes
 // the files of a batch one after the other, as the server does.
 func (r *fakeRemote) CanBatch() bool { return r.batch }
-func (r *fakeRemote) PutFiles(ctx context.Context, files []api.BatchFile, tree bool) ([]api.BatchOutcome, api.Tree, error) {
+func (r *fakeRemote) PutFiles(ctx context.Context, files []transfer.BatchFile, tree bool) ([]transfer.BatchOutcome, api.Tree, error) {
 	r.mu.Lock()
 	r.batches++
 	r.mu.Unlock()
-	outs := make([]api.BatchOutcome, len(files))
+	outs := make([]transfer.BatchOutcome, len(files))
 	for i, f := range files {
 		_, outs[i].Err = r.PutFile(ctx, f.Rel, f.Size, f.Open)
 		r.mu.Lock()

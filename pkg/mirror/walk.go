@@ -12,9 +12,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/hoster-dev/hoster/pkg/api"
 	"github.com/hoster-dev/hoster/pkg/filehash"
 	"github.com/hoster-dev/hoster/pkg/game"
+	"github.com/hoster-dev/hoster/pkg/layout"
 )
 
 // File is one local file to mirror.
@@ -130,46 +130,27 @@ func (c *HashCache) prune() {
 	c.seen = map[string]bool{}
 }
 
-// Walk finds the games under root by the contract's structure rules and lists
-// their files: a domain is a directory whose name contains a dot and does not
-// start with "_" or "."; a game is a directory in it, not starting with "_" or
-// ".", holding hoster-game.json; its whole subtree is taken except hidden
-// entries, node_modules and reserved ("_") names. Loose files, non-dotted
-// folders and symlinks are ignored.
+// Walk finds the games under root by the contract's structure rules
+// (pkg/layout's Games: a domain is a directory whose name contains a dot and
+// does not start with "_" or "."; a game is a directory in it, not starting
+// with "_" or ".", holding hoster-game.json as a regular file) and lists
+// their files: each game's whole subtree except hidden entries, node_modules
+// and reserved ("_") names. Loose files, non-dotted folders and symlinks are
+// ignored. A game whose domain or name nameFault refuses is left out, a
+// named failure.
 func Walk(root string) (*Local, error) {
 	l := &Local{Files: map[string]*File{}}
-	domains, err := os.ReadDir(root)
+	games, err := layout.Games(root)
 	if err != nil {
-		return nil, fmt.Errorf("reading the sites root: %w", err)
+		return nil, err
 	}
-	for _, d := range domains {
-		if !d.IsDir() || !game.IsDomainName(d.Name()) {
+	for _, g := range games {
+		if fault := nameFault(g); fault != "" {
+			l.Refused = append(l.Refused, refusedName(g, fault))
 			continue
 		}
-		if fault := nameFault(d.Name()); fault != "" {
-			l.Refused = append(l.Refused, refusedName(d.Name(), fault))
-			continue
-		}
-		games, err := os.ReadDir(filepath.Join(root, d.Name()))
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", d.Name(), err)
-		}
-		for _, g := range games {
-			gameDir := filepath.Join(root, d.Name(), g.Name())
-			if !g.IsDir() || !game.IsGameName(g.Name()) {
-				continue
-			}
-			if fault := nameFault(g.Name()); fault != "" {
-				l.Refused = append(l.Refused, refusedName(d.Name()+"/"+g.Name(), fault))
-				continue
-			}
-			if fi, err := os.Lstat(filepath.Join(gameDir, api.GameConfigFile)); err != nil || !fi.Mode().IsRegular() {
-				continue
-			}
-			l.Games = append(l.Games, d.Name()+"/"+g.Name())
-		}
+		l.Games = append(l.Games, g)
 	}
-	sort.Strings(l.Games)
 
 	// Games are walked in parallel: a walk is one lstat per file, and a
 	// syscall's wait is better spent walking another game.

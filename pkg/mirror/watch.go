@@ -15,7 +15,7 @@ import (
 
 // generated are the files hoster gen writes: changes to them are the
 // generator's own and never start another round.
-var generated = map[string]bool{api.ServerModule: true, api.ServerModule + ".map": true, api.ClientLibrary: true, api.ClientTypes: true}
+var generated = map[string]bool{api.ServerModule: true, api.ServerModuleMap: true, api.ClientLibrary: true, api.ClientTypes: true}
 
 // Watch calls ready (which may be nil) once root is watched, then changed
 // whenever something under root changes and then stays quiet for debounce,

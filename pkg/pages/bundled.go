@@ -74,7 +74,7 @@ func (f *Files) bundle(domain, name string) (*bundled, error) {
 // and its hoster-game.json through root.
 func readBundled(root *os.Root) (*bundled, error) {
 	var module []byte
-	sourceMap, err := root.ReadFile(api.ServerModule + ".map")
+	sourceMap, err := root.ReadFile(api.ServerModuleMap)
 	if errors.Is(err, fs.ErrNotExist) {
 		// Pushed without a map (an older client): esbuild's module comments
 		// name the bundled files.

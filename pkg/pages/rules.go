@@ -14,9 +14,9 @@ import (
 // and its source map (the definition folders of the hooks are
 // [game.IsDefinitionFolder]).
 var private = map[string]bool{
-	api.GameConfigFile:        true,
-	api.ServerModule:          true,
-	api.ServerModule + ".map": true,
+	api.GameConfigFile:  true,
+	api.ServerModule:    true,
+	api.ServerModuleMap: true,
 }
 
 // Public reports whether file, a path relative to a game folder, may be

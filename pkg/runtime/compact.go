@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/dop251/goja"
-	"github.com/hoster-dev/hoster/internal/compact"
+	"github.com/hoster-dev/hoster/pkg/compact"
 )
 
 // compactWriter is where the prelude's compact encoder (__cbody) writes

@@ -22,7 +22,7 @@ import (
 )
 
 // The socket tests again, every client on the compact protocol (its frames
-// read back as the JSON protocol's by internal/compact's decoder).
+// read back as the JSON protocol's by pkg/compact's decoder).
 func TestCompactProtocol(t *testing.T) {
 	for name, test := range map[string]func(*testing.T){
 		"JoinAppearChangeGone": TestJoinAppearChangeGone,
@@ -183,11 +183,11 @@ func TestCompactAndJSONViewersAgree(t *testing.T) {
 	}
 }
 
-// twoViewers is the game of internal/compact/testdata/twoviewers and its
+// twoViewers is the game of pkg/compact/testdata/twoviewers and its
 // script, which connects a compact and a JSON viewer with the browser
 // library and compares what they know after every update.
 func twoViewers(t *testing.T) (files map[string]string, script string) {
-	dir := "../../internal/compact/testdata/twoviewers"
+	dir := "../../pkg/compact/testdata/twoviewers"
 	files = map[string]string{}
 	err := filepath.WalkDir(filepath.Join(dir, "game"), func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {

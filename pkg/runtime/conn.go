@@ -10,8 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
-	"github.com/hoster-dev/hoster/internal/compact"
 	"github.com/hoster-dev/hoster/pkg/clientip"
+	"github.com/hoster-dev/hoster/pkg/compact"
 )
 
 // maxQueued is how many bytes may wait for a slow socket before it is cut.

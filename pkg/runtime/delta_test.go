@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/dop251/goja"
-	"github.com/hoster-dev/hoster/internal/compact"
+	"github.com/hoster-dev/hoster/pkg/compact"
 	"github.com/hoster-dev/hoster/pkg/gen"
 )
 
@@ -66,7 +66,7 @@ type known struct {
 // change and go. After every round, each viewer that was ready must know
 // exactly what it sees, built only from the updates it received, with seq
 // going up by one per update; with and without a visibility hook. Every
-// other viewer takes the compact encoding, read back by internal/compact's
+// other viewer takes the compact encoding, read back by pkg/compact's
 // decoder.
 func TestDeltasConverge(t *testing.T) {
 	const hook = `export default function (i, me, thing) { return thing.id === me.id || (thing.x % 3) !== (me.x % 3); }`

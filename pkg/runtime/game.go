@@ -13,6 +13,7 @@ import (
 	"github.com/dop251/goja"
 	"github.com/hoster-dev/hoster/pkg/api"
 	"github.com/hoster-dev/hoster/pkg/game"
+	"github.com/hoster-dev/hoster/pkg/layout"
 	"github.com/hoster-dev/hoster/pkg/module"
 )
 
@@ -57,6 +58,9 @@ func (g *Game) Key() string { return g.Domain + "/" + g.Name }
 // Running the module, and reading its registry, is under budget of CPU time,
 // as a hook is.
 func loadVersion(dir string, budget time.Duration, sw stuckWatch) (*version, error) {
+	if !layout.IsGame(dir) { // as hoster gen and sync: a link is no game's
+		return nil, fmt.Errorf("reading %s: not a regular file", api.GameConfigFile)
+	}
 	cfgBytes, err := os.ReadFile(filepath.Join(dir, api.GameConfigFile))
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", api.GameConfigFile, err)
@@ -70,7 +74,7 @@ func loadVersion(dir string, budget time.Duration, sw stuckWatch) (*version, err
 		return nil, fmt.Errorf("reading %s (run hoster gen): %w", api.ServerModule, err)
 	}
 	// The map is optional: without it, errors name hoster.server.js lines.
-	sourceMap, err := os.ReadFile(filepath.Join(dir, api.ServerModule+".map"))
+	sourceMap, err := os.ReadFile(filepath.Join(dir, api.ServerModuleMap))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("reading %s.map: %w", api.ServerModule, err)
 	}

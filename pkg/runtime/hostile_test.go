@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hoster-dev/hoster/internal/compact"
 	"github.com/hoster-dev/hoster/internal/waitbuf"
+	"github.com/hoster-dev/hoster/pkg/compact"
 	"github.com/hoster-dev/hoster/pkg/gen"
 )
 

@@ -52,7 +52,9 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -65,6 +67,7 @@ import (
 
 	"github.com/hoster-dev/hoster/pkg/api"
 	"github.com/hoster-dev/hoster/pkg/game"
+	"github.com/hoster-dev/hoster/pkg/layout"
 )
 
 // Options configure a Runtime. Zero values take the defaults given.
@@ -247,23 +250,19 @@ func New(o Options) (*Runtime, error) {
 // logged and skipped and never affects the others. It stops early once the
 // runtime shuts down.
 func (rt *Runtime) LoadGames() {
-	domains, _ := os.ReadDir(rt.o.GamesRoot)
-	for _, d := range domains {
-		if !d.IsDir() || !game.IsDomainName(d.Name()) {
-			continue
+	games, err := layout.Games(rt.o.GamesRoot) // as hoster gen and sync find them
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		rt.log.Warn("a folder of the games root could not be read: its games are not loaded", "err", err)
+	}
+	for _, g := range games {
+		rt.mu.RLock()
+		closed := rt.closed
+		rt.mu.RUnlock()
+		if closed {
+			return
 		}
-		games, _ := os.ReadDir(filepath.Join(rt.o.GamesRoot, d.Name()))
-		for _, g := range games {
-			rt.mu.RLock()
-			closed := rt.closed
-			rt.mu.RUnlock()
-			if closed {
-				return
-			}
-			if g.IsDir() && game.IsGameName(g.Name()) {
-				rt.Reload(d.Name(), g.Name())
-			}
-		}
+		domain, name, _ := strings.Cut(g, "/")
+		rt.Reload(domain, name)
 	}
 }
 

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
-	"github.com/hoster-dev/hoster/internal/compact"
+	"github.com/hoster-dev/hoster/pkg/compact"
 	"github.com/hoster-dev/hoster/pkg/gen"
 )
 

@@ -2,12 +2,12 @@ package runtime
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/layout"
 )
 
 // counters are one instance's telemetry for the current interval, guarded by
@@ -25,15 +25,14 @@ func (c *counters) reset() { *c = counters{commands: map[string]int64{}} }
 
 // logLine is one line bound for a game-log hour file.
 type logLine struct {
-	domain, game, family string // family: stats or snapshot
+	domain, game, family string // family: layout.GameLogStats or GameLogSnapshot
 	at                   time.Time
 	data                 []byte
 }
 
 // gameLogPath is {logs_root}/hoster-logs/<domain>/<game>/hoster-processes/<process>/<family>-YYYY-MM-DD-HH.jsonl.
 func (rt *Runtime) gameLogPath(l logLine) string {
-	return filepath.Join(rt.o.LogsRoot, api.GameLogsDir, l.domain, l.game, api.ProcessesDir, rt.process,
-		fmt.Sprintf("%s-%s.jsonl", l.family, l.at.UTC().Format("2006-01-02-15")))
+	return filepath.Join(rt.o.LogsRoot, api.GameLogsDir, filepath.FromSlash(layout.GameLogPath(l.domain, l.game, rt.process, l.family, l.at)))
 }
 
 // writeLogs appends lines to their hour files, off the instances'
@@ -115,7 +114,7 @@ func (in *Instance) statsLine(v *vm, now time.Time, ended bool) {
 		line.Commands = map[string]int64{}
 	}
 	b, _ := json.Marshal(line)
-	in.rt.emit(logLine{domain: in.domain, game: in.name, family: "stats", at: now, data: b})
+	in.rt.emit(logLine{domain: in.domain, game: in.name, family: layout.GameLogStats, at: now, data: b})
 }
 
 // snapshotLine writes what the game's serialise returns (the state when it
@@ -128,7 +127,7 @@ func (in *Instance) snapshotLine(v *vm, now time.Time) {
 	}
 	line := api.GameSnapshotLine{T: now.Unix(), Process: in.rt.process, Instance: in.id, State: state}
 	b, _ := json.Marshal(line)
-	in.rt.emit(logLine{domain: in.domain, game: in.name, family: "snapshot", at: now, data: b})
+	in.rt.emit(logLine{domain: in.domain, game: in.name, family: layout.GameLogSnapshot, at: now, data: b})
 }
 
 func (in *Instance) takeDeltaCounts(v *vm) (int64, int64, int64) {

@@ -181,7 +181,7 @@ func (s *Server) putEntry(h *tar.Header, body io.Reader, changed marker) api.Bat
 		return out
 	case err != nil:
 		s.log.Warn("write failed", "path", rel, "err", err)
-		out.Error = shortCause(err)
+		out.Error, out.Cause = shortCause(err), causeCode(err)
 		return out
 	}
 	markChanged(changed, rel)

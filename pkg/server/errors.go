@@ -25,6 +25,7 @@ type opError struct {
 	op     string // "write" or "delete"
 	status int    // variant 1's status
 	msg    string // what the client is told
+	code   string // the machine-readable cause the client is told: api.Cause*, or ""
 	cause  error  // what the log is told; nil when msg says it all
 }
 
@@ -37,12 +38,21 @@ func (e *opError) Error() string {
 
 // writeFailed is a failed write, told to the client by its short cause.
 func writeFailed(status int, cause error) error {
-	return &opError{op: "write", status: status, msg: shortCause(cause), cause: cause}
+	return &opError{op: "write", status: status, msg: shortCause(cause), code: causeCode(cause), cause: cause}
 }
 
 // deleteFailed is a failed delete.
 func deleteFailed(cause error) error {
-	return &opError{op: "delete", status: http.StatusInternalServerError, msg: shortCause(cause), cause: cause}
+	return &opError{op: "delete", status: http.StatusInternalServerError, msg: shortCause(cause), code: causeCode(cause), cause: cause}
+}
+
+// causeCode is the machine-readable cause of a failed write or delete that
+// the client is told beside its words (api.CauseNoSpace), or "" for none.
+func causeCode(err error) string {
+	if errors.Is(err, syscall.ENOSPC) {
+		return api.CauseNoSpace
+	}
+	return ""
 }
 
 // shortCause says what went wrong in words a client can act on, without the
@@ -102,11 +112,11 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, err error) {
 		}
 		switch {
 		case !v2:
-			writeJSON(w, oe.status, api.ErrorBody{Error: oe.msg})
+			writeJSON(w, oe.status, api.ErrorBody{Error: oe.msg, Cause: oe.code})
 		case oe.op == "delete":
-			writeJSON(w, http.StatusOK, api.DeleteResult{OK: api.Bool(false), Error: oe.msg})
+			writeJSON(w, http.StatusOK, api.DeleteResult{OK: api.Bool(false), Error: oe.msg, Cause: oe.code})
 		default:
-			writeJSON(w, http.StatusOK, api.WriteResult{OK: api.Bool(false), Error: oe.msg})
+			writeJSON(w, http.StatusOK, api.WriteResult{OK: api.Bool(false), Error: oe.msg, Cause: oe.code})
 		}
 	default:
 		s.log.Error("answering "+r.Method+" "+r.URL.Path, "err", err)

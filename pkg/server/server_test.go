@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -488,6 +489,50 @@ func TestFailuresTellAShortCause(t *testing.T) {
 			resp = e.do(t, "PUT", fileQuery("a.com/g/link"), token, strings.NewReader("over a link"))
 			if body := dump(t, resp); resp.StatusCode != wantStatus || !strings.Contains(body, `"error":"a link or a special file stands where the file would go"`) {
 				t.Fatalf("answer over a link:\n%s", body)
+			}
+		})
+	}
+}
+
+// TestFullDiskToldByCause: a write that fails because the disk is full
+// (ENOSPC) carries the machine-readable cause "no-space" beside its words,
+// in each variant's form, alone and in a batch; a failure for another
+// reason carries none. The games root is a small tmpfs (root only).
+func TestFullDiskToldByCause(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small tmpfs needs root")
+	}
+	big := strings.Repeat("x", 2<<20)
+	for _, v := range []api.Variant{api.Variant1, api.Variant2} {
+		t.Run(fmt.Sprint("variant", v), func(t *testing.T) {
+			games := t.TempDir()
+			if err := syscall.Mount("tmpfs", games, "tmpfs", 0, "size=1m"); err != nil {
+				t.Skipf("mounting a tmpfs: %v", err)
+			}
+			t.Cleanup(func() { syscall.Unmount(games, syscall.MNT_DETACH) })
+			e := start(t, Options{Token: token, Variant: v, GamesRoot: games})
+
+			r := call(t, e, "PUT", fileQuery("a.com/g/big.bin"), strings.NewReader(big))
+			wantStatus := map[api.Variant]int{api.Variant1: 500, api.Variant2: 200}[v]
+			if r.status != wantStatus || r.body["cause"] != api.CauseNoSpace || r.body["error"] == "" {
+				t.Fatalf("a write on a full disk: %+v", r)
+			}
+
+			var res api.BatchResult
+			resp := e.do(t, "PUT", api.PathFiles, token, bytes.NewReader(tarOf(t, [2]string{"a.com/g/big2.bin", big})))
+			if err := json.NewDecoder(resp.Body).Decode(&res); err != nil || len(res.Files) != 1 {
+				t.Fatalf("batch answer: %v %+v", err, res)
+			}
+			if f := res.Files[0]; f.Cause != api.CauseNoSpace || f.Error == "" {
+				t.Fatalf("a batch's file on a full disk: %+v", f)
+			}
+
+			// Another failure tells no cause: x is a file, so nothing goes below it.
+			if r := call(t, e, "PUT", fileQuery("a.com/g/x"), strings.NewReader("x")); r.status != 200 {
+				t.Fatalf("a small write: %+v", r)
+			}
+			if r := call(t, e, "PUT", fileQuery("a.com/g/x/y"), strings.NewReader("y")); r.body["error"] == "" || r.body["cause"] != nil {
+				t.Fatalf("a failure not for space: %+v", r)
 			}
 		})
 	}

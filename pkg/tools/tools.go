@@ -38,7 +38,7 @@ import (
 	"time"
 
 	"github.com/hoster-dev/hoster/pkg/api"
-	"github.com/hoster-dev/hoster/pkg/game"
+	"github.com/hoster-dev/hoster/pkg/layout"
 )
 
 // Options configure the tools routes.
@@ -156,31 +156,16 @@ func (h *handlers) logsFile(w http.ResponseWriter, r *http.Request) {
 	serveFile(w, r, nil) // unknown: empty 200
 }
 
-// statsName matches a health day-file name exactly.
-var statsName = regexp.MustCompile(`^(cpu|memory|disk|diskio|netio)-(\d{4}-\d{2}-\d{2})\.log$`)
-
-// ParseStatsName validates a day-file name and returns its type and date.
-func ParseStatsName(name string) (typ, date string, ok bool) {
-	m := statsName.FindStringSubmatch(name)
-	if m == nil {
-		return "", "", false
-	}
-	if _, err := time.Parse(time.DateOnly, m[2]); err != nil {
-		return "", "", false
-	}
-	return m[1], m[2], true
-}
-
 func (h *handlers) stats(w http.ResponseWriter, r *http.Request) {
 	l := api.StatsListing{Interval: h.o.StatsInterval.Milliseconds(), Files: []api.StatsFile{}}
 	entries, _ := os.ReadDir(filepath.Join(h.o.LogsRoot, api.ServerLogsDir))
 	for _, e := range entries { // ReadDir sorts by name
-		typ, date, ok := ParseStatsName(e.Name())
+		typ, day, ok := layout.ParseStatsFileName(e.Name())
 		if !ok || !e.Type().IsRegular() {
 			continue
 		}
 		if info, err := e.Info(); err == nil {
-			l.Files = append(l.Files, api.StatsFile{Name: e.Name(), Type: typ, Date: date, Size: info.Size()})
+			l.Files = append(l.Files, api.StatsFile{Name: e.Name(), Type: typ, Date: day.Format(time.DateOnly), Size: info.Size()})
 		}
 	}
 	writeJSON(w, l)
@@ -188,7 +173,7 @@ func (h *handlers) stats(w http.ResponseWriter, r *http.Request) {
 
 func (h *handlers) statsFile(w http.ResponseWriter, r *http.Request) {
 	name := r.URL.Query().Get(api.QueryName)
-	if _, _, ok := ParseStatsName(name); !ok {
+	if _, _, ok := layout.ParseStatsFileName(name); !ok {
 		serveFile(w, r, nil)
 		return
 	}
@@ -201,42 +186,6 @@ func (h *handlers) statsNow(w http.ResponseWriter, r *http.Request) {
 		snap = h.o.Snapshot(r.Context())
 	}
 	writeJSON(w, snap)
-}
-
-var (
-	processID   = regexp.MustCompile(`^[0-9a-f]{12}$`)
-	gameLogFile = regexp.MustCompile(`^(stats|snapshot)-(\d{4}-\d{2}-\d{2}-\d{2})\.jsonl$`)
-)
-
-// ValidGameLogPath reports whether p is exactly
-// <domain>/<game>/hoster-processes/<12 hex>/<stats|snapshot>-YYYY-MM-DD-HH.jsonl.
-func ValidGameLogPath(p string) bool {
-	segs := strings.Split(p, "/")
-	if len(segs) != 5 || !game.IsDomainName(segs[0]) || !game.IsGameName(segs[1]) ||
-		segs[2] != api.ProcessesDir || !processID.MatchString(segs[3]) {
-		return false
-	}
-	for _, s := range segs[:2] {
-		if s == ".." || strings.ContainsAny(s, "\\\x00") {
-			return false
-		}
-	}
-	m := gameLogFile.FindStringSubmatch(segs[4])
-	if m == nil {
-		return false
-	}
-	_, err := time.Parse("2006-01-02-15", m[2])
-	return err == nil
-}
-
-// GameLogHour returns the UTC hour a game-log file name is for.
-func GameLogHour(name string) (time.Time, bool) {
-	m := gameLogFile.FindStringSubmatch(name)
-	if m == nil {
-		return time.Time{}, false
-	}
-	t, err := time.Parse("2006-01-02-15", m[2])
-	return t, err == nil
 }
 
 func (h *handlers) gameLogsRoot() (*os.Root, error) {
@@ -255,7 +204,7 @@ func (h *handlers) gameLogs(w http.ResponseWriter, r *http.Request) {
 			if d.IsDir() && strings.Count(p, "/") >= 4 {
 				return fs.SkipDir
 			}
-			if d.Type().IsRegular() && ValidGameLogPath(p) {
+			if d.Type().IsRegular() && layout.IsGameLogPath(p) {
 				if info, err := d.Info(); err == nil {
 					l.Files = append(l.Files, api.GameLogFile{Path: p, Size: info.Size()})
 				}
@@ -269,7 +218,7 @@ func (h *handlers) gameLogs(w http.ResponseWriter, r *http.Request) {
 
 func (h *handlers) gameLogsFile(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Query().Get(api.QueryPath)
-	if !ValidGameLogPath(p) {
+	if !layout.IsGameLogPath(p) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
 		json.NewEncoder(w).Encode(api.ErrorBody{Error: api.ErrInvalidPath})

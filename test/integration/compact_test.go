@@ -9,14 +9,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hoster-dev/hoster/internal/compact"
 	"github.com/hoster-dev/hoster/internal/socktest"
+	"github.com/hoster-dev/hoster/pkg/compact"
 	"github.com/hoster-dev/hoster/pkg/gen"
 )
 
 // TestCompactProtocolInChromium: a page with two connections of the browser
 // library, one on the compact protocol and one on JSON, knows the same on
-// both after every update at the same time (internal/compact/testdata/
+// both after every update at the same time (pkg/compact/testdata/
 // twoviewers: every kind of field and change). It logs the library's cost
 // per update on each, measured in the page (not asserted).
 func TestCompactProtocolInChromium(t *testing.T) {
@@ -67,7 +67,7 @@ func TestCompactFallbackInChromium(t *testing.T) {
 	}
 }
 
-// twoViewersGame generates internal/compact/testdata/twoviewers's game as
+// twoViewersGame generates pkg/compact/testdata/twoviewers's game as
 // two.example/two under a new games root; it returns the root and the
 // testdata folder. It skips the test without Chromium, before any work.
 func twoViewersGame(t *testing.T) (root, testdata string) {
@@ -75,7 +75,7 @@ func twoViewersGame(t *testing.T) (root, testdata string) {
 	if _, err := exec.LookPath("chromium"); err != nil {
 		t.Skip("chromium is not installed (make test-deps installs Debian's chromium as root); skipping the browser test")
 	}
-	testdata = filepath.Join(repoRoot(t), "internal", "compact", "testdata", "twoviewers")
+	testdata = filepath.Join(repoRoot(t), "pkg", "compact", "testdata", "twoviewers")
 	root = filepath.Join(t.TempDir(), "games")
 	if err := os.CopyFS(filepath.Join(root, "two.example", "two"), os.DirFS(filepath.Join(testdata, "game"))); err != nil {
 		t.Fatal(err)

@@ -100,3 +100,59 @@ func TestDependencyFences(t *testing.T) {
 }
 
 func within(pkg, prefix string) bool { return pkg == prefix || strings.HasPrefix(pkg, prefix+"/") }
+
+// bottom are the packages at the foot of pkg/: each may import, of the
+// module's packages, only those listed with it (each also at the bottom), so
+// that the contract and the rules every side shares never pull in a side.
+var bottom = map[string]struct {
+	why     string
+	imports []string
+}{
+	"pkg/api":        {why: "the contract both sides import: what crosses the wire, its routes and names"},
+	"pkg/compact":    {why: "the game socket's compact encoding, part of the wire contract"},
+	"pkg/game":       {why: "the rules of a game folder and its schemas, shared by gen, the runtime and sync"},
+	"pkg/layout":     {why: "the contract's layout on disk, which every side calls", imports: []string{"pkg/api", "pkg/game"}},
+	"pkg/atomicfile": {why: "a file written whole or not at all, under gen, init, pull and the store"},
+	"pkg/filehash":   {why: "the sha256 both ends of a sync compute"},
+	"pkg/clientip":   {why: "a request's client address, for the runtime and the access log"},
+	"pkg/module":     {why: "loading a generated module in goja, for gen and the runtime"},
+	"pkg/transfer":   {why: "the values pkg/mirror and pkg/apiclient pass each other, so mirror names them without linking the HTTP client"},
+}
+
+// TestLayerFences keeps the layers of the module apart, whatever program
+// links them: no package under pkg/ imports one under internal/ (internal/
+// is the programs' own: their commands, and the tests' helpers, which only
+// _test files may use), and the bottom packages import only what bottom
+// lists for each. A bottom entry naming no package fails too.
+func TestLayerFences(t *testing.T) {
+	root := repoRoot(t)
+	list := exec.Command("go", "list", "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", "./pkg/...")
+	list.Dir = root
+	out, err := list.Output()
+	if err != nil {
+		t.Fatalf("go list ./pkg/...: %v", err)
+	}
+	seen := map[string]bool{}
+	for line := range strings.Lines(string(out)) {
+		fields := strings.Fields(line)
+		pkg, imports := strings.TrimPrefix(fields[0], mod), fields[1:]
+		seen[pkg] = true
+		for _, dep := range imports {
+			if !strings.HasPrefix(dep, mod) {
+				continue
+			}
+			dep = strings.TrimPrefix(dep, mod)
+			if within(dep, "internal") {
+				t.Errorf("%s imports %s: a pkg/ package imports nothing of internal/, which is the programs' own (pass what it needs in, or move the package to pkg/)", pkg, dep)
+			}
+			if b, ok := bottom[pkg]; ok && !slices.Contains(b.imports, dep) {
+				t.Errorf("%s imports %s: %s is at the bottom (%s) and imports only %v", pkg, dep, pkg, b.why, b.imports)
+			}
+		}
+	}
+	for pkg := range bottom {
+		if !seen[pkg] {
+			t.Errorf("the layer fence names %s, which is not a package of pkg/: rename or drop it", pkg)
+		}
+	}
+}

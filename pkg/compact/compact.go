@@ -318,63 +318,8 @@ func (d *Decoder) Update(frame []byte) (*Message, error) {
 	}
 	r.pos += n
 	m.Time = d.time + dt
-	appear := func() error {
-		h, err := r.uint()
-		if err != nil {
-			return err
-		}
-		ti, err := r.uint()
-		if err != nil {
-			return err
-		}
-		if h == 0 || ti >= uint64(len(d.types)) {
-			return fmt.Errorf("an appear of handle %d, type %d", h, ti)
-		}
-		id, err := r.string()
-		if err != nil {
-			return err
-		}
-		f, err := r.fields(d.types[ti].Fields)
-		if err != nil {
-			return fmt.Errorf("the appear of %s: %w", id, err)
-		}
-		d.handles[h] = handle{id: id, typ: int(ti)}
-		m.Appear = append(m.Appear, Thing{ID: id, Type: d.types[ti].Type, F: f})
-		return nil
-	}
-	change := func() error {
-		id, table := d.me, d.types[0].Private
-		if h, err := r.uint(); err != nil {
-			return err
-		} else if h != 0 { // 0: the viewer's own private fields
-			t, err := d.known(h, "a change")
-			if err != nil {
-				return err
-			}
-			id, table = t.id, d.types[t.typ].Fields
-		}
-		f, err := r.fields(table)
-		if err != nil {
-			return fmt.Errorf("the change of %s: %w", id, err)
-		}
-		m.Change = append(m.Change, Thing{ID: id, F: f})
-		return nil
-	}
-	gone := func() error {
-		h, err := r.uint()
-		if err != nil {
-			return err
-		}
-		t, err := d.known(h, "a gone")
-		if err != nil {
-			return err
-		}
-		delete(d.handles, h)
-		m.Gone = append(m.Gone, t.id)
-		return nil
-	}
-	for _, item := range []func() error{appear, change, gone} {
-		if err := r.each(item); err != nil {
+	for _, item := range []func(*reader, *Message) error{d.appear, d.change, d.gone} {
+		if err := r.each(func() error { return item(r, m) }); err != nil {
 			return nil, err
 		}
 	}
@@ -383,4 +328,67 @@ func (d *Decoder) Update(frame []byte) (*Message, error) {
 	}
 	d.time = m.Time
 	return m, nil
+}
+
+// appear reads one appear of an update into m: a new handle, its type, its
+// id and every field of its table.
+func (d *Decoder) appear(r *reader, m *Message) error {
+	h, err := r.uint()
+	if err != nil {
+		return err
+	}
+	ti, err := r.uint()
+	if err != nil {
+		return err
+	}
+	if h == 0 || ti >= uint64(len(d.types)) {
+		return fmt.Errorf("an appear of handle %d, type %d", h, ti)
+	}
+	id, err := r.string()
+	if err != nil {
+		return err
+	}
+	f, err := r.fields(d.types[ti].Fields)
+	if err != nil {
+		return fmt.Errorf("the appear of %s: %w", id, err)
+	}
+	d.handles[h] = handle{id: id, typ: int(ti)}
+	m.Appear = append(m.Appear, Thing{ID: id, Type: d.types[ti].Type, F: f})
+	return nil
+}
+
+// change reads one change of an update into m: a known handle (0: the
+// viewer's own private fields) and the fields its mask names.
+func (d *Decoder) change(r *reader, m *Message) error {
+	id, table := d.me, d.types[0].Private
+	if h, err := r.uint(); err != nil {
+		return err
+	} else if h != 0 {
+		t, err := d.known(h, "a change")
+		if err != nil {
+			return err
+		}
+		id, table = t.id, d.types[t.typ].Fields
+	}
+	f, err := r.fields(table)
+	if err != nil {
+		return fmt.Errorf("the change of %s: %w", id, err)
+	}
+	m.Change = append(m.Change, Thing{ID: id, F: f})
+	return nil
+}
+
+// gone reads one gone of an update into m, forgetting its handle.
+func (d *Decoder) gone(r *reader, m *Message) error {
+	h, err := r.uint()
+	if err != nil {
+		return err
+	}
+	t, err := d.known(h, "a gone")
+	if err != nil {
+		return err
+	}
+	delete(d.handles, h)
+	m.Gone = append(m.Gone, t.id)
+	return nil
 }
