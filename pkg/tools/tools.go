@@ -77,6 +77,7 @@ func Routes(o Options) map[string]http.Handler {
 		routes[p(api.PathGameLogs)] = http.HandlerFunc(h.gameLogs)
 		routes[p(api.PathGameLogsFile)] = http.HandlerFunc(h.gameLogsFile)
 	}
+	routes["POST "+api.ToolsPath(api.Version, api.PathFilesBatch)] = http.HandlerFunc(h.files)
 	return routes
 }
 
@@ -139,21 +140,23 @@ func (h *handlers) logs(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) logsFile(w http.ResponseWriter, r *http.Request) {
-	which := r.URL.Query().Get(api.QueryWhich)
+	serveFile(w, r, h.logOpener(r.URL.Query().Get(api.QueryWhich), h.rotated))
+}
+
+// logOpener opens the access log which names: "active", or a rotated
+// log's key as rotated lists them; nil for any other.
+func (h *handlers) logOpener(which string, rotated func() []rotatedFile) func() (*os.File, error) {
 	if which == api.WhichActive {
-		serveFile(w, r, inRoot(h.webLogs(), api.AccessLogName))
-		return
+		return inRoot(h.webLogs(), api.AccessLogName)
 	}
-	ts, err := strconv.ParseInt(which, 10, 64)
-	if err == nil {
-		for _, f := range h.rotated() {
+	if ts, err := strconv.ParseInt(which, 10, 64); err == nil {
+		for _, f := range rotated() {
 			if f.ts == ts {
-				serveFile(w, r, inRoot(h.webLogs(), f.name))
-				return
+				return inRoot(h.webLogs(), f.name)
 			}
 		}
 	}
-	serveFile(w, r, nil) // unknown: empty 200
+	return nil // unknown: empty 200
 }
 
 // statsName matches a health day-file name exactly.
@@ -187,12 +190,16 @@ func (h *handlers) stats(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) statsFile(w http.ResponseWriter, r *http.Request) {
-	name := r.URL.Query().Get(api.QueryName)
+	serveFile(w, r, h.statsOpener(r.URL.Query().Get(api.QueryName)))
+}
+
+// statsOpener opens the day-file name names; nil for a name not of the
+// day-files' shape.
+func (h *handlers) statsOpener(name string) func() (*os.File, error) {
 	if _, _, ok := ParseStatsName(name); !ok {
-		serveFile(w, r, nil)
-		return
+		return nil
 	}
-	serveFile(w, r, inRoot(filepath.Join(h.o.LogsRoot, api.ServerLogsDir), name))
+	return inRoot(filepath.Join(h.o.LogsRoot, api.ServerLogsDir), name)
 }
 
 func (h *handlers) statsNow(w http.ResponseWriter, r *http.Request) {
@@ -270,12 +277,21 @@ func (h *handlers) gameLogs(w http.ResponseWriter, r *http.Request) {
 func (h *handlers) gameLogsFile(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Query().Get(api.QueryPath)
 	if !ValidGameLogPath(p) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		json.NewEncoder(w).Encode(api.ErrorBody{Error: api.ErrInvalidPath})
+		writeError(w, http.StatusBadRequest, api.ErrInvalidPath)
 		return
 	}
-	serveFile(w, r, inRoot(filepath.Join(h.o.LogsRoot, api.GameLogsDir), p))
+	serveFile(w, r, h.gameLogOpener(p))
+}
+
+// gameLogOpener opens the game-log file at p, a ValidGameLogPath.
+func (h *handlers) gameLogOpener(p string) func() (*os.File, error) {
+	return inRoot(filepath.Join(h.o.LogsRoot, api.GameLogsDir), p)
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(api.ErrorBody{Error: msg})
 }
 
 // inRoot opens name inside dir through an os.Root, so no symlink planted in
