@@ -73,6 +73,9 @@ type ClientConfig struct {
 	// attempt is cut off: an upload is tried again, a download's body
 	// read gives an error saying it stalled.
 	StallTimeout time.Duration
+	// Wrap, when set, wraps each of the client's transports, under its
+	// watchdog: tests put a transport there that holds or counts answers.
+	Wrap func(http.RoundTripper) http.RoundTripper
 }
 
 // Client speaks the contract over HTTP.
