@@ -20,6 +20,7 @@
 #   RTTS="20 50" GAMES="4 40" bench/pull-link.sh
 #   HOSTER_ARGS="-q" HOSTER=/tmp/hoster bench/pull-link.sh
 #   FIRST=rsync bench/pull-link.sh      run rsync before hoster in each case
+#   CPU=1 bench/pull-link.sh            where the CPU went in each first pull
 #   WARM=0 FS=0 bench/pull-link.sh      as in bench/link.sh
 set -euo pipefail
 NAME=bench-pull-link
@@ -53,7 +54,9 @@ for games in $GAMES; do
 		declare -A t=()
 		for tool in "${tools[@]}"; do
 			warm "$mib" "$LOGS"
+			[ "${CPU:-0}" = 1 ] && before=$(cpu_all)
 			t[$tool.first]=$(run_$tool)
+			[ "${CPU:-0}" = 1 ] && echo "$tool first pull: CPU-s before: $before after: $(cpu_all)" >&2
 		done
 		for tool in "${tools[@]}"; do t[$tool.noop]=$(run_$tool); done
 		go run ./bench/genlogs -dir "$LOGS" -games "$games" -today "$TODAY" -hour
