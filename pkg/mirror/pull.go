@@ -78,16 +78,17 @@ func (j *fileJob) tail() bool { return j.growing && j.local >= 0 && j.local <= j
 // fetches are a pull's items of the transfer engine (engine.go): a tail,
 // or a file too big to share a request, goes in a request of its own.
 var fetches = kind[*fileJob]{
-	size:  func(j *fileJob) int64 { return j.size - max(j.local, 0)*boolInt(j.tail()) },
+	size:  (*fileJob).bytes,
 	name:  func(j *fileJob) string { return j.label },
 	alone: func(j *fileJob) bool { return j.tail() || j.size > batchFileMax },
 }
 
-func boolInt(b bool) int64 {
-	if b {
-		return 1
+// bytes is about what fetching the job brings: a tail, or the whole file.
+func (j *fileJob) bytes() int64 {
+	if j.tail() {
+		return j.size - j.local
 	}
-	return 0
+	return j.size
 }
 
 // The mirror is stateless: every decision is made from the listing and the
@@ -354,7 +355,7 @@ func runJobs(ctx context.Context, remote LogsRemote, list []*fileJob, jobs int, 
 			}
 		}
 		todo = append(todo, j)
-		total += j.size
+		total += j.bytes()
 	}
 	if len(todo) > 0 {
 		rep.Begin("fetch", len(todo), total)
