@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path"
 	"strconv"
 	"sync"
 
@@ -39,20 +40,22 @@ func (h *handlers) files(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rotated := sync.OnceValue(h.rotated) // listed once for the request
-	opens := make([]func() (*os.File, error), len(req.Files))
+	refs := make([]*fileRef, len(req.Files))
 	for i, f := range req.Files {
 		var ok bool
-		if opens[i], ok = h.opener(f, rotated); !ok {
+		if refs[i], ok = h.fileOf(f, rotated); !ok {
 			writeError(w, http.StatusBadRequest, fmt.Sprintf("file %d of the batch download: not a file of the tools routes", i))
 			return
 		}
 	}
+	roots := &rootCache{roots: map[string]*os.Root{}}
+	defer roots.close()
 	w.Header().Set("Content-Type", "application/x-tar")
 	w.WriteHeader(http.StatusOK)
 	bw := bufio.NewWriterSize(w, 64<<10)
 	tw := tar.NewWriter(bw)
-	for i, open := range opens {
-		if err := writeEntry(tw, strconv.Itoa(i), open); err != nil {
+	for i, ref := range refs {
+		if err := writeEntry(tw, strconv.Itoa(i), roots.opener(ref)); err != nil {
 			h.o.Logger.Warn("sending a batch download", "error", err)
 			panic(http.ErrAbortHandler) // the client sees the stream cut, not a short file
 		}
@@ -62,18 +65,68 @@ func (h *handlers) files(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// opener is how f's own route opens it; ok is false for a file no route
-// serves.
-func (h *handlers) opener(f api.FetchFile, rotated func() []rotatedFile) (open func() (*os.File, error), ok bool) {
+// fileOf is the file f's own route would send (nil: none, an empty
+// answer); ok is false for a file no route serves.
+func (h *handlers) fileOf(f api.FetchFile, rotated func() []rotatedFile) (ref *fileRef, ok bool) {
 	switch {
 	case f.Route == api.PathLogsFile && f.Name == "" && f.Path == "":
-		return h.logOpener(f.Which, rotated), true
+		return h.logFile(f.Which, rotated), true
 	case f.Route == api.PathStatsFile && f.Which == "" && f.Path == "":
-		return h.statsOpener(f.Name), true
+		return h.statsFileRef(f.Name), true
 	case f.Route == api.PathGameLogsFile && f.Which == "" && f.Name == "" && h.o.Variant != api.Variant2 && ValidGameLogPath(f.Path):
-		return h.gameLogOpener(f.Path), true
+		return h.gameLogFile(f.Path), true
 	}
 	return nil, false
+}
+
+// rootCache keeps, for one batch download, the os.Root of each folder its
+// files are in, opened once (through the os.Root of the route's folder,
+// as fileRef.opener opens them one at a time): a batch of one game's hour
+// files then costs an open each, not a walk of their path each.
+type rootCache struct {
+	roots map[string]*os.Root // by fileRef.dir, and by it and a subfolder
+}
+
+func (c *rootCache) root(dir, sub string) (*os.Root, error) {
+	key := dir + "\x00" + sub
+	if r, ok := c.roots[key]; ok {
+		return r, nil
+	}
+	var r *os.Root
+	var err error
+	if sub == "." {
+		r, err = os.OpenRoot(dir)
+	} else {
+		var base *os.Root
+		if base, err = c.root(dir, "."); err == nil {
+			r, err = base.OpenRoot(sub)
+		}
+	}
+	if err != nil {
+		return nil, err // not kept: every file of a folder not there is absent
+	}
+	c.roots[key] = r
+	return r, nil
+}
+
+// opener opens ref through the cache; nil for no file.
+func (c *rootCache) opener(ref *fileRef) func() (*os.File, error) {
+	if ref == nil {
+		return nil
+	}
+	return func() (*os.File, error) {
+		r, err := c.root(ref.dir, path.Dir(ref.name))
+		if err != nil {
+			return nil, err
+		}
+		return r.Open(path.Base(ref.name))
+	}
+}
+
+func (c *rootCache) close() {
+	for _, r := range c.roots {
+		r.Close()
+	}
 }
 
 // writeEntry writes the file open opens as the entry name: the bytes it

@@ -140,19 +140,19 @@ func (h *handlers) logs(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) logsFile(w http.ResponseWriter, r *http.Request) {
-	serveFile(w, r, h.logOpener(r.URL.Query().Get(api.QueryWhich), h.rotated))
+	serveFile(w, r, h.logFile(r.URL.Query().Get(api.QueryWhich), h.rotated).opener())
 }
 
-// logOpener opens the access log which names: "active", or a rotated
-// log's key as rotated lists them; nil for any other.
-func (h *handlers) logOpener(which string, rotated func() []rotatedFile) func() (*os.File, error) {
+// logFile is the access log which names: "active", or a rotated log's
+// key as rotated lists them; nil for any other.
+func (h *handlers) logFile(which string, rotated func() []rotatedFile) *fileRef {
 	if which == api.WhichActive {
-		return inRoot(h.webLogs(), api.AccessLogName)
+		return &fileRef{h.webLogs(), api.AccessLogName}
 	}
 	if ts, err := strconv.ParseInt(which, 10, 64); err == nil {
 		for _, f := range rotated() {
 			if f.ts == ts {
-				return inRoot(h.webLogs(), f.name)
+				return &fileRef{h.webLogs(), f.name}
 			}
 		}
 	}
@@ -190,16 +190,16 @@ func (h *handlers) stats(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) statsFile(w http.ResponseWriter, r *http.Request) {
-	serveFile(w, r, h.statsOpener(r.URL.Query().Get(api.QueryName)))
+	serveFile(w, r, h.statsFileRef(r.URL.Query().Get(api.QueryName)).opener())
 }
 
-// statsOpener opens the day-file name names; nil for a name not of the
+// statsFileRef is the day-file name names; nil for a name not of the
 // day-files' shape.
-func (h *handlers) statsOpener(name string) func() (*os.File, error) {
+func (h *handlers) statsFileRef(name string) *fileRef {
 	if _, _, ok := ParseStatsName(name); !ok {
 		return nil
 	}
-	return inRoot(filepath.Join(h.o.LogsRoot, api.ServerLogsDir), name)
+	return &fileRef{filepath.Join(h.o.LogsRoot, api.ServerLogsDir), name}
 }
 
 func (h *handlers) statsNow(w http.ResponseWriter, r *http.Request) {
@@ -280,12 +280,12 @@ func (h *handlers) gameLogsFile(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, api.ErrInvalidPath)
 		return
 	}
-	serveFile(w, r, h.gameLogOpener(p))
+	serveFile(w, r, h.gameLogFile(p).opener())
 }
 
-// gameLogOpener opens the game-log file at p, a ValidGameLogPath.
-func (h *handlers) gameLogOpener(p string) func() (*os.File, error) {
-	return inRoot(filepath.Join(h.o.LogsRoot, api.GameLogsDir), p)
+// gameLogFile is the game-log file at p, a ValidGameLogPath.
+func (h *handlers) gameLogFile(p string) *fileRef {
+	return &fileRef{filepath.Join(h.o.LogsRoot, api.GameLogsDir), p}
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {
@@ -294,16 +294,23 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 	json.NewEncoder(w).Encode(api.ErrorBody{Error: msg})
 }
 
-// inRoot opens name inside dir through an os.Root, so no symlink planted in
-// a logs folder can lead outside it.
-func inRoot(dir, name string) func() (*os.File, error) {
+// fileRef is a file of the tools routes: name (slash-separated) inside
+// the folder dir, opened through an os.Root of dir, so no symlink planted
+// in a logs folder can lead outside it.
+type fileRef struct{ dir, name string }
+
+// opener opens the file; nil for no file.
+func (f *fileRef) opener() func() (*os.File, error) {
+	if f == nil {
+		return nil
+	}
 	return func() (*os.File, error) {
-		root, err := os.OpenRoot(dir)
+		root, err := os.OpenRoot(f.dir)
 		if err != nil {
 			return nil, err
 		}
 		defer root.Close()
-		return root.Open(name)
+		return root.Open(f.name)
 	}
 }
 
