@@ -401,11 +401,14 @@ func fetchBatch(ctx context.Context, b BatchFetcher, js []*fileJob) []error {
 	}
 	errs := make([]error, len(js))
 	called := make([]bool, len(js))
+	made := map[string]bool{} // the folders made: a batch's files are mostly in one
 	err := b.FetchFiles(ctx, files, func(i int, body io.Reader, length int64) {
 		called[i] = true
-		if err := os.MkdirAll(filepath.Dir(js[i].dst), 0o755); err != nil {
-			errs[i] = err
-			return
+		if dir := filepath.Dir(js[i].dst); !made[dir] {
+			if errs[i] = os.MkdirAll(dir, 0o755); errs[i] != nil {
+				return
+			}
+			made[dir] = true
 		}
 		js[i].got, errs[i] = receive(js[i], body, length)
 	})
@@ -494,10 +497,12 @@ func syncFile(ctx context.Context, remote LogsRemote, j *fileJob) (fetched, erro
 // listed size; it reads no more of it than that. A frozen file whose body
 // has more is refused: the server sent what it did not list. A growing one
 // may have grown since the listing: its first j.size bytes are taken, the
-// rest is the next run's tail. A local copy that the body does not begin
-// with (the server's copy shrank, or was rewritten) is first set aside
-// (keepAside), so the mirror loses none of its bytes. On any failure,
-// nothing is written.
+// rest is the next run's tail. A local copy (one there was when the run
+// began: where there was none, none is looked for, a syscall saved on
+// each of a first pull's files) that the body does not begin with (the
+// server's copy shrank, or was rewritten) is first set aside (keepAside),
+// so the mirror loses none of its bytes. On any failure, nothing is
+// written.
 func receive(j *fileJob, body io.Reader, length int64) (fetched, error) {
 	if !j.growing && length > j.size {
 		return fetched{}, fmt.Errorf("the server sent %d bytes where it listed %d (nothing was written)", length, j.size)
@@ -506,9 +511,12 @@ func receive(j *fileJob, body io.Reader, length int64) (fetched, error) {
 	if !j.growing {
 		limit++ // one byte more tells a longer body
 	}
-	old, err := archivedCopy(j.dst)
-	if err != nil {
-		return fetched{}, err
+	var old *prefixCheck
+	if j.local >= 0 { // there was a local copy when the run began
+		var err error
+		if old, err = archivedCopy(j.dst); err != nil {
+			return fetched{}, err
+		}
 	}
 	var r io.Reader = io.LimitReader(body, limit)
 	if old != nil {
