@@ -26,7 +26,7 @@
 # to provide again, or creating files right after many were deleted, costs
 # more, and whichever tool goes first meets more of it. So each tool's first
 # push is preceded by writing and deleting a scratch file of 1.5x the tree
-# (and, as root, by dropping the clean caches: see warm below), and
+# (and, as root, by dropping the clean caches: see warm in bench/lib.sh), and
 # FIRST=rsync shows the order does not decide the result.
 #
 # As root, both destinations (the hosting root and the rsync module) live on
