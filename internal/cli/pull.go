@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -14,29 +13,12 @@ import (
 	"github.com/spf13/cobra"
 )
 
-type puller func(ctx context.Context, c *apiclient.Client, dir string, out *output) (mirror.PullSummary, error)
-
-func pullLogs(ctx context.Context, c *apiclient.Client, dir string, out *output) (mirror.PullSummary, error) {
-	return mirror.PullLogs(ctx, c, dir, pullJobs, out)
-}
-
-func pullStats(ctx context.Context, c *apiclient.Client, dir string, out *output) (mirror.PullSummary, error) {
-	return mirror.PullStats(ctx, c, dir, pullJobs, out)
-}
-
-func pullGameLogs(ctx context.Context, c *apiclient.Client, dir string, out *output) (mirror.PullSummary, error) {
-	s, err := mirror.PullGameLogs(ctx, c, dir, pullJobs, out)
-	if errors.Is(err, apiclient.ErrNotFound) {
-		return s, errNoGameLogs
-	}
-	return s, err
-}
-
 // errNoGameLogs is a variant 2 server's answer to the game-log listing.
 var errNoGameLogs = errors.New("this server has no game-log routes (it runs with --variant 2, the form of the API without them)")
 
-// pullJobs is how many frozen files are fetched at once.
-const pullJobs = 4
+// pullJobs is the most fetches at once; how many run follows the link's
+// round trip (mirror.InFlight).
+const pullJobs = 64
 
 // pullReport is the --json summary of a pull.
 type pullReport struct {
@@ -45,7 +27,7 @@ type pullReport struct {
 	Notes   []string `json:"notes,omitempty"`
 }
 
-func newPullCmd(name, short, sub string, pull puller) func(*IO, *globals) *cobra.Command {
+func newPullCmd(name, short, sub string, part func(dir string) mirror.Part) func(*IO, *globals) *cobra.Command {
 	return func(ios *IO, g *globals) *cobra.Command {
 		return &cobra.Command{
 			Use:   name + " [DIR]",
@@ -56,7 +38,7 @@ func newPullCmd(name, short, sub string, pull puller) func(*IO, *globals) *cobra
 				if len(args) == 1 {
 					dir = args[0]
 				}
-				return runPull(cmd, ios, g, []pullPart{{sub, dir, pull}}, false)
+				return runPull(cmd, ios, g, []pullPart{{sub, part(dir)}}, false)
 			},
 		}
 	}
@@ -73,9 +55,9 @@ func newPullAllCmd(ios *IO, g *globals) *cobra.Command {
 				dir = args[0]
 			}
 			return runPull(cmd, ios, g, []pullPart{
-				{"web-logs", filepath.Join(dir, "web-logs"), pullLogs},
-				{"server-logs", filepath.Join(dir, "server-logs"), pullStats},
-				{"hoster-logs", filepath.Join(dir, "hoster-logs"), pullGameLogs},
+				{"web-logs", mirror.PartLogs(filepath.Join(dir, "web-logs"))},
+				{"server-logs", mirror.PartStats(filepath.Join(dir, "server-logs"))},
+				{"hoster-logs", mirror.PartGameLogs(filepath.Join(dir, "hoster-logs"))},
 			}, true)
 		},
 	}
@@ -83,36 +65,42 @@ func newPullAllCmd(ios *IO, g *globals) *cobra.Command {
 
 type pullPart struct {
 	name string
-	dir  string
-	pull puller
+	part mirror.Part
 }
 
-// runPull runs the parts in turn; with all set (hoster pull), a server
-// without game logs is a note, not a failure.
+// runPull runs the parts in one pull, their listings and the server's
+// version asked at once; with all set (hoster pull), a server without game
+// logs is a note, not a failure.
 func runPull(cmd *cobra.Command, ios *IO, g *globals, parts []pullPart, all bool) error {
 	start := time.Now()
 	ctx, stop := signal.NotifyContext(ctxOrBackground(cmd.Context()), os.Interrupt)
 	defer stop()
 	out := newOutput(ios, g)
-	client, err := connect(ctx, g, out, pullJobs)
+	client, check, _, err := dial(g, out, pullJobs)
 	if err != nil {
 		return err
 	}
-	rep := pullReport{PullSummary: mirror.PullSummary{Failures: []mirror.Failure{}}}
+	ps := make([]mirror.Part, len(parts))
+	for i, p := range parts {
+		ps[i] = p.part
+	}
+	sum, partErrs, err := mirror.Pull(ctx, client, ps, mirror.PullOptions{Jobs: pullJobs, Check: func() error { return check(ctx) }}, out)
+	out.Finish()
+	if err != nil {
+		return err
+	}
+	rep := pullReport{PullSummary: sum}
 	var errs []error
-	for _, p := range parts {
-		s, err := p.pull(ctx, client, p.dir, out)
-		out.Finish()
-		rep.Fetched += s.Fetched
-		rep.Bytes += s.Bytes
-		rep.Unchanged += s.Unchanged
-		rep.Failures = append(rep.Failures, s.Failures...)
-		rep.Kept = append(rep.Kept, s.Kept...)
+	for i, p := range parts {
+		err := partErrs[i]
+		if errors.Is(err, apiclient.ErrNotFound) && p.name == "hoster-logs" {
+			err = errNoGameLogs
+		}
 		switch {
 		case errors.Is(err, errNoGameLogs) && all:
 			rep.Notes = append(rep.Notes, "game logs skipped: "+err.Error())
 		case err != nil:
-			out.Fail(failure{Op: "pull", Path: p.dir, Error: err.Error()})
+			out.Fail(failure{Op: "pull", Path: p.part.Dir, Error: err.Error()})
 			errs = append(errs, fmt.Errorf("%s: %w", p.name, err))
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/hoster-dev/hoster/pkg/apiclient"
+	"github.com/hoster-dev/hoster/pkg/mirror"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -110,9 +111,9 @@ named); 2 usage or configuration error; 3 API version mismatch.`,
 		newDevCmd,
 		newTestCmd,
 		newNewCmd,
-		newPullCmd("pull-logs", "Mirror the access logs", "web-logs", pullLogs),
-		newPullCmd("pull-stats", "Mirror the machine-health day-files", "server-logs", pullStats),
-		newPullCmd("pull-gamelogs", "Mirror the game-log tree (a server run with --variant 1, the default)", "hoster-logs", pullGameLogs),
+		newPullCmd("pull-logs", "Mirror the access logs", "web-logs", mirror.PartLogs),
+		newPullCmd("pull-stats", "Mirror the machine-health day-files", "server-logs", mirror.PartStats),
+		newPullCmd("pull-gamelogs", "Mirror the game-log tree (a server run with --variant 1, the default)", "hoster-logs", mirror.PartGameLogs),
 		newPullAllCmd,
 		newVersionCmd,
 	} {

@@ -57,6 +57,11 @@ const (
 	PathStatsNow     = "stats/now"
 	PathGameLogs     = "gamelogs"
 	PathGameLogsFile = "gamelogs/file"
+	// PathFilesBatch is hoster's own extension, not the contract's: POST a
+	// FetchRequest, get its files whole in one tar stream. A server offers
+	// it with VersionInfo.BatchDownload, and bounds it there; a client uses
+	// it only when offered, and within the bound.
+	PathFilesBatch = "files"
 )
 
 // ToolsPrefix is the path prefix of the read-only tools API of version v,
@@ -66,6 +71,11 @@ func ToolsPrefix(v int) string { return fmt.Sprintf("/api/v%d/", v) }
 // ToolsPath is the full path of a tools route, e.g. ToolsPath(1, PathLogs) =
 // "/api/v1/logs".
 func ToolsPath(v int, route string) string { return ToolsPrefix(v) + route }
+
+// FetchMaxFiles bounds the files of one batch download (PathFilesBatch),
+// hoster's extension: hoster-server refuses a longer request as a whole,
+// and says this bound in VersionInfo.BatchDownloadMaxFiles.
+const FetchMaxFiles = 1000
 
 // Query parameter names.
 const (

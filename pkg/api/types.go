@@ -18,6 +18,13 @@ type VersionInfo struct {
 	BatchMaxFiles     int   `json:"batchMaxFiles,omitempty"`
 	BatchMaxBytes     int64 `json:"batchMaxBytes,omitempty"`
 	BatchMaxNameBytes int64 `json:"batchMaxNameBytes,omitempty"`
+	// BatchDownload is hoster-server's other extension (absent from other
+	// servers' answers): POST ToolsPath(PathFilesBatch) sends many of the
+	// tools routes' files whole in one answer, so a pull across a long
+	// round trip does not pay one per file. BatchDownloadMaxFiles bounds
+	// the files of one request; a request over it is refused as a whole.
+	BatchDownload         bool `json:"batchDownload,omitempty"`
+	BatchDownloadMaxFiles int  `json:"batchDownloadMaxFiles,omitempty"`
 }
 
 // BatchResult is the body of a PUT /api/files answer (the batch upload
@@ -313,4 +320,20 @@ type GameSnapshotLine struct {
 	// State is what the game's serialise hook returned (the instance state
 	// when there is none); its shape is the game's own.
 	State any `json:"state"`
+}
+
+// FetchRequest is the body of a POST ToolsPath(PathFilesBatch) request
+// (the batch download extension): the files wanted whole, each named as
+// its own route names it (Route with its query's value).
+type FetchRequest struct {
+	Files []FetchFile `json:"files"`
+}
+
+// FetchFile is one file of a batch download: Route is PathLogsFile (with
+// Which), PathStatsFile (with Name) or PathGameLogsFile (with Path).
+type FetchFile struct {
+	Route string `json:"route"`
+	Which string `json:"which,omitempty"`
+	Name  string `json:"name,omitempty"`
+	Path  string `json:"path,omitempty"`
 }

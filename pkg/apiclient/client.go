@@ -73,6 +73,9 @@ type ClientConfig struct {
 	// attempt is cut off: an upload is tried again, a download's body
 	// read gives an error saying it stalled.
 	StallTimeout time.Duration
+	// Wrap, when set, wraps each of the client's transports, under its
+	// watchdog: tests put a transport there that holds or counts answers.
+	Wrap func(http.RoundTripper) http.RoundTripper
 }
 
 // Client speaks the contract over HTTP.
@@ -87,6 +90,7 @@ type Client struct {
 	warmed int           // connections opened ahead by Warm
 	batch  bool          // the server offered the batch upload
 	bounds batchBounds   // and bounded it so (0: no bound told)
+	fetch  int           // the files of a batch download the server offered; 0: none
 	pre    *predialer    // nil through a proxy
 }
 
@@ -126,7 +130,8 @@ func (cfg *ClientConfig) defaults() {
 }
 
 // Version asks the server's API version (the one route without a token),
-// and notes whether the server offers the batch upload, and its bounds.
+// and notes whether the server offers the batch upload and the batch
+// download, and their bounds.
 func (c *Client) Version(ctx context.Context) (api.VersionInfo, error) {
 	var v api.VersionInfo
 	err := c.getJSON(ctx, "asking the server's API version", api.PathVersion, maxAnswer, &v)
@@ -134,6 +139,10 @@ func (c *Client) Version(ctx context.Context) (api.VersionInfo, error) {
 		c.mu.Lock()
 		c.batch = v.BatchUpload
 		c.bounds = batchBounds{files: v.BatchMaxFiles, bytes: v.BatchMaxBytes, names: v.BatchMaxNameBytes}
+		c.fetch = 0
+		if v.BatchDownload {
+			c.fetch = max(v.BatchDownloadMaxFiles, 1)
+		}
 		c.mu.Unlock()
 	}
 	return v, err

@@ -1,8 +1,12 @@
 package apiclient
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -72,4 +76,67 @@ func (c *Client) Fetch(ctx context.Context, route string, query url.Values, offs
 		return nil, err
 	}
 	return f, nil
+}
+
+// CanFetchBatch reports whether the server offered the batch download
+// (FetchFiles) when Version was last asked.
+func (c *Client) CanFetchBatch() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fetch > 0
+}
+
+// FetchFiles asks for files whole with the batch download extension
+// (PathFilesBatch; only where CanFetchBatch), in as many requests as the
+// server's bound takes, one after the other, and calls each with every
+// file's body and length, in their order, as the answer streams in: each
+// reads what it needs of the body before it returns, and no more than the
+// answer says it holds. Getting an answer is retried as every request of
+// the client is; the error is for a request or a stream that failed as a
+// whole, the files each was not called for unfetched. The stall timeout
+// watches the stream as it does every body.
+func (c *Client) FetchFiles(ctx context.Context, files []api.FetchFile, each func(i int, body io.Reader, length int64)) error {
+	c.mu.Lock()
+	per := max(c.fetch, 1)
+	c.mu.Unlock()
+	for from := 0; from < len(files); from += per {
+		part := files[from:min(from+per, len(files))]
+		if err := c.fetchBatch(ctx, part, func(i int, r io.Reader, n int64) { each(from+i, r, n) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fetchBatch is one request of FetchFiles.
+func (c *Client) fetchBatch(ctx context.Context, files []api.FetchFile, each func(i int, body io.Reader, length int64)) error {
+	op := fmt.Sprintf("fetching %d files at once", len(files))
+	req, err := json.Marshal(api.FetchRequest{Files: files})
+	if err != nil {
+		return &Error{Op: op, Msg: err.Error()}
+	}
+	open := func() (body, error) {
+		return body{r: io.NopCloser(bytes.NewReader(req)), size: int64(len(req)),
+			reopen: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(req)), nil }}, nil
+	}
+	k := call{op: op, method: http.MethodPost, path: api.ToolsPath(api.Version, api.PathFilesBatch),
+		contentType: "application/json", open: open, stream: true}
+	return c.do(ctx, k, func(resp *http.Response, _ []byte) error {
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return &Error{Op: op, Status: resp.StatusCode, Msg: "the answer is not a 200 with the files"}
+		}
+		tr := tar.NewReader(resp.Body)
+		for i := range files {
+			h, err := tr.Next()
+			if err != nil {
+				return transportError(op, fmt.Errorf("reading the answer before file %d: %w", i, err))
+			}
+			if h.Name != strconv.Itoa(i) || h.Typeflag != tar.TypeReg {
+				return &Error{Op: op, Msg: fmt.Sprintf("the answer's entry %q is not file %d", h.Name, i)}
+			}
+			each(i, tr, h.Size)
+		}
+		return nil
+	})
 }

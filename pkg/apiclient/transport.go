@@ -62,7 +62,11 @@ func transports(u *url.URL, pin string, cfg ClientConfig) (uploads, small http.R
 		}
 	}
 	header, stall := cfg.HeaderTimeout, cfg.StallTimeout
-	return &watchedTransport{next: tr, header: header, stall: stall}, &watchedTransport{next: sm, header: header, stall: stall}, pre
+	wrap := func(t http.RoundTripper) http.RoundTripper { return t }
+	if cfg.Wrap != nil {
+		wrap = cfg.Wrap
+	}
+	return &watchedTransport{next: wrap(tr), header: header, stall: stall}, &watchedTransport{next: wrap(sm), header: header, stall: stall}, pre
 }
 
 // Fingerprint is the lowercase hex SHA-256 of a DER certificate.

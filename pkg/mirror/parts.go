@@ -22,7 +22,7 @@ func mirrorName(name string) bool {
 // to. Only files of a pull's own naming, for a name a pull writes, are
 // removed; a pull running at the same moment into the same folder may lose
 // a transfer to this, which it reports, and its next run completes.
-func removeStaleParts(list []fileJob) {
+func removeStaleParts(list []*fileJob) {
 	dirs := map[string]bool{}
 	for _, j := range list {
 		dirs[filepath.Dir(j.dst)] = true

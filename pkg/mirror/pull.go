@@ -68,6 +68,28 @@ type fileJob struct {
 	size    int64      // listed size
 	growing bool       // grows on the server: a larger listing is a new tail
 	label   string     // for reports
+	local   int64      // the local copy's size when planned; -1: none
+	got     fetched    // what fetching it did
+}
+
+// tail reports whether the job appends to its local copy (a Range
+// request) rather than fetching the file whole.
+func (j *fileJob) tail() bool { return j.growing && j.local >= 0 && j.local <= j.size }
+
+// fetches are a pull's items of the transfer engine (engine.go): a tail,
+// or a file too big to share a request, goes in a request of its own.
+var fetches = kind[*fileJob]{
+	size:  (*fileJob).bytes,
+	name:  func(j *fileJob) string { return j.label },
+	alone: func(j *fileJob) bool { return j.tail() || j.size > batchFileMax },
+}
+
+// bytes is about what fetching the job brings: a tail, or the whole file.
+func (j *fileJob) bytes() int64 {
+	if j.tail() {
+		return j.size - j.local
+	}
+	return j.size
 }
 
 // The mirror is stateless: every decision is made from the listing and the
@@ -84,15 +106,110 @@ type fileJob struct {
 // transfer fails. Local files the server no longer lists are kept: the
 // mirror is an archive.
 
-// PullLogs mirrors the access logs into dir: access.log is the active log,
+// Part is one folder of a mirror and the listing it follows: PartLogs,
+// PartStats or PartGameLogs.
+type Part struct {
+	Dir  string
+	plan func(ctx context.Context, remote LogsRemote, dir string) ([]*fileJob, []Failure, error)
+}
+
+// PartLogs mirrors the access logs into dir.
+func PartLogs(dir string) Part { return Part{Dir: dir, plan: planLogs} }
+
+// PartStats mirrors the health day-files into dir.
+func PartStats(dir string) Part { return Part{Dir: dir, plan: planStats} }
+
+// PartGameLogs mirrors the game-log tree into dir (variant 1 only: a
+// variant 2 server answers its listing with apiclient.ErrNotFound).
+func PartGameLogs(dir string) Part { return Part{Dir: dir, plan: planGameLogs} }
+
+// PullOptions configure a pull.
+type PullOptions struct {
+	// Jobs is the most fetches at once; 0 means 8. Against a Link, how
+	// many run follows its round trip (InFlight), up to Jobs.
+	Jobs int
+	// Check, when set, runs beside the listings (hoster pull asks the
+	// server's version here, which also times the link and learns whether
+	// the server offers the batch download); an error from it ends the
+	// pull before anything is fetched, and is returned as it is.
+	Check func() error
+}
+
+// PullLogs, PullStats and PullGameLogs mirror one part on its own.
+func PullLogs(ctx context.Context, remote LogsRemote, dir string, jobs int, rep Reporter) (PullSummary, error) {
+	return pullOne(ctx, remote, PartLogs(dir), jobs, rep)
+}
+
+func PullStats(ctx context.Context, remote LogsRemote, dir string, jobs int, rep Reporter) (PullSummary, error) {
+	return pullOne(ctx, remote, PartStats(dir), jobs, rep)
+}
+
+func PullGameLogs(ctx context.Context, remote LogsRemote, dir string, jobs int, rep Reporter) (PullSummary, error) {
+	return pullOne(ctx, remote, PartGameLogs(dir), jobs, rep)
+}
+
+func pullOne(ctx context.Context, remote LogsRemote, p Part, jobs int, rep Reporter) (PullSummary, error) {
+	sum, errs, err := Pull(ctx, remote, []Part{p}, PullOptions{Jobs: jobs}, rep)
+	if err == nil {
+		err = errs[0]
+	}
+	return sum, err
+}
+
+// Pull mirrors the parts: their listings are asked at once (and the check
+// beside them), then every file of every part is brought up to date in one
+// run of the transfer engine, as many at once as the link warrants. errs
+// holds each part's own error (its listing failed: nothing of it was
+// fetched), err what stops the whole pull (the check failed).
+func Pull(ctx context.Context, remote LogsRemote, parts []Part, opts PullOptions, rep Reporter) (sum PullSummary, errs []error, err error) {
+	if rep == nil {
+		rep = NopReporter{}
+	}
+	if opts.Jobs <= 0 {
+		opts.Jobs = 8
+	}
+	errs = make([]error, len(parts))
+	lists := make([][]*fileJob, len(parts))
+	bad := make([][]Failure, len(parts))
+	var wg sync.WaitGroup
+	for i, p := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lists[i], bad[i], errs[i] = p.plan(ctx, remote, p.Dir)
+		}()
+	}
+	if opts.Check != nil {
+		err = opts.Check()
+	}
+	wg.Wait()
+	if err != nil {
+		return PullSummary{Failures: []Failure{}}, errs, err
+	}
+	var all []*fileJob
+	var refused []Failure
+	for i := range parts {
+		all = append(all, lists[i]...)
+		refused = append(refused, bad[i]...)
+	}
+	jobs := opts.Jobs
+	if l, ok := remote.(Link); ok {
+		jobs = InFlight(l.RTT(), opts.Jobs)
+	}
+	sum = runJobs(ctx, remote, all, jobs, rep)
+	sum.add(reportBad(rep, refused))
+	return sum, errs, nil
+}
+
+// planLogs lists the access logs: access.log is the active log,
 // access-<ts>.log each rotated one. A rotated log not seen locally before
 // means the active log rotated, so the local active copy is started afresh.
-func PullLogs(ctx context.Context, remote LogsRemote, dir string, jobs int, rep Reporter) (PullSummary, error) {
+func planLogs(ctx context.Context, remote LogsRemote, dir string) ([]*fileJob, []Failure, error) {
 	l, err := listInto(ctx, remote.Logs, dir)
 	if err != nil {
-		return PullSummary{}, err
+		return nil, nil, err
 	}
-	var frozen []fileJob
+	var list []*fileJob
 	rotatedNew := false
 	for _, r := range l.Rotated {
 		name := layout.RotatedLogName(r.TS)
@@ -100,7 +217,7 @@ func PullLogs(ctx context.Context, remote LogsRemote, dir string, jobs int, rep 
 		if _, err := os.Stat(dst); errors.Is(err, os.ErrNotExist) {
 			rotatedNew = true
 		}
-		frozen = append(frozen, fileJob{route: api.PathLogsFile, query: url.Values{api.QueryWhich: {strconv.FormatInt(r.TS, 10)}},
+		list = append(list, &fileJob{route: api.PathLogsFile, query: url.Values{api.QueryWhich: {strconv.FormatInt(r.TS, 10)}},
 			dst: dst, size: r.Size, label: name})
 	}
 	active := filepath.Join(dir, api.AccessLogName)
@@ -108,15 +225,14 @@ func PullLogs(ctx context.Context, remote LogsRemote, dir string, jobs int, rep 
 		// The active log rotated since the last run: what we hold of it is
 		// now (part of) a rotated file, fetched under its own name.
 		if err := os.Remove(active); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return PullSummary{}, fmt.Errorf("resetting %s: %w", active, err)
+			return nil, nil, fmt.Errorf("resetting %s: %w", active, err)
 		}
 	}
-	sum := runJobs(ctx, remote, frozen, jobs, rep)
 	if l.Active != nil {
-		sum.add(runJobs(ctx, remote, []fileJob{{route: api.PathLogsFile, query: url.Values{api.QueryWhich: {api.WhichActive}},
-			dst: active, size: l.Active.Size, growing: true, label: api.AccessLogName}}, 1, rep))
+		list = append(list, &fileJob{route: api.PathLogsFile, query: url.Values{api.QueryWhich: {api.WhichActive}},
+			dst: active, size: l.Active.Size, growing: true, label: api.AccessLogName})
 	}
-	return sum, nil
+	return list, nil, nil
 }
 
 // listInto asks the server for a listing with get and makes dir, which
@@ -132,12 +248,12 @@ func listInto[L any](ctx context.Context, get func(context.Context) (L, error), 
 	return l, nil
 }
 
-// PullStats mirrors the health day-files into dir under their own names. The
-// newest file of each type may still grow; the others are frozen.
-func PullStats(ctx context.Context, remote LogsRemote, dir string, jobs int, rep Reporter) (PullSummary, error) {
+// planStats lists the health day-files, mirrored under their own names.
+// The newest file of each type may still grow; the others are frozen.
+func planStats(ctx context.Context, remote LogsRemote, dir string) ([]*fileJob, []Failure, error) {
 	l, err := listInto(ctx, remote.Stats, dir)
 	if err != nil {
-		return PullSummary{}, err
+		return nil, nil, err
 	}
 	newest := map[string]string{}
 	for _, f := range l.Files {
@@ -145,33 +261,31 @@ func PullStats(ctx context.Context, remote LogsRemote, dir string, jobs int, rep
 			newest[f.Type] = f.Name
 		}
 	}
-	var jobsList []fileJob
+	var list []*fileJob
 	var bad []Failure
 	for _, f := range l.Files {
 		if _, _, ok := layout.ParseStatsFileName(f.Name); !ok {
 			bad = append(bad, Failure{Op: "fetch", Path: shownName(f.Name), Error: "the server listed a name that is not <type>-YYYY-MM-DD.log; skipped"})
 			continue
 		}
-		jobsList = append(jobsList, fileJob{route: api.PathStatsFile, query: url.Values{api.QueryName: {f.Name}},
+		list = append(list, &fileJob{route: api.PathStatsFile, query: url.Values{api.QueryName: {f.Name}},
 			dst: filepath.Join(dir, f.Name), size: f.Size, growing: newest[f.Type] == f.Name, label: f.Name})
 	}
-	sum := runJobs(ctx, remote, jobsList, jobs, rep)
-	sum.add(reportBad(rep, bad))
-	return sum, nil
+	return list, bad, nil
 }
 
-// PullGameLogs mirrors the game-log tree into dir, keeping each file's
+// planGameLogs lists the game-log tree, each file keeping its
 // tree-relative path. Every hour file is treated as growing: the contract
 // says a changed size means the client fetches the tail. A path the server
 // lists that is not of the contract's shape is refused, so a server cannot
 // make the client write outside dir; so is one that sync would refuse
 // (nameFault), so that no folder is named with a newline.
-func PullGameLogs(ctx context.Context, remote LogsRemote, dir string, jobs int, rep Reporter) (PullSummary, error) {
+func planGameLogs(ctx context.Context, remote LogsRemote, dir string) ([]*fileJob, []Failure, error) {
 	l, err := remote.GameLogs(ctx)
 	if err != nil {
-		return PullSummary{}, err
+		return nil, nil, err
 	}
-	var jobsList []fileJob
+	var list []*fileJob
 	var bad []Failure
 	for _, f := range l.Files {
 		if fault := nameFault(f.Path); fault != "" {
@@ -182,12 +296,10 @@ func PullGameLogs(ctx context.Context, remote LogsRemote, dir string, jobs int, 
 			bad = append(bad, Failure{Op: "fetch", Path: f.Path, Error: "the server listed a path outside the game-log layout; skipped"})
 			continue
 		}
-		jobsList = append(jobsList, fileJob{route: api.PathGameLogsFile, query: url.Values{api.QueryPath: {f.Path}},
+		list = append(list, &fileJob{route: api.PathGameLogsFile, query: url.Values{api.QueryPath: {f.Path}},
 			dst: filepath.Join(dir, filepath.FromSlash(f.Path)), size: f.Size, growing: true, label: f.Path})
 	}
-	sum := runJobs(ctx, remote, jobsList, jobs, rep)
-	sum.add(reportBad(rep, bad))
-	return sum, nil
+	return list, bad, nil
 }
 
 // reportBad reports listing entries that were refused, each once.
@@ -201,8 +313,23 @@ func reportBad(rep Reporter, bad []Failure) PullSummary {
 	return PullSummary{Failures: bad}
 }
 
-// runJobs brings every file up to date, jobs at a time.
-func runJobs(ctx context.Context, remote LogsRemote, list []fileJob, jobs int, rep Reporter) PullSummary {
+// BatchFetcher is a LogsRemote that may send many whole files in one
+// answer, the batch download extension of hoster-server; *apiclient.Client
+// is one, and uses it only when the server offered it (CanFetchBatch).
+// Every other server gets a GET per file.
+type BatchFetcher interface {
+	CanFetchBatch() bool
+	// FetchFiles asks for files whole in one request, and calls each with
+	// every file's body, in their order, as the answer streams in; the
+	// error is for the request or the stream as a whole (the files each
+	// was not called for are not fetched).
+	FetchFiles(ctx context.Context, files []api.FetchFile, each func(i int, body io.Reader, length int64)) error
+}
+
+// runJobs brings every file up to date on the transfer engine, jobs at a
+// time: the small whole files in batches where the remote offers the batch
+// download, every other one (tails, big files) with a request of its own.
+func runJobs(ctx context.Context, remote LogsRemote, list []*fileJob, jobs int, rep Reporter) PullSummary {
 	if rep == nil {
 		rep = NopReporter{}
 	}
@@ -212,26 +339,31 @@ func runJobs(ctx context.Context, remote LogsRemote, list []fileJob, jobs int, r
 		sum.add(reportBad(rep, []Failure{*dup}))
 	}
 	removeStaleParts(list)
-	var todo []fileJob
+	var todo []*fileJob
+	var total int64
 	for _, j := range list {
-		if fi, err := os.Stat(j.dst); err == nil && fi.Size() == j.size {
-			sum.Unchanged++
-			continue
+		j.local = -1
+		if fi, err := os.Stat(j.dst); err == nil {
+			if j.local = fi.Size(); j.local == j.size {
+				sum.Unchanged++
+				continue
+			}
 		}
 		todo = append(todo, j)
-	}
-	sort.SliceStable(todo, func(a, b int) bool { return todo[a].label < todo[b].label })
-	var total int64
-	for _, j := range todo {
-		total += j.size
+		total += j.bytes()
 	}
 	if len(todo) > 0 {
 		rep.Begin("fetch", len(todo), total)
 	}
+	var batch func([]*fileJob, bool) []error
+	if b, ok := remote.(BatchFetcher); ok && b.CanFetchBatch() {
+		batch = func(js []*fileJob, _ bool) []error { return fetchBatch(ctx, b, js) }
+	}
 	var mu sync.Mutex
-	parallel(ctx, max(jobs, 1), len(todo), func(i int) {
-		j := todo[i]
-		got, err := syncFile(ctx, remote, j)
+	run(ctx, todo, fetches, jobs, func(j *fileJob) (err error) {
+		j.got, err = syncFile(ctx, remote, j)
+		return err
+	}, batch, func(j *fileJob, err error) {
 		if err != nil {
 			err = errors.New(pullCause(err))
 		}
@@ -240,16 +372,50 @@ func runJobs(ctx context.Context, remote LogsRemote, list []fileJob, jobs int, r
 			sum.Failures = append(sum.Failures, Failure{Op: "fetch", Path: j.label, Error: err.Error()})
 		} else {
 			sum.Fetched++
-			sum.Bytes += got.n
-			if got.kept != nil {
-				sum.Kept = append(sum.Kept, *got.kept)
+			sum.Bytes += j.got.n
+			if j.got.kept != nil {
+				sum.Kept = append(sum.Kept, *j.got.kept)
 			}
 		}
 		mu.Unlock()
-		rep.Done(Op{Kind: "fetch", Path: j.label, Size: got.n}, err)
-	})
+		rep.Done(Op{Kind: "fetch", Path: j.label, Size: j.got.n}, err)
+	}, nil)
 	sort.Slice(sum.Kept, func(a, b int) bool { return sum.Kept[a].Path < sum.Kept[b].Path })
 	return sum
+}
+
+// fetchBatch fetches js whole in one batch download, each written in place
+// by the rules of a whole file (receive): nothing outside the mirror (the
+// local paths are the listing's, checked; the answer names none), a body
+// longer than a frozen file's listed size refused, a growing one's taken
+// up to it.
+func fetchBatch(ctx context.Context, b BatchFetcher, js []*fileJob) []error {
+	files := make([]api.FetchFile, len(js))
+	for i, j := range js {
+		files[i] = api.FetchFile{Route: j.route, Which: j.query.Get(api.QueryWhich), Name: j.query.Get(api.QueryName), Path: j.query.Get(api.QueryPath)}
+	}
+	errs := make([]error, len(js))
+	called := make([]bool, len(js))
+	made := map[string]bool{} // the folders made: a batch's files are mostly in one
+	err := b.FetchFiles(ctx, files, func(i int, body io.Reader, length int64) {
+		called[i] = true
+		if dir := filepath.Dir(js[i].dst); !made[dir] {
+			if errs[i] = os.MkdirAll(dir, 0o755); errs[i] != nil {
+				return
+			}
+			made[dir] = true
+		}
+		js[i].got, errs[i] = receive(js[i], body, length)
+	})
+	for i := range js {
+		if !called[i] {
+			errs[i] = err
+			if err == nil {
+				errs[i] = errors.New("the server's batch answer ended before this file (nothing was written; the next run fetches it again)")
+			}
+		}
+	}
+	return errs
 }
 
 // unique drops the jobs whose local file an earlier job of list writes
@@ -257,7 +423,7 @@ func runJobs(ctx context.Context, remote LogsRemote, list []fileJob, jobs int, r
 // again (a million times, from a broken or hostile server) gets it fetched
 // once, at its first listed size. The one failure, if any, names the first
 // repeated file and counts the repeats.
-func unique(list []fileJob) ([]fileJob, *Failure) {
+func unique(list []*fileJob) ([]*fileJob, *Failure) {
 	seen := make(map[string]bool, len(list))
 	out := list[:0:0]
 	var first string
@@ -302,7 +468,7 @@ type fetched struct {
 }
 
 // syncFile brings one local file up to date.
-func syncFile(ctx context.Context, remote LogsRemote, j fileJob) (fetched, error) {
+func syncFile(ctx context.Context, remote LogsRemote, j *fileJob) (fetched, error) {
 	if err := os.MkdirAll(filepath.Dir(j.dst), 0o755); err != nil {
 		return fetched{}, err
 	}
@@ -326,11 +492,13 @@ func syncFile(ctx context.Context, remote LogsRemote, j fileJob) (fetched, error
 // listed size; it reads no more of it than that. A frozen file whose body
 // has more is refused: the server sent what it did not list. A growing one
 // may have grown since the listing: its first j.size bytes are taken, the
-// rest is the next run's tail. A local copy that the body does not begin
-// with (the server's copy shrank, or was rewritten) is first set aside
-// (keepAside), so the mirror loses none of its bytes. On any failure,
-// nothing is written.
-func receive(j fileJob, body io.Reader, length int64) (fetched, error) {
+// rest is the next run's tail. A local copy (one there was when the run
+// began: where there was none, none is looked for, a syscall saved on
+// each of a first pull's files) that the body does not begin with (the
+// server's copy shrank, or was rewritten) is first set aside (keepAside),
+// so the mirror loses none of its bytes. On any failure, nothing is
+// written.
+func receive(j *fileJob, body io.Reader, length int64) (fetched, error) {
 	if !j.growing && length > j.size {
 		return fetched{}, fmt.Errorf("the server sent %d bytes where it listed %d (nothing was written)", length, j.size)
 	}
@@ -338,9 +506,12 @@ func receive(j fileJob, body io.Reader, length int64) (fetched, error) {
 	if !j.growing {
 		limit++ // one byte more tells a longer body
 	}
-	old, err := archivedCopy(j.dst)
-	if err != nil {
-		return fetched{}, err
+	var old *prefixCheck
+	if j.local >= 0 { // there was a local copy when the run began
+		var err error
+		if old, err = archivedCopy(j.dst); err != nil {
+			return fetched{}, err
+		}
 	}
 	var r io.Reader = io.LimitReader(body, limit)
 	if old != nil {
@@ -462,7 +633,7 @@ func keepAside(dst string) (string, error) {
 // Range, and the whole body replaces the file (receive); an empty 200 means
 // there is nothing new. If the transfer fails part-way, the file is cut
 // back to from.
-func fetchTail(ctx context.Context, remote LogsRemote, j fileJob, from int64) (fetched, error) {
+func fetchTail(ctx context.Context, remote LogsRemote, j *fileJob, from int64) (fetched, error) {
 	f, err := remote.Fetch(ctx, j.route, j.query, from)
 	if err != nil {
 		return fetched{}, err

@@ -199,8 +199,12 @@ func refuse(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) version(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, api.VersionInfo{API: api.Version, BatchUpload: true,
-		BatchMaxFiles: BatchMaxFiles, BatchMaxBytes: s.batchMaxBytes(), BatchMaxNameBytes: BatchMaxNameBytes})
+	v := api.VersionInfo{API: api.Version, BatchUpload: true,
+		BatchMaxFiles: BatchMaxFiles, BatchMaxBytes: s.batchMaxBytes(), BatchMaxNameBytes: BatchMaxNameBytes}
+	if _, ok := s.routes["POST "+api.ToolsPath(api.Version, api.PathFilesBatch)]; ok {
+		v.BatchDownload, v.BatchDownloadMaxFiles = true, api.FetchMaxFiles // pkg/tools serves it
+	}
+	writeJSON(w, http.StatusOK, v)
 }
 
 func (s *Server) tree(w http.ResponseWriter, r *http.Request) error {

@@ -77,6 +77,7 @@ func Routes(o Options) map[string]http.Handler {
 		routes[p(api.PathGameLogs)] = http.HandlerFunc(h.gameLogs)
 		routes[p(api.PathGameLogsFile)] = http.HandlerFunc(h.gameLogsFile)
 	}
+	routes["POST "+api.ToolsPath(api.Version, api.PathFilesBatch)] = http.HandlerFunc(h.files)
 	return routes
 }
 
@@ -139,21 +140,23 @@ func (h *handlers) logs(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) logsFile(w http.ResponseWriter, r *http.Request) {
-	which := r.URL.Query().Get(api.QueryWhich)
+	serveFile(w, r, h.logFile(r.URL.Query().Get(api.QueryWhich), h.rotated).opener())
+}
+
+// logFile is the access log which names: "active", or a rotated log's
+// key as rotated lists them; nil for any other.
+func (h *handlers) logFile(which string, rotated func() []rotatedFile) *fileRef {
 	if which == api.WhichActive {
-		serveFile(w, r, inRoot(h.webLogs(), api.AccessLogName))
-		return
+		return &fileRef{h.webLogs(), api.AccessLogName}
 	}
-	ts, err := strconv.ParseInt(which, 10, 64)
-	if err == nil {
-		for _, f := range h.rotated() {
+	if ts, err := strconv.ParseInt(which, 10, 64); err == nil {
+		for _, f := range rotated() {
 			if f.ts == ts {
-				serveFile(w, r, inRoot(h.webLogs(), f.name))
-				return
+				return &fileRef{h.webLogs(), f.name}
 			}
 		}
 	}
-	serveFile(w, r, nil) // unknown: empty 200
+	return nil // unknown: empty 200
 }
 
 func (h *handlers) stats(w http.ResponseWriter, r *http.Request) {
@@ -172,12 +175,16 @@ func (h *handlers) stats(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) statsFile(w http.ResponseWriter, r *http.Request) {
-	name := r.URL.Query().Get(api.QueryName)
+	serveFile(w, r, h.statsFileRef(r.URL.Query().Get(api.QueryName)).opener())
+}
+
+// statsFileRef is the day-file name names; nil for a name not of the
+// day-files' shape.
+func (h *handlers) statsFileRef(name string) *fileRef {
 	if _, _, ok := layout.ParseStatsFileName(name); !ok {
-		serveFile(w, r, nil)
-		return
+		return nil
 	}
-	serveFile(w, r, inRoot(filepath.Join(h.o.LogsRoot, api.ServerLogsDir), name))
+	return &fileRef{filepath.Join(h.o.LogsRoot, api.ServerLogsDir), name}
 }
 
 func (h *handlers) statsNow(w http.ResponseWriter, r *http.Request) {
@@ -219,24 +226,40 @@ func (h *handlers) gameLogs(w http.ResponseWriter, r *http.Request) {
 func (h *handlers) gameLogsFile(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Query().Get(api.QueryPath)
 	if !layout.IsGameLogPath(p) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		json.NewEncoder(w).Encode(api.ErrorBody{Error: api.ErrInvalidPath})
+		writeError(w, http.StatusBadRequest, api.ErrInvalidPath)
 		return
 	}
-	serveFile(w, r, inRoot(filepath.Join(h.o.LogsRoot, api.GameLogsDir), p))
+	serveFile(w, r, h.gameLogFile(p).opener())
 }
 
-// inRoot opens name inside dir through an os.Root, so no symlink planted in
-// a logs folder can lead outside it.
-func inRoot(dir, name string) func() (*os.File, error) {
+// gameLogFile is the game-log file at p, a layout.IsGameLogPath.
+func (h *handlers) gameLogFile(p string) *fileRef {
+	return &fileRef{filepath.Join(h.o.LogsRoot, api.GameLogsDir), p}
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(api.ErrorBody{Error: msg})
+}
+
+// fileRef is a file of the tools routes: name (slash-separated) inside
+// the folder dir, opened through an os.Root of dir, so no symlink planted
+// in a logs folder can lead outside it.
+type fileRef struct{ dir, name string }
+
+// opener opens the file; nil for no file.
+func (f *fileRef) opener() func() (*os.File, error) {
+	if f == nil {
+		return nil
+	}
 	return func() (*os.File, error) {
-		root, err := os.OpenRoot(dir)
+		root, err := os.OpenRoot(f.dir)
 		if err != nil {
 			return nil, err
 		}
 		defer root.Close()
-		return root.Open(name)
+		return root.Open(f.name)
 	}
 }
 

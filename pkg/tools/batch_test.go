@@ -1,0 +1,83 @@
+package tools
+
+import (
+	"archive/tar"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hoster-dev/hoster/pkg/api"
+)
+
+// post sends a batch download request with the token.
+func (e *env) post(t *testing.T, req api.FetchRequest) (*http.Response, []byte) {
+	t.Helper()
+	body, _ := json.Marshal(req)
+	r, _ := http.NewRequest("POST", e.url+api.ToolsPath(api.Version, api.PathFilesBatch), bytes.NewReader(body))
+	r.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+// The batch download sends each file as its own route would, in order,
+// entry i named i; an absent or unknown one is an empty entry.
+func TestBatchDownload(t *testing.T) {
+	e := start(t, api.Variant1)
+	plant(t, e.logs, "web-logs/access.log", "active\n", time.Time{})
+	plant(t, e.logs, "server-logs/cpu-2026-11-22.log", "cpu\n", time.Time{})
+	gl := "a.com/g/hoster-processes/0123456789ab/stats-2026-11-22-09.jsonl"
+	plant(t, e.logs, "hoster-logs/"+gl, "{}\n", time.Time{})
+	resp, b := e.post(t, api.FetchRequest{Files: []api.FetchFile{
+		{Route: api.PathGameLogsFile, Path: gl},
+		{Route: api.PathLogsFile, Which: api.WhichActive},
+		{Route: api.PathStatsFile, Name: "cpu-2026-11-22.log"},
+		{Route: api.PathStatsFile, Name: "cpu-2026-11-23.log"}, // absent
+		{Route: api.PathLogsFile, Which: "12345"},              // unknown
+	}})
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/x-tar" {
+		t.Fatalf("answer %d %s", resp.StatusCode, b)
+	}
+	tr := tar.NewReader(bytes.NewReader(b))
+	for i, want := range []string{"{}\n", "active\n", "cpu\n", "", ""} {
+		h, err := tr.Next()
+		if err != nil || h.Name != fmt.Sprint(i) {
+			t.Fatalf("entry %d: %v %v", i, h, err)
+		}
+		if got, _ := io.ReadAll(tr); string(got) != want {
+			t.Errorf("entry %d: %q, want %q", i, got, want)
+		}
+	}
+	if _, err := tr.Next(); err != io.EOF {
+		t.Errorf("more entries: %v", err)
+	}
+}
+
+// A request the batch download does not take is refused as a whole.
+func TestBatchDownloadRefuses(t *testing.T) {
+	e := start(t, api.Variant2)
+	many := make([]api.FetchFile, api.FetchMaxFiles+1)
+	for i := range many {
+		many[i] = api.FetchFile{Route: api.PathLogsFile, Which: api.WhichActive}
+	}
+	for name, req := range map[string]api.FetchRequest{
+		"too many files":       {Files: many},
+		"another route":        {Files: []api.FetchFile{{Route: api.PathStats}}},
+		"game logs, variant 2": {Files: []api.FetchFile{{Route: api.PathGameLogsFile, Path: "a.com/g/hoster-processes/0123456789ab/stats-2026-11-22-09.jsonl"}}},
+		"two names for one":    {Files: []api.FetchFile{{Route: api.PathStatsFile, Name: "cpu-2026-11-22.log", Path: "x"}}},
+	} {
+		resp, b := e.post(t, req)
+		if resp.StatusCode != 400 || !strings.Contains(string(b), "error") {
+			t.Errorf("%s: %d %s", name, resp.StatusCode, b)
+		}
+	}
+}
