@@ -140,15 +140,7 @@ func (g *Game) keepError(e HookError) {
 
 // Overview lists the loaded games, sorted, with their live instances.
 func (rt *Runtime) Overview() []GameOverview {
-	rt.mu.RLock()
-	var games []*Game
-	for _, gs := range rt.games {
-		for _, g := range gs {
-			games = append(games, g)
-		}
-	}
-	rt.mu.RUnlock()
-	sort.Slice(games, func(i, j int) bool { return games[i].Key() < games[j].Key() })
+	games := rt.loadedGames()
 	out := make([]GameOverview, 0, len(games))
 	for _, g := range games {
 		cfg := g.current().cfg

@@ -18,16 +18,8 @@ func (rt *Runtime) Config(domain, name string) (cfg game.Config, ok bool) {
 
 // Instances is how many instances run now, of every game.
 func (rt *Runtime) Instances() int {
-	rt.mu.RLock()
-	var games []*Game
-	for _, gs := range rt.games {
-		for _, g := range gs {
-			games = append(games, g)
-		}
-	}
-	rt.mu.RUnlock()
 	n := 0
-	for _, g := range games {
+	for _, g := range rt.loadedGames() {
 		g.mu.Lock()
 		n += len(g.instances)
 		g.mu.Unlock()

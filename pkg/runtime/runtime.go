@@ -268,16 +268,25 @@ func (rt *Runtime) LoadGames() {
 
 // Games lists the loaded games as "<domain>/<game>", sorted.
 func (rt *Runtime) Games() []string {
-	rt.mu.RLock()
-	defer rt.mu.RUnlock()
 	var out []string
+	for _, g := range rt.loadedGames() {
+		out = append(out, g.Key())
+	}
+	return out
+}
+
+// loadedGames is every loaded game, sorted by key.
+func (rt *Runtime) loadedGames() []*Game {
+	rt.mu.RLock()
+	var games []*Game
 	for _, gs := range rt.games {
 		for _, g := range gs {
-			out = append(out, g.Key())
+			games = append(games, g)
 		}
 	}
-	sort.Strings(out)
-	return out
+	rt.mu.RUnlock()
+	sort.Slice(games, func(i, j int) bool { return games[i].Key() < games[j].Key() })
+	return games
 }
 
 func (rt *Runtime) lookup(domain, name string) *Game {

@@ -224,6 +224,11 @@ func (tr *trial) step(line string) {
 		} else if tr.token != "" && strings.Contains(out, tr.token) {
 			t.Fatalf("%s printed the token", line)
 		}
+		if strings.Contains(line, " sync ") {
+			// The server reloads the synced game a debounce after the sync:
+			// a page opened before that would find no game.
+			tr.server.waitFor(t, `msg="game loaded" game=example.com/arena`)
+		}
 	}
 }
 
