@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,8 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hoster-dev/hoster/internal/waitbuf"
-	"github.com/hoster-dev/hoster/pkg/dev"
+	"github.com/hoster-dev/hoster/internal/devtest"
 )
 
 // TestPlaygroundInChromium: hoster dev on the example; its playground,
@@ -25,19 +23,7 @@ func TestPlaygroundInChromium(t *testing.T) {
 	if err := os.CopyFS(root, os.DirFS(filepath.Join(repoRoot(t), "examples", "sites"))); err != nil {
 		t.Fatal(err)
 	}
-	out, log := waitbuf.New(), waitbuf.New()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- dev.Run(ctx, dev.Options{Root: root, Port: 0, Out: out, Log: log}) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("dev: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("terminal:\n%s%s", out, log)
-		}
-	})
+	out, log := devtest.Start(t, root)
 	var playground string
 	if !out.Until(func(s string) bool {
 		for _, line := range strings.Split(s, "\n") {
