@@ -1,9 +1,6 @@
 package integration
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,13 +13,8 @@ import (
 // in one private room, and its inspector shows their instance with two
 // players and its state changing, then one player's view.
 func TestPlaygroundInChromium(t *testing.T) {
-	if _, err := exec.LookPath("chromium"); err != nil {
-		t.Skip("chromium is not installed (make test-deps installs Debian's chromium as root); skipping the browser test")
-	}
-	root := filepath.Join(t.TempDir(), "sites")
-	if err := os.CopyFS(root, os.DirFS(filepath.Join(repoRoot(t), "examples", "sites"))); err != nil {
-		t.Fatal(err)
-	}
+	skipWithoutChromium(t)
+	root := copyExampleSites(t, "sites")
 	out, log := devtest.Start(t, root)
 	var playground string
 	if !out.Until(func(s string) bool {
