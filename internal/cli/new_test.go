@@ -16,8 +16,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
-	"github.com/hoster-dev/hoster/internal/waitbuf"
-	"github.com/hoster-dev/hoster/pkg/dev"
+	"github.com/hoster-dev/hoster/internal/devtest"
 )
 
 // TestNewGamePlays is hoster new's promise, for each language: the new game
@@ -90,28 +89,11 @@ func mustRun(t *testing.T, args ...string) string {
 // playInDev runs hoster dev on root, fetches example.com/tag's page, and
 // moves a player on its socket until an update shows it moved right.
 func playInDev(t *testing.T, root string) {
-	var out, log waitbuf.Buffer
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- dev.Run(ctx, dev.Options{Root: root, Port: 0, Out: &out, Log: &log}) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("dev: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("hoster dev's terminal:\n%s%s", out.String(), log.String())
-		}
-	}()
+	out, _ := devtest.Start(t, root)
+	url := devtest.URL(t, out, "example.com/tag")
 	var port int
-	if !out.Until(func(s string) bool {
-		_, u, ok := strings.Cut(s, "example.com/tag  ")
-		return ok && func() bool {
-			_, err := fmt.Sscanf(u, "http://example.com.localhost:%d/tag/\n", &port)
-			return err == nil
-		}()
-	}, 20*time.Second) { // a hang guard
-		t.Fatal("hoster dev never served example.com/tag")
+	if _, err := fmt.Sscanf(url, "http://example.com.localhost:%d/tag/", &port); err != nil {
+		t.Fatalf("hoster dev served example.com/tag at %q: %v", url, err)
 	}
 	dial := func(ctx context.Context, network, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, network, fmt.Sprintf("127.0.0.1:%d", port))

@@ -35,15 +35,7 @@ func TestServeServesTheGamesPages(t *testing.T) {
 
 	get := func(path string) (*http.Response, string) {
 		t.Helper()
-		req, _ := http.NewRequest("GET", "http://"+listen+path, nil)
-		req.Host = "example.com"
-		resp, err := http.DefaultTransport.RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		return resp, string(b)
+		return getPage(t, listen, "example.com", path)
 	}
 	page, _ := os.ReadFile(filepath.Join(arena, "index.html"))
 	if resp, body := get("/arena/"); resp.StatusCode != 200 || body != string(page) || resp.Header.Get("Content-Type") != "text/html; charset=utf-8" {
@@ -88,14 +80,7 @@ func TestServeHasNoPlayground(t *testing.T) {
 	listen, _, _ := startServe(t, serveOptions{HostingRoot: root, LogsRoot: t.TempDir()})
 	for _, host := range []string{"localhost", "127.0.0.1", listen, "example.com"} {
 		for _, path := range []string{"/", "/_playground/api/games", "/_playground/api/inspect?game=example.com/arena&instance=x"} {
-			req, _ := http.NewRequest("GET", "http://"+listen+path, nil)
-			req.Host = host
-			resp, err := http.DefaultTransport.RoundTrip(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			resp, b := getPage(t, listen, host, path)
 			if resp.StatusCode != 404 || strings.Contains(string(b), "playground") {
 				t.Errorf("GET %s on %s: %s %q", path, host, resp.Status, b)
 			}

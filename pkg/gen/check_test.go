@@ -69,18 +69,7 @@ func TestCheckFindsTypeErrors(t *testing.T) {
 		"  instance.state.round = args.whom;\n"+
 		"  instance.state.round = \"two\";\n"+
 		"}\n")
-	res, err := Generate(root)
-	if err != nil || res.Failed() {
-		t.Fatalf("generating: %v %v", err, res.Problems())
-	}
-	problems, err := Check(context.Background(), tsc, root, "a.com/tag")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, p := range problems {
-		got = append(got, p.String())
-	}
+	got := generateAndCheck(t, tsc, root, "a.com/tag")
 	want := []string{
 		"a.com/tag/hoster-commands/tag/run.ts:3:31: TS2339: Property 'whom' does not exist on type '{ target: string; }'.",
 		"a.com/tag/hoster-commands/tag/run.ts:4:3: TS2322: Type 'string' is not assignable to type 'number'.",
@@ -114,17 +103,7 @@ func TestStateIsWhatCreateReturns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if res, err := Generate(root); err != nil || res.Failed() {
-		t.Fatalf("generating: %v %v", err, res.Problems())
-	}
-	problems, err := Check(context.Background(), tsc, root, "a.com/tag")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, p := range problems {
-		got = append(got, p.String())
-	}
+	got := generateAndCheck(t, tsc, root, "a.com/tag")
 	want := "a.com/tag/hoster-instance/tick.ts:3:3: TS2322: Type 'string' is not assignable to type 'number'."
 	if strings.Join(got, "\n") != want {
 		t.Fatalf("tsc said\n%s\nwant\n%s", strings.Join(got, "\n"), want)
@@ -175,4 +154,22 @@ func TestCheckRunsBeforeWriting(t *testing.T) {
 	if err != nil || res.Failed() || len(res.Games[0].Written) == 0 {
 		t.Fatalf("a passing check: %+v %v", res, err)
 	}
+}
+
+// generateAndCheck generates root's games and type-checks game with tsc,
+// returning tsc's problems as file:line:column lines.
+func generateAndCheck(t *testing.T, tsc []string, root, game string) []string {
+	t.Helper()
+	if res, err := Generate(root); err != nil || res.Failed() {
+		t.Fatalf("generating: %v %v", err, res.Problems())
+	}
+	problems, err := Check(context.Background(), tsc, root, game)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range problems {
+		got = append(got, p.String())
+	}
+	return got
 }

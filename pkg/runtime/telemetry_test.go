@@ -33,6 +33,17 @@ type received struct {
 	appeared, changed, gone int64
 }
 
+// tallyBoth tallies the raw frames a and b get from now on, including what
+// came before (the joins' appears are already in the channels); each done
+// closes when its client's messages end.
+func tallyBoth(a, b *client) (ra, rb *received, doneA, doneB chan struct{}) {
+	ra, rb = &received{}, &received{}
+	doneA, doneB = make(chan struct{}), make(chan struct{})
+	go func() { a.tally(ra); close(doneA) }()
+	go func() { b.tally(rb); close(doneB) }()
+	return ra, rb, doneA, doneB
+}
+
 func (c *client) tally(r *received) {
 	for m := range c.msgs {
 		if m["t"] != "update" {
@@ -52,6 +63,18 @@ func (c *client) tally(r *received) {
 		}
 		r.mu.Unlock()
 	}
+}
+
+// withReceived fills want's update counts with what the clients a and b
+// received between them.
+func withReceived(want api.GameStatsLine, ra, rb *received) api.GameStatsLine {
+	ra.mu.Lock()
+	rb.mu.Lock()
+	defer ra.mu.Unlock()
+	defer rb.mu.Unlock()
+	want.UpdBytes = api.SumCount{Sum: float64(ra.bytes + rb.bytes), Count: ra.updates + rb.updates}
+	want.Delta = api.DeltaCounts{Appeared: ra.appeared + rb.appeared, Changed: ra.changed + rb.changed, Gone: ra.gone + rb.gone}
+	return want
 }
 
 func readLines(t *testing.T, path string) []string {
@@ -96,12 +119,7 @@ func TestStatsLineCountsExactly(t *testing.T) {
 	})
 	a := e.join(t, "a.example", "lab", "a")
 	b := e.join(t, "a.example", "lab", "b")
-	var ra, rb received
-	// Tally the raw frames each client gets from now on, including what
-	// came before (the joins' appears are already in the channels).
-	doneA, doneB := make(chan struct{}), make(chan struct{})
-	go func() { a.tally(&ra); close(doneA) }()
-	go func() { b.tally(&rb); close(doneB) }()
+	ra, rb, _, doneB := tallyBoth(a, b)
 
 	frame := `{"c":"move","a":{"dx":0.25}}`
 	for i := 0; i < 3; i++ {
@@ -123,19 +141,13 @@ func TestStatsLineCountsExactly(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[0]), &got); err != nil {
 		t.Fatal(err)
 	}
-	ra.mu.Lock()
-	rb.mu.Lock()
-	defer ra.mu.Unlock()
-	defer rb.mu.Unlock()
-	want := api.GameStatsLine{
+	want := withReceived(api.GameStatsLine{
 		T: clock.Now().Unix(), Process: e.rt.Process(), Instance: a.inst,
 		Players: 1, Entities: 1, Arrivals: 2, Departures: 1,
 		Playtime: api.SumCount{Sum: 30, Count: 1},
 		Commands: map[string]int64{"move": 3},
 		CmdBytes: api.SumCount{Sum: float64(3 * len(frame)), Count: 3},
-		UpdBytes: api.SumCount{Sum: float64(ra.bytes + rb.bytes), Count: ra.updates + rb.updates},
-		Delta:    api.DeltaCounts{Appeared: ra.appeared + rb.appeared, Changed: ra.changed + rb.changed, Gone: ra.gone + rb.gone},
-	}
+	}, ra, rb)
 	wb, _ := json.Marshal(want)
 	if lines[0] != string(wb) {
 		t.Fatalf("stats line\n%s\nwant\n%s", lines[0], wb)
@@ -227,10 +239,7 @@ func TestShutdownWritesThePartialInterval(t *testing.T) {
 	})
 	a := e.join(t, "a.example", "lab", "a")
 	b := e.join(t, "a.example", "lab", "b")
-	var ra, rb received
-	doneA, doneB := make(chan struct{}), make(chan struct{})
-	go func() { a.tally(&ra); close(doneA) }()
-	go func() { b.tally(&rb); close(doneB) }()
+	ra, rb, doneA, doneB := tallyBoth(a, b)
 	frame := `{"c":"move","a":{"dx":0.25}}`
 	for range 3 {
 		a.ws.WriteMessage(websocket.TextMessage, []byte(frame))
@@ -264,20 +273,14 @@ func TestShutdownWritesThePartialInterval(t *testing.T) {
 	if len(lines) != 1 {
 		t.Fatalf("stats lines %q, want the one of the partial interval", lines)
 	}
-	ra.mu.Lock()
-	rb.mu.Lock()
-	defer ra.mu.Unlock()
-	defer rb.mu.Unlock()
-	want := api.GameStatsLine{
+	want := withReceived(api.GameStatsLine{
 		T: clock.Now().Unix(), Process: e.rt.Process(), Instance: a.inst,
 		Players: 2, Entities: 1, Arrivals: 2, Departures: 2,
 		Playtime: api.SumCount{Sum: 50, Count: 2},
 		Commands: map[string]int64{"move": 4},
 		CmdBytes: api.SumCount{Sum: float64(4 * len(frame)), Count: 4},
-		UpdBytes: api.SumCount{Sum: float64(ra.bytes + rb.bytes), Count: ra.updates + rb.updates},
-		Delta:    api.DeltaCounts{Appeared: ra.appeared + rb.appeared, Changed: ra.changed + rb.changed, Gone: ra.gone + rb.gone},
 		Ended:    true,
-	}
+	}, ra, rb)
 	wb, _ := json.Marshal(want)
 	if lines[0] != string(wb) {
 		t.Fatalf("stats line\n%s\nwant\n%s", lines[0], wb)

@@ -7,9 +7,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -58,14 +55,9 @@ const page = `<!doctype html><title>loading</title>
 </script>`
 
 func TestExampleGameInChromium(t *testing.T) {
-	if _, err := exec.LookPath("chromium"); err != nil {
-		t.Skip("chromium is not installed (make test-deps installs Debian's chromium as root); skipping the browser test")
-	}
+	skipWithoutChromium(t)
 	// The example, generated, run by the runtime.
-	root := filepath.Join(t.TempDir(), "games")
-	if err := os.CopyFS(root, os.DirFS(filepath.Join(repoRoot(t), "examples", "sites"))); err != nil {
-		t.Fatal(err)
-	}
+	root := copyExampleSites(t, "games")
 	if res, err := gen.Generate(root); err != nil || res.Failed() {
 		t.Fatalf("%v %v", err, res.Problems())
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"sync/atomic"
 	"syscall"
@@ -22,14 +23,34 @@ type chromium struct {
 	devtools string // 127.0.0.1:<port>
 }
 
+// skipWithoutChromium skips the test when Chromium is not installed.
+func skipWithoutChromium(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("chromium"); err != nil {
+		t.Skip("chromium is not installed (make test-deps installs Debian's chromium as root); skipping the browser test")
+	}
+}
+
+// copyExampleSites copies examples/sites to a new folder named name, and
+// returns its path.
+func copyExampleSites(t *testing.T, name string) string {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), name)
+	if err := os.CopyFS(root, os.DirFS(filepath.Join(repoRoot(t), "examples", "sites"))); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
 // startChromium starts headless Chromium with extra flags and one page at
 // url, and stops it (and its helpers) at the end of the test. It skips the
 // test when Chromium is not installed.
 func startChromium(t *testing.T, url string, flags ...string) *chromium {
 	t.Helper()
+	skipWithoutChromium(t)
 	bin, err := exec.LookPath("chromium")
 	if err != nil {
-		t.Skip("chromium is not installed (make test-deps installs Debian's chromium as root); skipping the browser test")
+		t.Fatal(err)
 	}
 	// Chromium's helpers may outlive it for a moment: the profile is removed
 	// without failing the test on their leftovers.

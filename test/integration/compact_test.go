@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http/httputil"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -72,9 +71,7 @@ func TestCompactFallbackInChromium(t *testing.T) {
 // testdata folder. It skips the test without Chromium, before any work.
 func twoViewersGame(t *testing.T) (root, testdata string) {
 	t.Helper()
-	if _, err := exec.LookPath("chromium"); err != nil {
-		t.Skip("chromium is not installed (make test-deps installs Debian's chromium as root); skipping the browser test")
-	}
+	skipWithoutChromium(t)
 	testdata = filepath.Join(repoRoot(t), "pkg", "compact", "testdata", "twoviewers")
 	root = filepath.Join(t.TempDir(), "games")
 	if err := os.CopyFS(filepath.Join(root, "two.example", "two"), os.DirFS(filepath.Join(testdata, "game"))); err != nil {

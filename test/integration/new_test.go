@@ -1,15 +1,12 @@
 package integration
 
 import (
-	"context"
 	"fmt"
 	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/hoster-dev/hoster/internal/waitbuf"
-	"github.com/hoster-dev/hoster/pkg/dev"
+	"github.com/hoster-dev/hoster/internal/devtest"
 	"github.com/hoster-dev/hoster/pkg/scaffold"
 )
 
@@ -52,27 +49,8 @@ func TestNewGamePageInChromium(t *testing.T) {
 	if _, err := scaffold.Write(scaffold.Options{Root: root, Domain: "example.com", Game: "tag"}); err != nil {
 		t.Fatal(err)
 	}
-	var out, log waitbuf.Buffer
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- dev.Run(ctx, dev.Options{Root: root, Port: 0, Out: &out, Log: &log}) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("dev: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("hoster dev's terminal:\n%s%s", out.String(), log.String())
-		}
-	}()
-	var url string
-	if !out.Until(func(s string) bool {
-		_, u, ok := strings.Cut(s, "example.com/tag  ")
-		url, _, ok = strings.Cut(u, "\n")
-		return ok
-	}, 20*time.Second) { // a hang guard
-		t.Fatal("hoster dev never served example.com/tag")
-	}
+	out, _ := devtest.Start(t, root)
+	url := devtest.URL(t, out, "example.com/tag")
 
 	chrome := startChromium(t, "about:blank")
 	page := chrome.attach(chrome.open(url))

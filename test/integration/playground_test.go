@@ -1,16 +1,11 @@
 package integration
 
 import (
-	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/hoster-dev/hoster/internal/waitbuf"
-	"github.com/hoster-dev/hoster/pkg/dev"
+	"github.com/hoster-dev/hoster/internal/devtest"
 )
 
 // TestPlaygroundInChromium: hoster dev on the example; its playground,
@@ -18,26 +13,9 @@ import (
 // in one private room, and its inspector shows their instance with two
 // players and its state changing, then one player's view.
 func TestPlaygroundInChromium(t *testing.T) {
-	if _, err := exec.LookPath("chromium"); err != nil {
-		t.Skip("chromium is not installed (make test-deps installs Debian's chromium as root); skipping the browser test")
-	}
-	root := filepath.Join(t.TempDir(), "sites")
-	if err := os.CopyFS(root, os.DirFS(filepath.Join(repoRoot(t), "examples", "sites"))); err != nil {
-		t.Fatal(err)
-	}
-	out, log := waitbuf.New(), waitbuf.New()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- dev.Run(ctx, dev.Options{Root: root, Port: 0, Out: out, Log: log}) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("dev: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("terminal:\n%s%s", out, log)
-		}
-	})
+	skipWithoutChromium(t)
+	root := copyExampleSites(t, "sites")
+	out, log := devtest.Start(t, root)
 	var playground string
 	if !out.Until(func(s string) bool {
 		for _, line := range strings.Split(s, "\n") {
