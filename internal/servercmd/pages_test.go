@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoster-dev/hoster/internal/httptestutil"
 	"github.com/hoster-dev/hoster/pkg/api"
 	"github.com/hoster-dev/hoster/pkg/apiclient"
 	"github.com/hoster-dev/hoster/pkg/gen"
@@ -140,15 +140,7 @@ func TestServeKeepsServerCodePrivate(t *testing.T) {
 // getPage GETs path on listen for host, and reads the whole answer.
 func getPage(t *testing.T, listen, host, path string) (*http.Response, string) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", "http://"+listen+path, nil)
-	req.Host = host
-	resp, err := http.DefaultTransport.RoundTrip(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	return resp, string(b)
+	return httptestutil.Get(t, "http://"+listen+path, host, nil)
 }
 
 // Every public file of a game, the browser library included, comes by one

@@ -2,7 +2,6 @@ package hostserver
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoster-dev/hoster/internal/httptestutil"
 	"github.com/hoster-dev/hoster/pkg/apiclient"
 	"github.com/hoster-dev/hoster/pkg/game"
 	"github.com/hoster-dev/hoster/pkg/mirror"
@@ -97,36 +97,21 @@ func TestSyncedGameRunsInEveryPart(t *testing.T) {
 		t.Fatal("the synced game never reloaded")
 	}
 
-	get := func(url, host string, header http.Header) (*http.Response, string) {
-		t.Helper()
-		req, _ := http.NewRequest("GET", url, nil)
-		req.Host = host
-		for k, v := range header {
-			req.Header[k] = v
-		}
-		resp, err := http.DefaultTransport.RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		return resp, string(b)
-	}
 	page, _ := os.ReadFile(filepath.Join(sites, "example.com", "arena", "index.html"))
-	if resp, body := get(srv.URL+"/arena/", "example.com", nil); resp.StatusCode != 200 || body != string(page) {
+	if resp, body := httptestutil.Get(t, srv.URL+"/arena/", "example.com", nil); resp.StatusCode != 200 || body != string(page) {
 		t.Errorf("GET /arena/: %s", resp.Status)
 	}
-	if resp, _ := get(ask.URL+"/ask?domain=example.com", "", nil); resp.StatusCode != 200 {
+	if resp, _ := httptestutil.Get(t, ask.URL+"/ask?domain=example.com", "", nil); resp.StatusCode != 200 {
 		t.Errorf("the ask gate for the synced game's domain: %s", resp.Status)
 	}
 	socket := http.Header{"Upgrade": {"websocket"}, "Connection": {"Upgrade"}}
-	if resp, _ := get(srv.URL+"/arena", "example.com", socket); resp.StatusCode != http.StatusTeapot {
+	if resp, _ := httptestutil.Get(t, srv.URL+"/arena", "example.com", socket); resp.StatusCode != http.StatusTeapot {
 		t.Errorf("the game's socket was not handed to the isolation: %s", resp.Status)
 	}
 	if _, ok := iso.config("example.com", "arena"); !ok {
 		t.Error("the isolation cannot read the loaded game's configuration")
 	}
-	if resp, _ := get(srv.URL+"/api/tree", "", nil); resp.StatusCode != 404 {
+	if resp, _ := httptestutil.Get(t, srv.URL+"/api/tree", "", nil); resp.StatusCode != 404 {
 		t.Errorf("an unauthenticated /api request: %s", resp.Status)
 	}
 

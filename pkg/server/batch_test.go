@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoster-dev/hoster/internal/quiettest"
 	"github.com/hoster-dev/hoster/pkg/api"
 	"github.com/hoster-dev/hoster/pkg/store"
 )
@@ -341,40 +342,6 @@ func TestBatchFileCount(t *testing.T) {
 	}
 }
 
-// manualTimers are quiet periods that end only when the test says.
-type manualTimers struct {
-	mu    sync.Mutex
-	armed []*manualTimer
-	next  chan struct{} // one send per timer armed
-}
-
-type manualTimer struct {
-	m     *manualTimers
-	f     func()
-	fired bool
-}
-
-func (m *manualTimers) after(_ time.Duration, f func()) store.QuietTimer {
-	m.mu.Lock()
-	t := &manualTimer{m: m, f: f}
-	m.armed = append(m.armed, t)
-	m.mu.Unlock()
-	m.next <- struct{}{}
-	return t
-}
-
-// fire ends the i-th quiet period.
-func (m *manualTimers) fire(i int) {
-	m.mu.Lock()
-	t := m.armed[i]
-	t.fired = true
-	m.mu.Unlock()
-	t.f()
-}
-
-func (t *manualTimer) Stop() bool               { t.m.mu.Lock(); defer t.m.mu.Unlock(); return !t.fired }
-func (t *manualTimer) Reset(time.Duration) bool { return true }
-
 // TestBatchReloadsOnceAfterAStall: a batch whose body stalls inside its
 // second file, for longer than the quiet period, reloads its game once,
 // after the batch ends, whether it ends well or is cut off.
@@ -391,9 +358,10 @@ func TestBatchReloadsOnceAfterAStall(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			clock := &manualTimers{next: make(chan struct{}, 8)}
+			clock := &quiettest.Timers{}
 			s.debouncer.Close()
-			s.debouncer = store.NewDebouncer(time.Hour, s.reload).WithTimers(clock.after)
+			s.debouncer = store.NewDebouncer(time.Hour, s.reload).WithTimers(
+				func(d time.Duration, f func()) store.QuietTimer { return clock.After(d, f) })
 			ts := httptest.NewServer(s.Handler())
 			defer s.Close()
 			defer ts.Close()
@@ -415,8 +383,8 @@ func TestBatchReloadsOnceAfterAStall(t *testing.T) {
 				answered <- resp.StatusCode
 			}()
 			pw.Write(body[:stall])
-			<-clock.next  // one.txt is written: its game's quiet period began
-			clock.fire(0) // and ends while the body stalls inside two.txt
+			clock.WaitArmed(1) // one.txt is written: its game's quiet period began
+			clock.Fire(0)      // and ends while the body stalls inside two.txt
 			if got := count(); got != "map[]" {
 				t.Errorf("reloads %s while the batch was under way", got)
 			}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/hoster-dev/hoster/internal/quiettest"
 	"github.com/hoster-dev/hoster/pkg/atomicfile"
 	"github.com/hoster-dev/hoster/pkg/filehash"
 	"io"
@@ -376,43 +377,9 @@ func TestWriteCachesItsHash(t *testing.T) {
 	}
 }
 
-// manualTimers stands for time.AfterFunc: a timer runs its function only
-// when the test fires it.
-type manualTimers struct {
-	mu     sync.Mutex
-	armed  []*manualTimer
-	resets int
-}
-
-type manualTimer struct {
-	m     *manualTimers
-	f     func()
-	fired bool
-}
-
-func (m *manualTimers) after(_ time.Duration, f func()) QuietTimer {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	t := &manualTimer{m: m, f: f}
-	m.armed = append(m.armed, t)
-	return t
-}
-
-// fire runs the i-th timer's function, as its end would.
-func (m *manualTimers) fire(i int) {
-	m.mu.Lock()
-	t := m.armed[i]
-	t.fired = true
-	m.mu.Unlock()
-	t.f()
-}
-
-func (t *manualTimer) Stop() bool { t.m.mu.Lock(); defer t.m.mu.Unlock(); return !t.fired }
-func (t *manualTimer) Reset(time.Duration) bool {
-	t.m.mu.Lock()
-	defer t.m.mu.Unlock()
-	t.m.resets++
-	return true
+// manualAfter times a Debouncer's quiet periods with clock's timers.
+func manualAfter(clock *quiettest.Timers) AfterFunc {
+	return func(d time.Duration, f func()) QuietTimer { return clock.After(d, f) }
 }
 
 func TestDebouncerBurst(t *testing.T) {
@@ -423,8 +390,8 @@ func TestDebouncerBurst(t *testing.T) {
 		got[domain+"/"+game]++
 		mu.Unlock()
 	})
-	clock := &manualTimers{}
-	d.after = clock.after
+	clock := &quiettest.Timers{}
+	d.after = manualAfter(clock)
 	defer d.Close()
 	games := [][2]string{{"a.com", "x"}, {"a.com", "y"}, {"b.com", "x"}}
 	var wg sync.WaitGroup
@@ -434,15 +401,15 @@ func TestDebouncerBurst(t *testing.T) {
 	}
 	wg.Wait()
 	// One quiet period, restarted by every mark after the first.
-	if len(clock.armed) != 1 || clock.resets != 499 {
-		t.Fatalf("%d timers, %d restarts; want 1 timer restarted 499 times", len(clock.armed), clock.resets)
+	if clock.Armed() != 1 || clock.Resets() != 499 {
+		t.Fatalf("%d timers, %d restarts; want 1 timer restarted 499 times", clock.Armed(), clock.Resets())
 	}
 	mu.Lock()
 	if len(got) != 0 {
 		t.Fatalf("reloads %v inside the quiet period", got)
 	}
 	mu.Unlock()
-	clock.fire(0)
+	clock.Fire(0)
 	mu.Lock()
 	if len(got) != 3 || got["a.com/x"] != 1 || got["a.com/y"] != 1 || got["b.com/x"] != 1 {
 		t.Fatalf("reloads %v, want exactly one for each of 3 games", got)
@@ -450,8 +417,8 @@ func TestDebouncerBurst(t *testing.T) {
 	mu.Unlock()
 	// The next change starts a new quiet period.
 	d.Mark("a.com", "x")
-	if len(clock.armed) != 2 {
-		t.Fatalf("%d timers after a change past the quiet period, want 2", len(clock.armed))
+	if clock.Armed() != 2 {
+		t.Fatalf("%d timers after a change past the quiet period, want 2", clock.Armed())
 	}
 }
 
@@ -462,29 +429,29 @@ func TestDebouncerBurst(t *testing.T) {
 func TestDebouncerBatchHolds(t *testing.T) {
 	var got []string
 	d := NewDebouncer(time.Hour, func(domain, game string) { got = append(got, domain+"/"+game) })
-	clock := &manualTimers{}
-	d.WithTimers(clock.after)
+	clock := &quiettest.Timers{}
+	d.WithTimers(manualAfter(clock))
 	defer d.Close()
 	b1, b2 := d.Batch(), d.Batch()
 	b1.Mark("a.com", "x")
 	b1.Mark("a.com", "y")
 	b2.Mark("a.com", "y")
 	d.Mark("b.com", "z") // a single upload beside the batches
-	clock.fire(0)        // the batches stall past the quiet period
+	clock.Fire(0)        // the batches stall past the quiet period
 	if fmt.Sprint(got) != "[b.com/z]" {
 		t.Fatalf("reloads %v during the batches, want only b.com/z", got)
 	}
 	b1.Mark("a.com", "x") // the stalled file lands
 	b1.Release()
-	if len(clock.armed) != 2 {
-		t.Fatalf("%d quiet periods, want a second one from the batch's end", len(clock.armed))
+	if clock.Armed() != 2 {
+		t.Fatalf("%d quiet periods, want a second one from the batch's end", clock.Armed())
 	}
-	clock.fire(1)
+	clock.Fire(1)
 	if fmt.Sprint(got) != "[b.com/z a.com/x]" {
 		t.Fatalf("reloads %v after the first batch, want a.com/x once more (a.com/y is still held)", got)
 	}
 	b2.Release()
-	clock.fire(2)
+	clock.Fire(2)
 	if fmt.Sprint(got) != "[b.com/z a.com/x a.com/y]" {
 		t.Fatalf("reloads %v after both batches, want a.com/y once", got)
 	}
