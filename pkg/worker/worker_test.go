@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -385,5 +386,62 @@ func TestStopSignalToTheGroup(t *testing.T) {
 				t.Errorf("the stop is logged as a worker's failure:\n%s", e.logs.String())
 			}
 		})
+	}
+}
+
+// hostile is counter whose "go" command makes every later tick run tick
+// (JavaScript, with the instance as i).
+func hostile(tick string) map[string]string {
+	g := counter("")
+	g["hoster-instance/tick.js"] = `export default function (i) { if (i.state.go) { ` + tick + ` } }`
+	g["hoster-commands/go/run.js"] = `export default function (i) { i.state.go = true; }`
+	return g
+}
+
+// beside runs the hostile game beside a normal one: the normal game's
+// player plays, the hostile game's player sends its command, and the
+// hostile player's close code is returned once the normal player has
+// played again.
+func beside(t *testing.T, tick string) (int, string) {
+	t.Helper()
+	e := start(t, map[string]map[string]string{"bad.example/count": hostile(tick), "b.example/count": counter("")})
+	b := e.join("b.example/count", "")
+	b.play(t, 1)
+	bad := e.join("bad.example/count", "")
+	bad.ws.WriteJSON(map[string]any{"c": "go", "a": map[string]any{}})
+	code, text := bad.closed(t)
+	t.Logf("the hostile game's player got %d %q", code, text)
+	b.play(t, 2)
+	b.play(t, 3)
+	return code, text
+}
+
+// String() of a deeply nested array recurses in goja's join on the Go
+// stack, which no recover catches: in one process it was "fatal error:
+// stack overflow". In a worker it ends only that worker and the normal game
+// plays on. The issue's million-deep array costs about the default 512 MiB
+// budget to build, so its building is ended before String() runs: for
+// memory (4003) or as a hook over its budget (1011), whichever comes first
+// on the machine; a 300,000-deep one is built within the budget and String()
+// of it runs past the hook budget without stopping (4004).
+func TestDeepArrayStringEndsOnlyItsWorker(t *testing.T) {
+	for _, c := range []struct {
+		depth string
+		codes []int
+	}{{"1e6", []int{4003, 4004, 1011}}, {"3e5", []int{4004, 1011}}} {
+		t.Run(c.depth, func(t *testing.T) {
+			code, text := beside(t, `let a = []; for (let n = 0; n < `+c.depth+`; n++) a = [a]; String(a);`)
+			if !slices.Contains(c.codes, code) {
+				t.Fatalf("the hostile game's player got %d %q, want one of %v", code, text, c.codes)
+			}
+		})
+	}
+}
+
+// JSON.stringify of a 200,000-deep object: the same.
+func TestDeepJSONEndsOnlyItsWorker(t *testing.T) {
+	code, text := beside(t, `let o = {}; for (let n = 0; n < 200000; n++) o = {o}; JSON.stringify(o);`)
+	if code != 4004 && code != 1011 {
+		t.Fatalf("the hostile game's player got %d %q, want 4004 or 1011", code, text)
 	}
 }
