@@ -445,3 +445,39 @@ func TestDeepJSONEndsOnlyItsWorker(t *testing.T) {
 		t.Fatalf("the hostile game's player got %d %q, want 4004 or 1011", code, text)
 	}
 }
+
+// A game whose timer runs a catastrophic regexp every tick, beside a normal
+// game: the normal game's player keeps getting its updates while the
+// hostile game spins (CPU fairness, counted in moves seen, not timed). The
+// regexp's backtracking ignores the interrupt; on 20 letters it takes some
+// tens of milliseconds, so the timer keeps its worker's core busy without
+// any one call running past the hook budget (were it to, its worker would
+// be ended: the normal game must play on either way).
+func TestSpinningTimerBesideANormalGame(t *testing.T) {
+	bad := counter("")
+	bad["hoster-commands/spin/run.js"] = `export default function (i, p) {
+		p.n = 1;
+		i.every(0.05, () => /^(?=(a+)+$)\1/.test("a".repeat(20) + "b"));
+	}`
+	e := start(t, map[string]map[string]string{"bad.example/count": bad, "b.example/count": counter("")})
+	b := e.join("b.example/count", "")
+	b.play(t, 1)
+	spinner := e.join("bad.example/count", "")
+	spinner.ws.WriteJSON(map[string]any{"c": "spin", "a": map[string]any{}})
+	// The update showing n at 1 comes from the tick of the spin command:
+	// the timer spins from the next tick on.
+	for seen := false; !seen; {
+		m := spinner.next(t)
+		xs, _ := m["appear"].([]any)
+		xs2, _ := m["change"].([]any)
+		for _, x := range append(xs, xs2...) {
+			f, _ := x.(map[string]any)["f"].(map[string]any)
+			seen = seen || f["n"] == 1.0
+		}
+	}
+	// Updates carry changes only: the normal player makes 20 moves and
+	// sees each in an update.
+	for n := 2.0; n <= 21; n++ {
+		b.play(t, n)
+	}
+}
