@@ -170,6 +170,28 @@ func (e *env) dial(key, query string) (*player, error) {
 	return p, nil
 }
 
+// refusal opens a socket to domain/game that the server turns away, and
+// returns its close code and reason (frames before the close are skipped).
+func (e *env) refusal(key, query string) (int, string) {
+	e.t.Helper()
+	domain, game, _ := strings.Cut(key, "/")
+	ws, _, err := websocket.DefaultDialer.Dial("ws://"+e.addr+"/"+game+query, http.Header{"Host": {domain}})
+	if err != nil {
+		e.t.Fatalf("opening a socket to %s: %v", key, err)
+	}
+	defer ws.Close()
+	ws.SetReadDeadline(time.Now().Add(hang))
+	for {
+		if _, _, err := ws.ReadMessage(); err != nil {
+			var ce *websocket.CloseError
+			if errors.As(err, &ce) {
+				return ce.Code, ce.Text
+			}
+			return 0, err.Error()
+		}
+	}
+}
+
 // next is the player's next message; it fails the test if the socket ended.
 func (p *player) next(t *testing.T) map[string]any {
 	t.Helper()
@@ -480,4 +502,23 @@ func TestSpinningTimerBesideANormalGame(t *testing.T) {
 	for n := 2.0; n <= 21; n++ {
 		b.play(t, n)
 	}
+}
+
+// Many private rooms from one address, beside a normal game: past
+// --rooms-per-minute the next is refused with 1013 before any instance
+// exists, and the normal game's player plays on.
+func TestPrivateRoomsPerMinute(t *testing.T) {
+	const perMinute = 3
+	e := start(t, map[string]map[string]string{"bad.example/count": counter(""), "b.example/count": counter("")},
+		"--rooms-per-minute", strconv.Itoa(perMinute))
+	b := e.join("b.example/count", "")
+	b.play(t, 1)
+	for r := 1; r <= perMinute; r++ {
+		e.join("bad.example/count", "?room=r"+strconv.Itoa(r))
+	}
+	if code, text := e.refusal("bad.example/count", "?room=r"+strconv.Itoa(perMinute+1)); code != 1013 || !strings.Contains(text, "too many new rooms") {
+		t.Fatalf("a room past --rooms-per-minute got %d %q, want 1013 saying why", code, text)
+	}
+	e.waitLog("socket refused: too many new instances from one address in a minute", 1)
+	b.play(t, 2)
 }
