@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -167,6 +168,28 @@ func (e *env) dial(key, query string) (*player, error) {
 		return nil, fmt.Errorf("first message %v, want a welcome", m)
 	}
 	return p, nil
+}
+
+// refusal opens a socket to domain/game that the server turns away, and
+// returns its close code and reason (frames before the close are skipped).
+func (e *env) refusal(key, query string) (int, string) {
+	e.t.Helper()
+	domain, game, _ := strings.Cut(key, "/")
+	ws, _, err := websocket.DefaultDialer.Dial("ws://"+e.addr+"/"+game+query, http.Header{"Host": {domain}})
+	if err != nil {
+		e.t.Fatalf("opening a socket to %s: %v", key, err)
+	}
+	defer ws.Close()
+	ws.SetReadDeadline(time.Now().Add(hang))
+	for {
+		if _, _, err := ws.ReadMessage(); err != nil {
+			var ce *websocket.CloseError
+			if errors.As(err, &ce) {
+				return ce.Code, ce.Text
+			}
+			return 0, err.Error()
+		}
+	}
 }
 
 // next is the player's next message; it fails the test if the socket ended.
@@ -386,4 +409,116 @@ func TestStopSignalToTheGroup(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hostile is counter whose "go" command makes every later tick run tick
+// (JavaScript, with the instance as i).
+func hostile(tick string) map[string]string {
+	g := counter("")
+	g["hoster-instance/tick.js"] = `export default function (i) { if (i.state.go) { ` + tick + ` } }`
+	g["hoster-commands/go/run.js"] = `export default function (i) { i.state.go = true; }`
+	return g
+}
+
+// beside runs the hostile game beside a normal one: the normal game's
+// player plays, the hostile game's player sends its command, and the
+// hostile player's close code is returned once the normal player has
+// played again.
+func beside(t *testing.T, tick string) (int, string) {
+	t.Helper()
+	e := start(t, map[string]map[string]string{"bad.example/count": hostile(tick), "b.example/count": counter("")})
+	b := e.join("b.example/count", "")
+	b.play(t, 1)
+	bad := e.join("bad.example/count", "")
+	bad.ws.WriteJSON(map[string]any{"c": "go", "a": map[string]any{}})
+	code, text := bad.closed(t)
+	t.Logf("the hostile game's player got %d %q", code, text)
+	b.play(t, 2)
+	b.play(t, 3)
+	return code, text
+}
+
+// String() of a deeply nested array recurses in goja's join on the Go
+// stack, which no recover catches: in one process it was "fatal error:
+// stack overflow". In a worker it ends only that worker and the normal game
+// plays on. The issue's million-deep array costs about the default 512 MiB
+// budget to build, so its building is ended before String() runs: for
+// memory (4003) or as a hook over its budget (1011), whichever comes first
+// on the machine; a 300,000-deep one is built within the budget and String()
+// of it runs past the hook budget without stopping (4004).
+func TestDeepArrayStringEndsOnlyItsWorker(t *testing.T) {
+	for _, c := range []struct {
+		depth string
+		codes []int
+	}{{"1e6", []int{4003, 4004, 1011}}, {"3e5", []int{4004, 1011}}} {
+		t.Run(c.depth, func(t *testing.T) {
+			code, text := beside(t, `let a = []; for (let n = 0; n < `+c.depth+`; n++) a = [a]; String(a);`)
+			if !slices.Contains(c.codes, code) {
+				t.Fatalf("the hostile game's player got %d %q, want one of %v", code, text, c.codes)
+			}
+		})
+	}
+}
+
+// JSON.stringify of a 200,000-deep object: the same.
+func TestDeepJSONEndsOnlyItsWorker(t *testing.T) {
+	code, text := beside(t, `let o = {}; for (let n = 0; n < 200000; n++) o = {o}; JSON.stringify(o);`)
+	if code != 4004 && code != 1011 {
+		t.Fatalf("the hostile game's player got %d %q, want 4004 or 1011", code, text)
+	}
+}
+
+// A game whose timer runs a catastrophic regexp every tick, beside a normal
+// game: the normal game's player keeps getting its updates while the
+// hostile game spins (CPU fairness, counted in moves seen, not timed). The
+// regexp's backtracking ignores the interrupt; on 20 letters it takes some
+// tens of milliseconds, so the timer keeps its worker's core busy without
+// any one call running past the hook budget (were it to, its worker would
+// be ended: the normal game must play on either way).
+func TestSpinningTimerBesideANormalGame(t *testing.T) {
+	bad := counter("")
+	bad["hoster-commands/spin/run.js"] = `export default function (i, p) {
+		p.n = 1;
+		i.every(0.05, () => /^(?=(a+)+$)\1/.test("a".repeat(20) + "b"));
+	}`
+	e := start(t, map[string]map[string]string{"bad.example/count": bad, "b.example/count": counter("")})
+	b := e.join("b.example/count", "")
+	b.play(t, 1)
+	spinner := e.join("bad.example/count", "")
+	spinner.ws.WriteJSON(map[string]any{"c": "spin", "a": map[string]any{}})
+	// The update showing n at 1 comes from the tick of the spin command:
+	// the timer spins from the next tick on.
+	for seen := false; !seen; {
+		m := spinner.next(t)
+		xs, _ := m["appear"].([]any)
+		xs2, _ := m["change"].([]any)
+		for _, x := range append(xs, xs2...) {
+			f, _ := x.(map[string]any)["f"].(map[string]any)
+			seen = seen || f["n"] == 1.0
+		}
+	}
+	// Updates carry changes only: the normal player makes 20 moves and
+	// sees each in an update.
+	for n := 2.0; n <= 21; n++ {
+		b.play(t, n)
+	}
+}
+
+// Many private rooms from one address, beside a normal game: past
+// --rooms-per-minute the next is refused with 1013 before any instance
+// exists, and the normal game's player plays on.
+func TestPrivateRoomsPerMinute(t *testing.T) {
+	const perMinute = 3
+	e := start(t, map[string]map[string]string{"bad.example/count": counter(""), "b.example/count": counter("")},
+		"--rooms-per-minute", strconv.Itoa(perMinute))
+	b := e.join("b.example/count", "")
+	b.play(t, 1)
+	for r := 1; r <= perMinute; r++ {
+		e.join("bad.example/count", "?room=r"+strconv.Itoa(r))
+	}
+	if code, text := e.refusal("bad.example/count", "?room=r"+strconv.Itoa(perMinute+1)); code != 1013 || !strings.Contains(text, "too many new rooms") {
+		t.Fatalf("a room past --rooms-per-minute got %d %q, want 1013 saying why", code, text)
+	}
+	e.waitLog("socket refused: too many new instances from one address in a minute", 1)
+	b.play(t, 2)
 }
