@@ -75,19 +75,6 @@ func atServer(err error, server string) error {
 	return err
 }
 
-// connect resolves the configuration, builds a client and checks the API
-// version, as every command that talks to the server does first.
-func connect(ctx context.Context, g *globals, out *output, conns int) (*apiclient.Client, error) {
-	client, check, _, err := dial(g, out, conns)
-	if err != nil {
-		return nil, err
-	}
-	if err := check(ctx); err != nil {
-		return nil, err
-	}
-	return client, nil
-}
-
 // dial makes the client the configuration asks for, and the check of the
 // server (its API version) that must pass before the client is used to
 // change anything; sync runs it beside its first requests. server is the

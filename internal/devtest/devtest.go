@@ -40,7 +40,11 @@ func URL(t testing.TB, out *waitbuf.Buffer, game string) string {
 	t.Helper()
 	var url string
 	if !out.Until(func(s string) bool {
-		_, u, ok := strings.Cut(s, game+"  ")
+		_, u, found := strings.Cut(s, game+"  ")
+		if !found {
+			return false
+		}
+		var ok bool
 		url, _, ok = strings.Cut(u, "\n")
 		return ok
 	}, 20*time.Second) { // a hang guard

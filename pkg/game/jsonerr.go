@@ -82,12 +82,6 @@ func Split(err error) []error {
 	return []error{err}
 }
 
-// decodeJSON decodes exactly one JSON value into v, keys matched as
-// encoding/json does (without regard to case): for a user's object, use
-// [DecodeExact]. Its errors are [*PosError]s that say where and what, in the
-// game's terms.
-func decodeJSON(data []byte, v any, noun string) error { return decodeMasked(data, data, v, noun) }
-
 // decodeMasked decodes masked, a copy of data with some keys blanked, and
 // places its errors in data.
 func decodeMasked(data, masked []byte, v any, noun string) error {
