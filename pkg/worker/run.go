@@ -45,6 +45,9 @@ func (wk *proc) readControl() {
 				h.up = true
 			}
 			wk.mu.Unlock()
+		case msgRoom:
+			ok := wk.p.o.TakeRoom == nil || wk.p.o.TakeRoom(m.Addr)
+			wk.ch.send(message{T: msgRoom, ID: m.ID, OK: ok}, -1)
 		case msgStuck:
 			wk.setReason(reasonStuck + ": " + m.Reason)
 		case msgIdle:
