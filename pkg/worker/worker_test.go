@@ -553,7 +553,9 @@ func TestPrivateRoomsPerMinute(t *testing.T) {
 		"--rooms-per-minute", strconv.Itoa(perMinute))
 	b := e.join("b.example/count", "")
 	b.play(t, 1)
-	for r := 1; r <= perMinute; r++ {
+	// The normal game's instance was the address's first new room: the
+	// count is the server's.
+	for r := 2; r <= perMinute; r++ {
 		e.join("bad.example/count", "?room=r"+strconv.Itoa(r))
 	}
 	if code, text := e.refusal("bad.example/count", "?room=r"+strconv.Itoa(perMinute+1)); code != 1013 || !strings.Contains(text, "too many new rooms") {
@@ -561,4 +563,22 @@ func TestPrivateRoomsPerMinute(t *testing.T) {
 	}
 	e.waitLog("socket refused: too many new instances from one address in a minute", 1)
 	b.play(t, 2)
+}
+
+// New rooms per address are counted for the whole server, not per game: an
+// address cannot lift --rooms-per-minute by spreading its rooms over games
+// (each in a worker of its own).
+func TestRoomsPerMinuteAcrossGames(t *testing.T) {
+	const perMinute = 3
+	e := start(t, map[string]map[string]string{"a.example/count": counter(""), "b.example/count": counter("")},
+		"--rooms-per-minute", strconv.Itoa(perMinute))
+	e.join("a.example/count", "?room=r1")
+	e.join("b.example/count", "?room=r2")
+	e.join("a.example/count", "?room=r3")
+	if code, text := e.refusal("b.example/count", "?room=r4"); code != 1013 || !strings.Contains(text, "too many new rooms") {
+		t.Fatalf("a room past --rooms-per-minute in another game got %d %q, want 1013 saying why", code, text)
+	}
+	e.waitLog(`msg="socket refused: too many new instances from one address in a minute" game=b.example/count`, 1)
+	// A room that exists takes its players still.
+	e.join("b.example/count", "?room=r2")
 }
