@@ -22,8 +22,8 @@ import (
 // worker ended after an idle minute.
 const (
 	defaultIsolation  = "process"
-	defaultMemory     = 512
-	defaultMaxMemory  = 2048
+	defaultMemory     = game.DefaultMemory
+	defaultMaxMemory  = game.DefaultMaxMemory
 	defaultWorkerIdle = time.Minute
 )
 
@@ -97,11 +97,8 @@ func workerPool(o serveOptions, parent hostserver.Parent, log *slog.Logger) (*wo
 		Source:   parent.Source,
 		TakeRoom: parent.TakeRoom,
 		Budget: func(domain, name string) int64 {
-			mib := o.Memory
-			if cfg, ok := parent.Config(domain, name); ok && cfg.Memory > 0 {
-				mib = cfg.Memory
-			}
-			return int64(min(mib, o.MaxMemory)) << 20
+			cfg, _ := parent.Config(domain, name)
+			return game.MemoryBudget(cfg, o.Memory, o.MaxMemory)
 		},
 	}), nil
 }

@@ -21,8 +21,8 @@ import (
 
 // Close codes of DESIGN.md for a worker's players.
 const (
-	CodeOutOfMemory = 4003 // the game ran out of its memory budget
-	CodeEnded       = 4004 // the game's worker ended (crash or killed)
+	CodeOutOfMemory = runtime.CodeOutOfMemory // the game ran out of its memory budget
+	CodeEnded       = 4004                    // the game's worker ended (crash or killed)
 )
 
 // proc is one running worker.

@@ -15,11 +15,12 @@ import (
 	"time"
 
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/runtime"
 )
 
 // Why the parent ended a worker, as its log and its players are told.
 const (
-	reasonMemory = "the game ran out of its memory budget"
+	reasonMemory = runtime.ReasonOutOfMemory
 	reasonStuck  = "a hook did not stop when interrupted"
 	reasonEnded  = "the game's worker ended"
 )
