@@ -367,6 +367,23 @@ func (e *env) put(rel, body string) {
 	}
 }
 
+// A game removed by a sync (its folder deleted) closes its players'
+// sockets in its worker as in one process: 1001, saying so.
+func TestRemovedGameClosesItsPlayers(t *testing.T) {
+	e := start(t, map[string]map[string]string{"a.example/count": counter(""), "b.example/count": counter("")})
+	p := e.join("a.example/count", "")
+	p.play(t, 1)
+	req, _ := http.NewRequest(http.MethodDelete, "http://"+e.addr+api.PathFile+"?path=a.example/count", nil)
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("deleting the game: %v %v", res, err)
+	}
+	if code, text := p.closed(t); code != 1001 || text != "the game was removed" {
+		t.Fatalf("a removed game's player got %d %q, want 1001 saying the game was removed", code, text)
+	}
+	e.join("b.example/count", "").play(t, 1)
+}
+
 // A push that does not load (a syntax error at the top level) leaves the
 // game on its last good version, as in one process: in its running worker,
 // in the worker started at the first join after an idle end, and in the one
