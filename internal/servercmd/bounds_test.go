@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ func TestServeBoundsReachTheGames(t *testing.T) {
 	}
 	listen, _, logs := startServe(t, serveOptions{HostingRoot: root, LogsRoot: t.TempDir(),
 		MaxInstances: 1, DefaultInstances: 1, RoomsPerMinute: 10, SocketsPerAddress: 1})
-	if !strings.Contains(logs.String(), "game=example.com/arena tickRate=20 sendRate=10 capacity=16 maxInstances=1\n") { // startServe waits for the games to load
+	if !regexp.MustCompile(`game=example\.com/arena version=\w+ tickRate=20 sendRate=10 capacity=16 maxInstances=1\n`).MatchString(logs.String()) { // startServe waits for the games to load
 		t.Fatalf("the game's load line lacks its bound:\n%s", logs.String())
 	}
 	// dial opens a socket for the client at addr and returns the first

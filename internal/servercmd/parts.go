@@ -7,7 +7,6 @@ import (
 
 	"github.com/hoster-dev/hoster/pkg/accesslog"
 	"github.com/hoster-dev/hoster/pkg/api"
-	"github.com/hoster-dev/hoster/pkg/game"
 	"github.com/hoster-dev/hoster/pkg/health"
 	"github.com/hoster-dev/hoster/pkg/hostserver"
 	"github.com/hoster-dev/hoster/pkg/runtime"
@@ -43,8 +42,8 @@ func buildParts(ctx context.Context, o serveOptions, token string, variant api.V
 	if o.Isolation == "process" {
 		// The parent loads each game (its pages, its browser library, the
 		// ask gate); its instances run in the game's worker.
-		ho.Isolate = func(config func(domain, name string) (game.Config, bool)) (hostserver.Isolation, error) {
-			pool, err := workerPool(o, config, log)
+		ho.Isolate = func(parent hostserver.Parent) (hostserver.Isolation, error) {
+			pool, err := workerPool(o, parent, log)
 			if err != nil {
 				return nil, err
 			}

@@ -107,7 +107,7 @@ HOSTER_SERVER_LISTEN; a flag on the command line wins.`,
 	f.Int64Var(&o.MaxUpload, "max-upload", server.DefaultMaxUpload, "largest accepted upload in bytes")
 	f.IntVar(&o.MaxInstances, "max-instances", runtime.DefaultMaxInstances, "the most instances of one game at once, whatever its maxInstances says")
 	f.IntVar(&o.DefaultInstances, "default-instances", runtime.DefaultInstances, "the most instances of one game at once when it sets no maxInstances")
-	f.IntVar(&o.RoomsPerMinute, "rooms-per-minute", runtime.DefaultRoomsPerMinute, "new instances (rooms) one client address may start in a minute, in each game where games run in worker processes")
+	f.IntVar(&o.RoomsPerMinute, "rooms-per-minute", runtime.DefaultRoomsPerMinute, "new instances (rooms) one client address may start in a minute, all games together")
 	f.IntVar(&o.SocketsPerAddress, "sockets-per-address", runtime.DefaultSocketsPerAddress, "game sockets one client address may hold open at once")
 	f.StringVar(&o.Isolation, "isolation", defaultIsolation, "where games run: process (each game in a worker process of its own, with a memory budget; Linux only) or none (in this process)")
 	f.IntVar(&o.Memory, "memory", defaultMemory, "a game's memory budget in MiB when its hoster-game.json sets none (--isolation process)")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hoster-dev/hoster/pkg/api"
 	"github.com/hoster-dev/hoster/pkg/game"
+	"github.com/hoster-dev/hoster/pkg/hostserver"
 	"github.com/hoster-dev/hoster/pkg/runtime"
 	"github.com/hoster-dev/hoster/pkg/worker"
 	"github.com/spf13/cobra"
@@ -21,8 +22,8 @@ import (
 // worker ended after an idle minute.
 const (
 	defaultIsolation  = "process"
-	defaultMemory     = 512
-	defaultMaxMemory  = 2048
+	defaultMemory     = game.DefaultMemory
+	defaultMaxMemory  = game.DefaultMaxMemory
 	defaultWorkerIdle = time.Minute
 )
 
@@ -72,9 +73,11 @@ func newWorkerCmd(_, errOut io.Writer) *cobra.Command {
 }
 
 // workerPool is serve's pool of game workers (--isolation process): the
-// same program, run as hoster-server worker with serve's settings. config
-// is a loaded game's configuration, whose memory budget it follows.
-func workerPool(o serveOptions, config func(domain, name string) (game.Config, bool), log *slog.Logger) (*worker.Pool, error) {
+// same program, run as hoster-server worker with serve's settings. parent
+// is serve's runtime: a loaded game's configuration, whose memory budget
+// it follows, the version its worker runs, and the server's count of new
+// rooms per address.
+func workerPool(o serveOptions, parent hostserver.Parent, log *slog.Logger) (*worker.Pool, error) {
 	exe := o.workerExe
 	if exe == "" {
 		var err error
@@ -91,12 +94,11 @@ func workerPool(o serveOptions, config func(domain, name string) (game.Config, b
 		LogsRoot: o.LogsRoot,
 		Logger:   log,
 		Watch:    o.memoryWatch,
+		Source:   parent.Source,
+		TakeRoom: parent.TakeRoom,
 		Budget: func(domain, name string) int64 {
-			mib := o.Memory
-			if cfg, ok := config(domain, name); ok && cfg.Memory > 0 {
-				mib = cfg.Memory
-			}
-			return int64(min(mib, o.MaxMemory)) << 20
+			cfg, _ := parent.Config(domain, name)
+			return game.MemoryBudget(cfg, o.Memory, o.MaxMemory)
 		},
 	}), nil
 }

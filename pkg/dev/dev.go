@@ -97,6 +97,10 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer host.Close()
+	wctx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() { defer close(watched); watchMemory(wctx, host.Runtime(), memoryWatch, log) }()
+	defer func() { stopWatch(); <-watched }()
 	hs := &http.Server{Handler: Playground(host.Runtime(), port, log, Localhost(host.Handler())), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	served := make(chan error, 1)

@@ -92,6 +92,25 @@ type Config struct {
 // MinMemory is the smallest memory budget a game may ask for, in MiB.
 const MinMemory = 16
 
+// DefaultMemory is the memory budget, in MiB, of a game whose
+// hoster-game.json sets none, and DefaultMaxMemory the most a game may
+// ask for: hoster-server serve's --memory and --max-memory, and what
+// hoster dev holds a game to.
+const (
+	DefaultMemory    = 512
+	DefaultMaxMemory = 2048
+)
+
+// MemoryBudget is the memory budget in bytes of a game with cfg where the
+// default is def MiB and the maximum max MiB.
+func MemoryBudget(cfg Config, def, max int) int64 {
+	mib := def
+	if cfg.Memory > 0 {
+		mib = cfg.Memory
+	}
+	return int64(min(mib, max)) << 20
+}
+
 // Limits and default of resumeGrace, in seconds.
 const (
 	DefaultResumeGrace = 15

@@ -46,9 +46,9 @@ type Options struct {
 	// New sets its GamesRoot, Logger and HandOff.
 	Runtime runtime.Options
 	// Isolate, if set, makes where the games' instances run instead of this
-	// process (serve --isolation process: pkg/worker's pool). config is a
-	// loaded game's configuration, for the budgets it asks for.
-	Isolate func(config func(domain, name string) (game.Config, bool)) (Isolation, error)
+	// process (serve --isolation process: pkg/worker's pool), given this
+	// process's runtime.
+	Isolate func(parent Parent) (Isolation, error)
 	// OnReload, if set, is called after a synced game was reloaded;
 	// loaded is whether it now runs (false: it was deleted, or is broken).
 	OnReload func(domain, name string, loaded bool)
@@ -67,6 +67,27 @@ type Isolation interface {
 	// Shutdown ends every instance.
 	Shutdown(ctx context.Context)
 }
+
+// Parent is what an Isolation reads of this process's runtime: a loaded
+// game's configuration (the budgets it asks for) and the files of its
+// running version (what its worker runs), and the server's count of new
+// rooms per address (runtime.Runtime has each method's meaning).
+type Parent interface {
+	Config(domain, name string) (game.Config, bool)
+	Source(domain, name string) (src runtime.Source, ok bool, stale error)
+	TakeRoom(addr string) bool
+}
+
+// parent is the Host's runtime as a Parent: Isolate is called before the
+// runtime exists (the runtime takes the isolation's HandOff), and the
+// isolation asks nothing of it before a game loads.
+type parent struct{ h *Host }
+
+func (p parent) Config(domain, name string) (game.Config, bool) { return p.h.rt.Config(domain, name) }
+func (p parent) Source(domain, name string) (runtime.Source, bool, error) {
+	return p.h.rt.Source(domain, name)
+}
+func (p parent) TakeRoom(addr string) bool { return p.h.rt.TakeRoom(addr) }
 
 // Host is a server's parts, wired.
 type Host struct {
@@ -95,8 +116,7 @@ func New(o Options) (*Host, error) {
 	ro.GamesRoot, ro.Logger = gamesRoot, o.Logger
 	if o.Isolate != nil {
 		// h.rt is set below, before any game is loaded or asked for.
-		config := func(domain, name string) (game.Config, bool) { return h.rt.Config(domain, name) }
-		if h.iso, err = o.Isolate(config); err != nil {
+		if h.iso, err = o.Isolate(parent{h}); err != nil {
 			h.store.Close()
 			return nil, err
 		}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/hoster-dev/hoster/internal/httptestutil"
 	"github.com/hoster-dev/hoster/pkg/apiclient"
-	"github.com/hoster-dev/hoster/pkg/game"
 	"github.com/hoster-dev/hoster/pkg/mirror"
 )
 
@@ -25,7 +24,7 @@ const token = "7e57c0de7e57c0de7e57c0de7e57c0de7e57c0de7e57c0de7e57c0de7e57c0de"
 type isolation struct {
 	mu                       sync.Mutex
 	handOffs, reloads, shuts []string
-	config                   func(domain, name string) (game.Config, bool)
+	parent                   Parent
 }
 
 func (i *isolation) HandOff(w http.ResponseWriter, r *http.Request, domain, name string) {
@@ -55,8 +54,8 @@ func TestSyncedGameRunsInEveryPart(t *testing.T) {
 	reloaded := make(chan string, 4)
 	h, err := New(Options{
 		HostingRoot: t.TempDir(), Token: token, ReloadDebounce: 10 * time.Millisecond,
-		Isolate: func(config func(domain, name string) (game.Config, bool)) (Isolation, error) {
-			iso.config = config
+		Isolate: func(parent Parent) (Isolation, error) {
+			iso.parent = parent
 			return iso, nil
 		},
 		OnReload: func(domain, name string, loaded bool) {
@@ -108,8 +107,11 @@ func TestSyncedGameRunsInEveryPart(t *testing.T) {
 	if resp, _ := httptestutil.Get(t, srv.URL+"/arena", "example.com", socket); resp.StatusCode != http.StatusTeapot {
 		t.Errorf("the game's socket was not handed to the isolation: %s", resp.Status)
 	}
-	if _, ok := iso.config("example.com", "arena"); !ok {
+	if _, ok := iso.parent.Config("example.com", "arena"); !ok {
 		t.Error("the isolation cannot read the loaded game's configuration")
+	}
+	if src, ok, _ := iso.parent.Source("example.com", "arena"); !ok || len(src.Module) == 0 || src.ID == "" {
+		t.Error("the isolation cannot read the loaded game's code")
 	}
 	if resp, _ := httptestutil.Get(t, srv.URL+"/api/tree", "", nil); resp.StatusCode != 404 {
 		t.Errorf("an unauthenticated /api request: %s", resp.Status)

@@ -100,13 +100,18 @@ func (rt *Runtime) dropSocket(addr string) {
 	}
 }
 
-// takeRoom takes one of addr's new instances, on the runtime's clock:
+// TakeRoom takes one of addr's (an address as the bounds count it: see
+// Options.RoomsPerMinute) new instances, on the runtime's clock:
 // RoomsPerMinute at once, then one more each 1/RoomsPerMinute of a minute.
-// False when none is left.
-func (rt *Runtime) takeRoom(addr string) bool {
+// False when none is left. With Options.TakeRoom, that decides instead. A
+// parent answers its workers with it: one count for every game.
+func (rt *Runtime) TakeRoom(addr string) bool {
 	per := float64(rt.o.RoomsPerMinute)
 	if addr == "" || per < 0 {
 		return true
+	}
+	if rt.o.TakeRoom != nil {
+		return rt.o.TakeRoom(addr)
 	}
 	now := rt.now()
 	b := &rt.bounds

@@ -186,7 +186,7 @@ func TestNoAddressBound(t *testing.T) {
 	none := &Runtime{o: Options{RoomsPerMinute: -1, SocketsPerAddress: -1}, now: time.Now}
 	tight := &Runtime{o: Options{RoomsPerMinute: 1, SocketsPerAddress: 1}, now: time.Now}
 	for i := range 100 {
-		if !none.takeRoom("203.0.113.1") || !none.takeSocket("203.0.113.1") || !tight.takeRoom("") || !tight.takeSocket("") {
+		if !none.TakeRoom("203.0.113.1") || !none.takeSocket("203.0.113.1") || !tight.TakeRoom("") || !tight.takeSocket("") {
 			t.Fatalf("refused at %d without a bound", i)
 		}
 	}

@@ -288,7 +288,11 @@ func deltaVM(t testing.TB, files map[string]string) *vm {
 	if res, err := gen.Generate(root); err != nil || res.Failed() {
 		t.Fatal(err, res.Problems())
 	}
-	g, err := loadVersion(filepath.Join(root, "d.example", "g"), 2*1e9, stuckWatch{})
+	src, err := readSource(filepath.Join(root, "d.example", "g"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := loadVersion(src, 2*1e9, stuckWatch{})
 	if err != nil {
 		t.Fatal(err)
 	}

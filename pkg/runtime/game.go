@@ -1,6 +1,9 @@
 package runtime
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,9 +29,10 @@ type Game struct {
 
 	cur atomic.Pointer[version] // the code new instances start on
 
-	mu        sync.Mutex // guards instances and removed; see Runtime.mu for the lock order
+	mu        sync.Mutex // guards instances, removed and loadErr; see Runtime.mu for the lock order
 	instances map[string]*Instance
-	removed   bool // the folder is gone: no new instance
+	removed   bool  // the folder is gone: no new instance
+	loadErr   error // why the newest files did not load; nil once they did
 
 	// The allowance of hook error and instance.log lines: see logAllowed.
 	logTokens  float64
@@ -39,12 +43,26 @@ type Game struct {
 }
 
 // version is one load of a game's folder: its configuration, its compiled
-// module (shared by all its instances) and its command schemas. A version
-// never changes once loaded.
+// module (shared by all its instances) and its command schemas, and the
+// files it was loaded from. A version never changes once loaded.
 type version struct {
 	cfg      game.Config
 	program  *goja.Program
 	commands map[string]game.Args
+	src      Source
+}
+
+// Source is the files one version of a game was loaded from. A game's
+// worker process is given its parent's (Runtime.Source, Runtime.Install)
+// instead of reading the game's folder, so that the two always run the
+// same version: the last one that loaded, whatever the folder holds now.
+type Source struct {
+	// ID names the version: the start of a SHA-256 of its files, as the
+	// log's "game loaded" lines give it.
+	ID     string `json:"id"`
+	Config []byte `json:"config"`        // hoster-game.json
+	Module []byte `json:"module"`        // hoster.server.js
+	Map    []byte `json:"map,omitempty"` // hoster.server.js.map, when there is one
 }
 
 // current is the game's current version.
@@ -53,32 +71,43 @@ func (g *Game) current() *version { return g.cur.Load() }
 // Key is "<domain>/<game>".
 func (g *Game) Key() string { return g.Domain + "/" + g.Name }
 
-// loadVersion reads and checks a game folder: a valid hoster-game.json and a
+// readSource reads a game folder's files: hoster-game.json, the generated
+// hoster.server.js and its map, when there is one.
+func readSource(dir string) (Source, error) {
+	if !layout.IsGame(dir) { // as hoster gen and sync: a link is no game's
+		return Source{}, fmt.Errorf("reading %s: not a regular file", api.GameConfigFile)
+	}
+	var src Source
+	var err error
+	if src.Config, err = os.ReadFile(filepath.Join(dir, api.GameConfigFile)); err != nil {
+		return Source{}, fmt.Errorf("reading %s: %w", api.GameConfigFile, err)
+	}
+	if src.Module, err = os.ReadFile(filepath.Join(dir, api.ServerModule)); err != nil {
+		return Source{}, fmt.Errorf("reading %s (run hoster gen): %w", api.ServerModule, err)
+	}
+	// The map is optional: without it, errors name hoster.server.js lines.
+	if src.Map, err = os.ReadFile(filepath.Join(dir, api.ServerModuleMap)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return Source{}, fmt.Errorf("reading %s.map: %w", api.ServerModule, err)
+	}
+	h := sha256.New()
+	for _, b := range [][]byte{src.Config, src.Module, src.Map} {
+		binary.Write(h, binary.BigEndian, int64(len(b)))
+		h.Write(b)
+	}
+	src.ID = hex.EncodeToString(h.Sum(nil))[:12]
+	return src, nil
+}
+
+// loadVersion checks a game's files: a valid hoster-game.json and a
 // generated hoster.server.js that compiles, loads and exposes a registry.
 // Running the module, and reading its registry, is under budget of CPU time,
 // as a hook is.
-func loadVersion(dir string, budget time.Duration, sw stuckWatch) (*version, error) {
-	if !layout.IsGame(dir) { // as hoster gen and sync: a link is no game's
-		return nil, fmt.Errorf("reading %s: not a regular file", api.GameConfigFile)
-	}
-	cfgBytes, err := os.ReadFile(filepath.Join(dir, api.GameConfigFile))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", api.GameConfigFile, err)
-	}
-	cfg, err := game.ParseConfig(cfgBytes)
+func loadVersion(src Source, budget time.Duration, sw stuckWatch) (*version, error) {
+	cfg, err := game.ParseConfig(src.Config)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", api.GameConfigFile, err)
 	}
-	src, err := os.ReadFile(filepath.Join(dir, api.ServerModule))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s (run hoster gen): %w", api.ServerModule, err)
-	}
-	// The map is optional: without it, errors name hoster.server.js lines.
-	sourceMap, err := os.ReadFile(filepath.Join(dir, api.ServerModuleMap))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("reading %s.map: %w", api.ServerModule, err)
-	}
-	program, err := module.Compile(api.ServerModule, src, sourceMap)
+	program, err := module.Compile(api.ServerModule, src.Module, src.Map)
 	if err != nil {
 		return nil, fmt.Errorf("compiling %s: %w", api.ServerModule, err)
 	}
@@ -86,7 +115,7 @@ func loadVersion(dir string, budget time.Duration, sw stuckWatch) (*version, err
 	if err != nil {
 		return nil, err
 	}
-	g := &version{cfg: cfg, program: program, commands: map[string]game.Args{}}
+	g := &version{cfg: cfg, program: program, commands: map[string]game.Args{}, src: src}
 	for n, a := range raw {
 		args, err := game.ParseArgs(a)
 		if err != nil {

@@ -152,7 +152,7 @@ func (rt *Runtime) place(g *Game, room string, params map[string]string, addr st
 		if limit := rt.maxInstances(g.current().cfg); live >= limit {
 			return nil, &errNoPlace{code: 1013, reason: instancesReason(limit), bound: boundInstances}
 		}
-		if !rt.takeRoom(addr) {
+		if !rt.TakeRoom(addr) {
 			return nil, &errNoPlace{code: 1013, reason: roomsReason, bound: boundRooms}
 		}
 		best = &Instance{id: newID(), rt: rt, g: g, domain: g.Domain, name: g.Name, ver: g.current(), room: room, params: params, started: rt.now(),

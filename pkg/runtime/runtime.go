@@ -99,8 +99,9 @@ type Options struct {
 	// StuckGrace is how long an interrupted call may go on before Stuck:
 	// 1 s.
 	StuckGrace time.Duration
-	// Game, if set ("<domain>/<game>"), is the only game New loads: a
-	// worker process runs one game.
+	// Game, if set ("<domain>/<game>"), is the one game this runtime runs:
+	// a worker process's, which New loads nothing for; its parent gives it
+	// the version to run (Install) or removes it (Remove).
 	Game string
 	// HandOff, if set, takes each game socket request instead of this
 	// runtime: a parent hands it to the game's worker. It gets the
@@ -128,6 +129,12 @@ type Options struct {
 	// negative: no bound. An address is the client's (behind a loopback
 	// proxy, its X-Forwarded-For: see pkg/clientip), an IPv6 one's /64.
 	RoomsPerMinute int
+	// TakeRoom, if set, decides whether an address (its key, as the
+	// bounds count it) may start one more instance, instead of this
+	// runtime's own count of RoomsPerMinute: a game's worker asks its
+	// parent, whose count is the server's, whichever games the rooms are
+	// of. RoomsPerMinute negative still turns the bound off.
+	TakeRoom func(addr string) bool
 	// SocketsPerAddress is how many game sockets one address may hold open
 	// at once: DefaultSocketsPerAddress; negative: no bound.
 	SocketsPerAddress int
@@ -233,13 +240,7 @@ func New(o Options) (*Runtime, error) {
 		return nil, fmt.Errorf("reading the games root: %w", err)
 	}
 	go rt.writeLogs()
-	if o.Game != "" {
-		// A game's worker runs that one game.
-		domain, name, _ := strings.Cut(o.Game, "/")
-		rt.Reload(domain, name)
-		return rt, nil
-	}
-	if !o.LoadLater {
+	if !o.LoadLater && o.Game == "" {
 		rt.LoadGames()
 	}
 	return rt, nil
@@ -303,31 +304,95 @@ func (rt *Runtime) Reload(domain, name string) {
 	rt.loadMu.Lock()
 	defer rt.loadMu.Unlock()
 	dir := filepath.Join(rt.o.GamesRoot, domain, name)
-	log := rt.log.With("game", domain+"/"+name)
 	if _, err := os.Stat(dir); os.IsNotExist(err) || !game.IsDomainName(domain) || !game.IsGameName(name) {
-		rt.mu.Lock()
-		old := rt.games[domain][name]
-		delete(rt.games[domain], name)
-		if len(rt.games[domain]) == 0 {
-			delete(rt.games, domain)
-		}
-		rt.mu.Unlock()
-		if old != nil {
-			old.mu.Lock()
-			old.removed = true
-			old.mu.Unlock()
-			log.Info("game removed; closing its instances")
-			old.closeAll(1001, "the game was removed")
-		}
+		rt.remove(domain, name)
 		return
 	}
-	v, err := loadVersion(dir, rt.o.HookBudget, rt.stuckWatch())
+	src, err := readSource(dir)
+	var v *version
+	if err == nil {
+		v, err = loadVersion(src, rt.o.HookBudget, rt.stuckWatch())
+	}
 	if err != nil {
-		if _, ok := os.Stat(filepath.Join(dir, api.GameConfigFile)); ok == nil || !os.IsNotExist(ok) {
-			log.Warn("game not loaded; the running version, if any, keeps serving", "reason", err)
-		}
+		// A folder without hoster-game.json is not a game (yet): no line.
+		_, ok := os.Stat(filepath.Join(dir, api.GameConfigFile))
+		rt.notLoaded(domain, name, err, ok == nil || !os.IsNotExist(ok))
 		return
 	}
+	rt.use(domain, name, v)
+}
+
+// Install makes src domain/name's version, as Reload does with the files of
+// the game's folder: a game's worker runs what its parent loaded. A source
+// that does not load leaves the running version, and says why.
+func (rt *Runtime) Install(domain, name string, src Source) {
+	rt.loadMu.Lock()
+	defer rt.loadMu.Unlock()
+	v, err := loadVersion(src, rt.o.HookBudget, rt.stuckWatch())
+	if err != nil {
+		rt.notLoaded(domain, name, err, true)
+		return
+	}
+	rt.use(domain, name, v)
+}
+
+// Remove closes domain/name's instances, their players told the game was
+// removed, as Reload does for a game whose folder is gone.
+func (rt *Runtime) Remove(domain, name string) {
+	rt.loadMu.Lock()
+	defer rt.loadMu.Unlock()
+	rt.remove(domain, name)
+}
+
+// Source is the files of domain/name's running version; stale, when not
+// nil, is why the game's newest files did not load (the version given is
+// then its last good one). ok is false for a game that is not loaded.
+func (rt *Runtime) Source(domain, name string) (src Source, ok bool, stale error) {
+	g := rt.lookup(domain, name)
+	if g == nil {
+		return Source{}, false, nil
+	}
+	g.mu.Lock()
+	stale = g.loadErr
+	g.mu.Unlock()
+	return g.current().src, true, stale
+}
+
+// remove forgets domain/name and closes its instances. rt.loadMu is held.
+func (rt *Runtime) remove(domain, name string) {
+	rt.mu.Lock()
+	old := rt.games[domain][name]
+	delete(rt.games[domain], name)
+	if len(rt.games[domain]) == 0 {
+		delete(rt.games, domain)
+	}
+	rt.mu.Unlock()
+	if old != nil {
+		old.mu.Lock()
+		old.removed = true
+		old.mu.Unlock()
+		rt.log.Info("game removed; closing its instances", "game", domain+"/"+name)
+		old.closeAll(1001, "the game was removed")
+	}
+}
+
+// notLoaded records and (when logged) says why domain/name's newest files
+// did not load: its running version, if any, keeps serving.
+func (rt *Runtime) notLoaded(domain, name string, err error, logged bool) {
+	args := []any{"game", domain + "/" + name, "reason", err}
+	if g := rt.lookup(domain, name); g != nil {
+		g.mu.Lock()
+		g.loadErr = err
+		g.mu.Unlock()
+		args = append(args, "running", g.current().src.ID)
+	}
+	if logged {
+		rt.log.Warn("game not loaded; the running version, if any, keeps serving", args...)
+	}
+}
+
+// use makes v domain/name's current version. rt.loadMu is held.
+func (rt *Runtime) use(domain, name string, v *version) {
 	rt.mu.Lock()
 	if rt.games[domain] == nil {
 		rt.games[domain] = map[string]*Game{}
@@ -341,10 +406,14 @@ func (rt *Runtime) Reload(domain, name string) {
 	// their players connected; new instances start on it.
 	g.cur.Store(v)
 	rt.mu.Unlock()
+	g.mu.Lock()
+	g.loadErr = nil
+	g.mu.Unlock()
+	log := rt.log.With("game", domain+"/"+name)
 	if v.cfg.MaxInstances > rt.o.MaxInstances {
 		log.Warn("maxInstances is above the server's maximum: capped", "maxInstances", v.cfg.MaxInstances, "cap", rt.o.MaxInstances)
 	}
-	log.Info("game loaded", "tickRate", v.cfg.TickRate, "sendRate", v.cfg.SendRate, "capacity", v.cfg.Capacity,
+	log.Info("game loaded", "version", v.src.ID, "tickRate", v.cfg.TickRate, "sendRate", v.cfg.SendRate, "capacity", v.cfg.Capacity,
 		"maxInstances", rt.maxInstances(v.cfg))
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -46,7 +47,23 @@ type child struct {
 	end   chan string  // why the worker ends: retired or shut down
 	once  sync.Once
 	retir atomic.Bool
+
+	// The parent's versions and removals are carried out in order on a
+	// goroutine of their own, so that the control socket is read meanwhile
+	// (the answers to room requests, which a placement may wait for while
+	// a removal waits for the placement); ready is closed once the first
+	// version was, and sockets wait for it.
+	loads chan func()
+	ready chan struct{}
+
+	roomMu  sync.Mutex
+	rooms   map[uint64]chan bool // room requests waiting for the parent's answer
+	roomSeq uint64
 }
+
+// roomWait bounds how long a new instance waits for the parent's answer
+// to its room request: the parent answers at once unless it is gone.
+const roomWait = 10 * time.Second
 
 // Serve runs a worker until the parent shuts it down, retires it, or goes
 // away. A hook stuck past its interrupt ends the process at once (exit
@@ -65,10 +82,12 @@ func Serve(o ChildOptions) error {
 	if err != nil {
 		return err
 	}
-	c := &child{ch: ch, log: o.Runtime.Logger, end: make(chan string, 1)}
+	c := &child{ch: ch, log: o.Runtime.Logger, end: make(chan string, 1),
+		loads: make(chan func(), 16), ready: make(chan struct{}), rooms: map[uint64]chan bool{}}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
+	o.Runtime.TakeRoom = c.takeRoom
 	o.Runtime.Stuck = func(reason string) {
 		c.log.Error("a hook did not stop when interrupted: ending the worker", "reason", reason)
 		ch.send(message{T: msgStuck, Reason: reason}, -1)
@@ -81,6 +100,7 @@ func Serve(o ChildOptions) error {
 		return err
 	}
 	go c.watchIdle(o.Idle)
+	go c.load()
 	go c.readControl(o.Runtime.Game)
 	why := <-c.end
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -108,16 +128,89 @@ func (c *child) readControl(game string) {
 			}
 			c.open.Add(1)
 			go c.serve(m, fd)
-		case msgReload:
-			c.rt.Reload(domain, name)
+		case msgVersion:
+			src, err := readVersion(fd)
+			if err != nil {
+				c.log.Error("reading the game's version from the server", "err", err)
+				continue
+			}
+			c.loads <- func() { c.rt.Install(domain, name, src) }
+		case msgRemove:
+			c.loads <- func() { c.rt.Remove(domain, name) }
+		case msgRoom:
+			c.roomMu.Lock()
+			if reply, ok := c.rooms[m.ID]; ok {
+				reply <- m.OK
+				delete(c.rooms, m.ID)
+			}
+			c.roomMu.Unlock()
 		case msgRetire:
 			c.retir.Store(true)
 		case msgShutdown:
 			c.finish("shut down")
 		}
-		if fd >= 0 && m.T != msgConn {
+		if fd >= 0 && m.T != msgConn && m.T != msgVersion {
 			os.NewFile(uintptr(fd), "stray").Close()
 		}
+	}
+}
+
+// load carries out the parent's versions and removals, in order.
+func (c *child) load() {
+	var first sync.Once
+	for f := range c.loads {
+		f()
+		first.Do(func() { close(c.ready) })
+	}
+}
+
+// readVersion reads the runtime.Source in the memfd fd, and closes it.
+func readVersion(fd int) (runtime.Source, error) {
+	var src runtime.Source
+	if fd < 0 {
+		return src, errors.New("no memfd came with the message")
+	}
+	f := os.NewFile(uintptr(fd), "version")
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return src, err
+	}
+	b := make([]byte, st.Size())
+	if _, err := f.ReadAt(b, 0); err != nil {
+		return src, err
+	}
+	if err := json.Unmarshal(b, &src); err != nil {
+		return src, fmt.Errorf("decoding it: %w", err)
+	}
+	return src, nil
+}
+
+// takeRoom asks the parent whether addr may start a new instance: the
+// parent counts new rooms per address for every game (Options.TakeRoom of
+// the runtime). No answer, the parent gone, is a refusal.
+func (c *child) takeRoom(addr string) bool {
+	reply := make(chan bool, 1)
+	c.roomMu.Lock()
+	c.roomSeq++
+	id := c.roomSeq
+	c.rooms[id] = reply
+	c.roomMu.Unlock()
+	defer func() {
+		c.roomMu.Lock()
+		delete(c.rooms, id)
+		c.roomMu.Unlock()
+	}()
+	if err := c.ch.send(message{T: msgRoom, ID: id, Addr: addr}, -1); err != nil {
+		c.log.Warn("asking the server for a new room", "err", err)
+		return false
+	}
+	select {
+	case ok := <-reply:
+		return ok
+	case <-time.After(roomWait):
+		c.log.Warn("asking the server for a new room: no answer", "within", roomWait)
+		return false
 	}
 }
 
@@ -144,9 +237,11 @@ func (c *child) watchIdle(idle time.Duration) {
 	}
 }
 
-// serve runs one handed socket: the runtime sees the request as if it had
-// arrived here, and upgrades it on the socket itself.
+// serve runs one handed socket, once the game's first version is loaded:
+// the runtime sees the request as if it had arrived here, and upgrades it
+// on the socket itself.
 func (c *child) serve(m message, fd int) {
+	<-c.ready
 	f := os.NewFile(uintptr(fd), "game socket")
 	nc, err := net.FileConn(f)
 	f.Close()

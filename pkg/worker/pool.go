@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/hoster-dev/hoster/pkg/runtime"
 )
 
 // Options configure a Pool, the parent's side.
@@ -16,6 +18,17 @@ type Options struct {
 	Command []string
 	// Budget is the memory budget of domain/game in bytes.
 	Budget func(domain, game string) int64
+	// Source is the version of domain/game the parent runs
+	// (runtime.Runtime.Source): a worker is given it at its start and at
+	// each reload that changes it, and never reads the game's folder, so
+	// that a game whose newest files did not load runs its last good
+	// version in every worker, as in one process. ok is false for a game
+	// not loaded (removed).
+	Source func(domain, game string) (src runtime.Source, ok bool, stale error)
+	// TakeRoom answers a worker asking whether an address may start a new
+	// instance (runtime.Runtime.TakeRoom of the parent): one count of new
+	// rooms per address for the whole server. Nil allows every one.
+	TakeRoom func(addr string) bool
 	// Watch is how often the parent reads each worker's resident memory:
 	// 100 ms.
 	Watch time.Duration
@@ -123,8 +136,10 @@ func (p *Pool) worker(key string) (*proc, error) {
 	return wk, nil
 }
 
-// Reload passes a sync's reload to the game's worker; a game held stopped,
-// or whose worker ended with a crash, starts again.
+// Reload follows a sync's reload in the game's worker: a new version is
+// given to it (a push that did not load changes none: the running version
+// keeps serving), a removed game is removed. A game held stopped, or whose
+// worker ended with a crash, starts again.
 func (p *Pool) Reload(domain, game string) {
 	key := domain + "/" + game
 	p.mu.Lock()
@@ -133,11 +148,19 @@ func (p *Pool) Reload(domain, game string) {
 	if s == nil || p.closed {
 		return
 	}
+	src, loaded, _ := p.o.Source(domain, game)
 	if s.w != nil {
-		s.w.ch.send(message{T: msgReload}, -1)
+		switch {
+		case !loaded:
+			s.w.ch.send(message{T: msgRemove}, -1)
+		case src.ID != s.w.version:
+			if err := s.w.sendVersion(src); err != nil {
+				s.w.log.Warn("giving the game's new version to its worker", "err", err)
+			}
+		}
 		return
 	}
-	restart := s.held || len(s.crashes) > 0
+	restart := loaded && (s.held || len(s.crashes) > 0)
 	s.held, s.crashes, s.notBefore = false, nil, time.Time{}
 	if !restart {
 		return

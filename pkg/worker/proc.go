@@ -15,13 +15,14 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/hoster-dev/hoster/pkg/runtime"
 	"golang.org/x/sys/unix"
 )
 
 // Close codes of DESIGN.md for a worker's players.
 const (
-	CodeOutOfMemory = 4003 // the game ran out of its memory budget
-	CodeEnded       = 4004 // the game's worker ended (crash or killed)
+	CodeOutOfMemory = runtime.CodeOutOfMemory // the game ran out of its memory budget
+	CodeEnded       = 4004                    // the game's worker ended (crash or killed)
 )
 
 // proc is one running worker.
@@ -34,6 +35,7 @@ type proc struct {
 	budget  int64
 	cgroup  string // its cgroup v2 group's name, "" in the fallback
 	retired bool   // guarded by the pool's mu: takes no more sockets
+	version string // guarded by the pool's mu: the ID of the version it was last given
 	done    chan struct{}
 
 	stopping atomic.Bool  // a requested end (shutdown, retirement)
@@ -54,9 +56,14 @@ type handed struct {
 	done chan struct{} // closed once the worker is done with it, or gone
 }
 
-// start spawns s's worker. The pool's mu is held.
+// start spawns s's worker and gives it the game's running version. The
+// pool's mu is held.
 func (p *Pool) start(s *slot) (*proc, error) {
 	domain, game, _ := strings.Cut(s.key, "/")
+	src, ok, stale := p.o.Source(domain, game)
+	if !ok {
+		return nil, fmt.Errorf("starting the worker: the game is not loaded")
+	}
 	budget := p.o.Budget(domain, game)
 	mine, theirs, err := socketPair()
 	if err != nil {
@@ -95,13 +102,45 @@ func (p *Pool) start(s *slot) (*proc, error) {
 		return nil, fmt.Errorf("starting the worker: %w", err)
 	}
 	wk.log = wk.log.With("worker", cmd.Process.Pid)
-	wk.log.Info("game worker started", "budget", budget)
+	wk.log.Info("game worker started", "budget", budget, "version", src.ID)
+	if stale != nil {
+		wk.log.Warn("game worker runs the game's last good version: its newest files did not load", "version", src.ID, "reason", stale)
+	}
 	relayed := make(chan struct{})
 	go func() { defer close(relayed); wk.relayLog(stderr) }()
 	go wk.readControl()
 	go wk.watch()
 	go wk.wait(relayed)
+	// The version goes first: every socket handed after it finds the game.
+	if err := wk.sendVersion(src); err != nil {
+		wk.stopping.Store(true)
+		cmd.Process.Kill()
+		return nil, err
+	}
 	return wk, nil
+}
+
+// sendVersion gives the worker src to run, in a memfd: a game's code may
+// be larger than a control message. The pool's mu is held.
+func (wk *proc) sendVersion(src runtime.Source) error {
+	b, err := json.Marshal(src)
+	if err != nil {
+		return fmt.Errorf("encoding the game's version: %w", err)
+	}
+	fd, err := unix.MemfdCreate("hoster-version", unix.MFD_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("making a memfd for the game's version: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "version")
+	defer f.Close()
+	if _, err := f.Write(b); err != nil {
+		return fmt.Errorf("writing the game's version to its memfd: %w", err)
+	}
+	if err := wk.ch.send(message{T: msgVersion}, fd); err != nil {
+		return err
+	}
+	wk.version = src.ID
+	return nil
 }
 
 // hand gives the worker the socket of r: the connection's descriptor and

@@ -27,14 +27,20 @@ import (
 const maxMessage = 64 << 10
 
 // The messages' kinds. Parent to worker: msgConn (a socket, its descriptor
-// attached), msgReload, msgRetire (no more sockets will come: end once
-// idle), msgShutdown. Worker to parent: msgHello (its telemetry process
-// id), msgUpgraded (a handed socket is a WebSocket now), msgClosed (a
-// handed socket is done with), msgIdle (no instance for
-// the idle time), msgStuck (a hook ignored its interrupt: the worker ends).
+// attached), msgVersion (the game's version to run: a memfd holding its
+// runtime.Source as JSON attached), msgRemove (the game was removed),
+// msgRetire (no more sockets will come: end once idle), msgShutdown.
+// Worker to parent: msgHello (its telemetry process id), msgUpgraded (a
+// handed socket is a WebSocket now), msgClosed (a handed socket is done
+// with), msgIdle (no instance for the idle time), msgStuck (a hook ignored
+// its interrupt: the worker ends). Both ways: msgRoom, the worker asking
+// whether an address may start a new instance (ID, Addr) and the parent's
+// answer (ID, OK).
 const (
 	msgConn     = "conn"
-	msgReload   = "reload"
+	msgVersion  = "version"
+	msgRemove   = "remove"
+	msgRoom     = "room"
 	msgRetire   = "retire"
 	msgShutdown = "shutdown"
 	msgHello    = "hello"
@@ -52,6 +58,8 @@ type message struct {
 	Buf     []byte   `json:"buf,omitempty"` // bytes the parent read past the request
 	Process string   `json:"process,omitempty"`
 	Reason  string   `json:"reason,omitempty"`
+	Addr    string   `json:"addr,omitempty"` // msgRoom's address, as the bounds count it
+	OK      bool     `json:"ok,omitempty"`   // msgRoom's answer
 }
 
 // request is what the worker needs of a handed socket's HTTP request.

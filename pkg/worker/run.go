@@ -15,11 +15,12 @@ import (
 	"time"
 
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/runtime"
 )
 
 // Why the parent ended a worker, as its log and its players are told.
 const (
-	reasonMemory = "the game ran out of its memory budget"
+	reasonMemory = runtime.ReasonOutOfMemory
 	reasonStuck  = "a hook did not stop when interrupted"
 	reasonEnded  = "the game's worker ended"
 )
@@ -45,6 +46,9 @@ func (wk *proc) readControl() {
 				h.up = true
 			}
 			wk.mu.Unlock()
+		case msgRoom:
+			ok := wk.p.o.TakeRoom == nil || wk.p.o.TakeRoom(m.Addr)
+			wk.ch.send(message{T: msgRoom, ID: m.ID, OK: ok}, -1)
 		case msgStuck:
 			wk.setReason(reasonStuck + ": " + m.Reason)
 		case msgIdle:

@@ -347,15 +347,88 @@ func TestCrashLoopHeldUntilReload(t *testing.T) {
 	}
 	e.waitLog("game stopped after crashing repeatedly", 1)
 	// A sync of its hoster-game.json reloads it: the worker starts again.
-	req, _ := http.NewRequest(http.MethodPut, "http://"+e.addr+api.PathFile+"?path=hog.example/count/hoster-game.json",
-		strings.NewReader(`{"tickRate": 20, "sendRate": 10, "capacity": 16, "origins": ["*"], "emptyGrace": 0, "memory": 64}`))
-	req.Header.Set("Authorization", "Bearer "+e.token)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil || res.StatusCode/100 != 2 {
-		t.Fatalf("syncing the game: %v %v", res, err)
-	}
+	e.put("hog.example/count/hoster-game.json", `{"tickRate": 20, "sendRate": 10, "capacity": 16, "origins": ["*"], "emptyGrace": 0, "memory": 64}`)
 	e.waitLog("game worker started again by its reload", 1)
 	e.join("hog.example/count", "").play(t, 1)
+}
+
+// put syncs one file (a path below the games root) through the Sync API.
+func (e *env) put(rel, body string) {
+	e.t.Helper()
+	req, _ := http.NewRequest(http.MethodPut, "http://"+e.addr+api.PathFile+"?path="+rel, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatalf("syncing %s: %v", rel, err)
+	}
+	res.Body.Close()
+	if res.StatusCode/100 != 2 {
+		e.t.Fatalf("syncing %s: %s", rel, res.Status)
+	}
+}
+
+// A game removed by a sync (its folder deleted) closes its players'
+// sockets in its worker as in one process: 1001, saying so.
+func TestRemovedGameClosesItsPlayers(t *testing.T) {
+	e := start(t, map[string]map[string]string{"a.example/count": counter(""), "b.example/count": counter("")})
+	p := e.join("a.example/count", "")
+	p.play(t, 1)
+	req, _ := http.NewRequest(http.MethodDelete, "http://"+e.addr+api.PathFile+"?path=a.example/count", nil)
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("deleting the game: %v %v", res, err)
+	}
+	if code, text := p.closed(t); code != 1001 || text != "the game was removed" {
+		t.Fatalf("a removed game's player got %d %q, want 1001 saying the game was removed", code, text)
+	}
+	e.join("b.example/count", "").play(t, 1)
+}
+
+// A push that does not load (a syntax error at the top level) leaves the
+// game on its last good version, as in one process: in its running worker,
+// in the worker started at the first join after an idle end, and in the one
+// started after a crash; the log says which version runs and why.
+func TestLastGoodVersionInEveryWorker(t *testing.T) {
+	e := start(t, map[string]map[string]string{"a.example/count": counter("")}, "--worker-idle", "100ms")
+	p := e.join("a.example/count", "")
+	p.play(t, 1)
+	good := regexp.MustCompile(`msg="game loaded" game=a\.example/count version=(\w+)`).FindStringSubmatch(e.logs.String())
+	if good == nil {
+		t.Fatalf("the load line names no version:\n%s", e.logs.String())
+	}
+	e.put("a.example/count/"+api.ServerModule, "export default {")
+	e.waitLog(`msg="game not loaded; the running version, if any, keeps serving" game=a.example/count reason=`, 1)
+	p.play(t, 2)
+	// Its worker ends once idle: the next join starts another.
+	p.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(1000, "bye"))
+	e.waitLog(`msg="game worker ended" game=a.example/count`, 1)
+	again := e.join("a.example/count", "")
+	again.play(t, 1)
+	e.waitLog(`msg="game worker runs the game's last good version: its newest files did not load" game=a.example/count worker=`+
+		strconv.Itoa(e.workerPid("a.example/count", 2))+` version=`+good[1], 1)
+	// A crash: the worker started at the next join runs it too.
+	syscall.Kill(e.workerPid("a.example/count", 2), syscall.SIGKILL)
+	if code, text := again.closed(t); code != 4004 {
+		t.Fatalf("a killed worker's player got %d %q, want 4004", code, text)
+	}
+	e.rejoin("a.example/count").play(t, 1)
+	e.workerPid("a.example/count", 3)
+}
+
+// rejoin joins key after its worker ended: a join that still meets the
+// ended worker, or its restart's backoff, gets a 503 the library retries,
+// and so does this.
+func (e *env) rejoin(key string) *player {
+	e.t.Helper()
+	for {
+		p, err := e.dial(key, "")
+		if err == nil {
+			return p
+		}
+		if !strings.Contains(err.Error(), "worker ended: try again") && !strings.Contains(err.Error(), "is restarting after a crash") {
+			e.t.Fatalf("joining %s: %v", key, err)
+		}
+	}
 }
 
 // A worker with no instance ends after the idle time; the next join starts
@@ -513,7 +586,9 @@ func TestPrivateRoomsPerMinute(t *testing.T) {
 		"--rooms-per-minute", strconv.Itoa(perMinute))
 	b := e.join("b.example/count", "")
 	b.play(t, 1)
-	for r := 1; r <= perMinute; r++ {
+	// The normal game's instance was the address's first new room: the
+	// count is the server's.
+	for r := 2; r <= perMinute; r++ {
 		e.join("bad.example/count", "?room=r"+strconv.Itoa(r))
 	}
 	if code, text := e.refusal("bad.example/count", "?room=r"+strconv.Itoa(perMinute+1)); code != 1013 || !strings.Contains(text, "too many new rooms") {
@@ -521,4 +596,22 @@ func TestPrivateRoomsPerMinute(t *testing.T) {
 	}
 	e.waitLog("socket refused: too many new instances from one address in a minute", 1)
 	b.play(t, 2)
+}
+
+// New rooms per address are counted for the whole server, not per game: an
+// address cannot lift --rooms-per-minute by spreading its rooms over games
+// (each in a worker of its own).
+func TestRoomsPerMinuteAcrossGames(t *testing.T) {
+	const perMinute = 3
+	e := start(t, map[string]map[string]string{"a.example/count": counter(""), "b.example/count": counter("")},
+		"--rooms-per-minute", strconv.Itoa(perMinute))
+	e.join("a.example/count", "?room=r1")
+	e.join("b.example/count", "?room=r2")
+	e.join("a.example/count", "?room=r3")
+	if code, text := e.refusal("b.example/count", "?room=r4"); code != 1013 || !strings.Contains(text, "too many new rooms") {
+		t.Fatalf("a room past --rooms-per-minute in another game got %d %q, want 1013 saying why", code, text)
+	}
+	e.waitLog(`msg="socket refused: too many new instances from one address in a minute" game=b.example/count`, 1)
+	// A room that exists takes its players still.
+	e.join("b.example/count", "?room=r2")
 }
