@@ -182,7 +182,7 @@ func (c *cgroups) setUpV2(mounts []cgMount, self map[string]string, name string)
 		}
 	}
 	if len(ctrl) == 0 {
-		return nil, nil, "cgroup v2: neither the memory nor the cpu controller is delegated to " + own + " (systemd: Delegate=yes)"
+		return nil, nil, "cgroup v2: neither the memory nor the cpu controller is available in " + own + " (systemd: Delegate=yes)"
 	}
 	enable := "+" + strings.Join(ctrl, " +")
 	// A group with processes may not enable controllers for its children:
