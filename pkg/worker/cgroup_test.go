@@ -215,21 +215,6 @@ func TestSpinningEveryCoreUnderTheCPUBound(t *testing.T) {
 	}
 }
 
-// rejoin joins key after its worker ended: until the pool has seen the
-// end, a socket handed to the gone worker gets a 503 saying to try again.
-func (e *env) rejoin(key string) *player {
-	e.t.Helper()
-	for deadline := time.Now().Add(hang); ; {
-		p, err := e.dial(key, "")
-		if err == nil {
-			return p
-		}
-		if !strings.Contains(err.Error(), "try again") || time.Now().After(deadline) {
-			e.t.Fatalf("joining %s again: %v", key, err)
-		}
-	}
-}
-
 // throttled is how many periods a CPU group was throttled in.
 func throttled(dir string) int {
 	b, _ := os.ReadFile(filepath.Join(dir, "cpu.stat"))

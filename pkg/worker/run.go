@@ -126,15 +126,14 @@ func (wk *proc) wait(relayed <-chan struct{}) {
 	for _, h := range conns {
 		h.end(code, text)
 	}
-	switch {
-	case reason == "":
+	if reason == "" {
 		wk.log.Info("game worker ended", "players", len(conns))
-	case code == CodeOutOfMemory:
-		by, _ := wk.memBy.Load().(string)
-		wk.log.Error("game worker ended: "+reason, "exit", exitText(err), "players", len(conns), "code", code, "by", by)
-		wk.telemetry("ended", reason)
-	default:
-		wk.log.Error("game worker ended: "+reason, "exit", exitText(err), "players", len(conns), "code", code)
+	} else {
+		attrs := []any{"exit", exitText(err), "players", len(conns), "code", code}
+		if by, _ := wk.memBy.Load().(string); code == CodeOutOfMemory && by != "" {
+			attrs = append(attrs, "by", by) // which bound ended it
+		}
+		wk.log.Error("game worker ended: "+reason, attrs...)
 		wk.telemetry("ended", reason)
 	}
 	close(wk.done)
