@@ -44,10 +44,12 @@ type serveOptions struct {
 	// Isolation is where games run: "none", in this process; "process",
 	// each game in a worker process of its own, with its memory budget
 	// (Memory MiB unless its hoster-game.json says, never above MaxMemory)
-	// and ended after WorkerIdle without an instance.
+	// and CPUs cores where a cgroup bounds it (0: worker.DefaultCPUs), and
+	// ended after WorkerIdle without an instance.
 	Isolation  string
 	Memory     int
 	MaxMemory  int
+	CPUs       float64
 	WorkerIdle time.Duration
 
 	// workerExe is the program run as the game workers; "" is this one.
@@ -112,6 +114,7 @@ HOSTER_SERVER_LISTEN; a flag on the command line wins.`,
 	f.StringVar(&o.Isolation, "isolation", defaultIsolation, "where games run: process (each game in a worker process of its own, with a memory budget; Linux only) or none (in this process)")
 	f.IntVar(&o.Memory, "memory", defaultMemory, "a game's memory budget in MiB when its hoster-game.json sets none (--isolation process)")
 	f.IntVar(&o.MaxMemory, "max-memory", defaultMaxMemory, "the largest memory budget in MiB a game may ask for (--isolation process)")
+	f.Float64Var(&o.CPUs, "cpus", 0, "the most cores one game's worker may use, where a cgroup can bound it (0: every core but one, at least one; --isolation process)")
 	f.DurationVar(&o.WorkerIdle, "worker-idle", defaultWorkerIdle, "how long a game's worker stays with no instance before it ends (--isolation process)")
 	return cmd
 }

@@ -166,6 +166,8 @@ func TestServeFlagErrorsExit2(t *testing.T) {
 		{[]string{"serve", "--rooms-per-minute", "-1"}, nil, "--rooms-per-minute"},
 		{[]string{"serve", "--max-instances", "50"}, nil, "--default-instances: 100 is above --max-instances (50)"},
 		{[]string{"serve"}, map[string]string{"HOSTER_SERVER_SOCKETS_PER_ADDRESS": "0"}, "--sockets-per-address"},
+		{[]string{"serve", "--cpus", "-1"}, nil, "--cpus: must be 0 (every core but one) or at least 0.01"},
+		{[]string{"serve", "--cpus", "0.001"}, nil, "--cpus"},
 		{[]string{"serve", "--bogus"}, nil, "unknown flag"},
 		{[]string{"serve", "extra"}, nil, "unknown command"},
 		{[]string{"bogus"}, nil, "unknown command"},

@@ -27,6 +27,10 @@ const (
 	defaultWorkerIdle = time.Minute
 )
 
+// minCPUs is the smallest --cpus: the kernel's smallest CPU quota is a
+// hundredth of its period.
+const minCPUs = 0.01
+
 // workerNice is the CPU priority of the game workers: below the parent,
 // which serves the API, the pages and every game's handshakes.
 const workerNice = 10
@@ -37,6 +41,7 @@ func newWorkerCmd(_, errOut io.Writer) *cobra.Command {
 	var o serveOptions
 	var gameKey string
 	var memory int64
+	var cgroups []string
 	var idle time.Duration
 	cmd := &cobra.Command{
 		Use:    "worker",
@@ -55,7 +60,7 @@ func newWorkerCmd(_, errOut io.Writer) *cobra.Command {
 					// before it hands them over.
 					RoomsPerMinute: o.RoomsPerMinute, SocketsPerAddress: -1,
 				},
-				Memory: memory, Nice: workerNice, Idle: idle,
+				Memory: memory, Nice: workerNice, Idle: idle, Cgroups: cgroups,
 			})
 		},
 	}
@@ -65,6 +70,7 @@ func newWorkerCmd(_, errOut io.Writer) *cobra.Command {
 	f.StringVar(&o.LogsRoot, "logs-root", "", "the logs root")
 	f.DurationVar(&o.GamelogInterval, "gamelog-interval", time.Minute, "interval of the game stats lines")
 	f.Int64Var(&memory, "memory", 0, "the memory budget in bytes")
+	f.StringArrayVar(&cgroups, "cgroup", nil, "a cgroup v1 group to join before the game loads")
 	f.DurationVar(&idle, "idle", time.Minute, "how long the worker stays with no instance")
 	f.IntVar(&o.MaxInstances, "max-instances", runtime.DefaultMaxInstances, "")
 	f.IntVar(&o.DefaultInstances, "default-instances", runtime.DefaultInstances, "")
@@ -96,6 +102,8 @@ func workerPool(o serveOptions, parent hostserver.Parent, log *slog.Logger) (*wo
 		Watch:    o.memoryWatch,
 		Source:   parent.Source,
 		TakeRoom: parent.TakeRoom,
+		Cgroup:   worker.CgroupName(o.HostingRoot),
+		CPUs:     o.CPUs,
 		Budget: func(domain, name string) int64 {
 			cfg, _ := parent.Config(domain, name)
 			return game.MemoryBudget(cfg, o.Memory, o.MaxMemory)
@@ -126,6 +134,9 @@ func (o serveOptions) validIsolation() error {
 	}
 	if o.Memory > o.MaxMemory {
 		return bad("reading --memory: %d is above --max-memory (%d)", o.Memory, o.MaxMemory)
+	}
+	if o.CPUs != 0 && o.CPUs < minCPUs {
+		return bad("reading --cpus: must be 0 (every core but one) or at least %g, not %g", minCPUs, o.CPUs)
 	}
 	if o.WorkerIdle <= 0 {
 		return bad("reading --worker-idle: must be positive, not %v", o.WorkerIdle)

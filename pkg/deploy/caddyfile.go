@@ -186,6 +186,9 @@ RestartSec=2
 KillSignal=SIGTERM
 TimeoutStopSec=15
 NoNewPrivileges=true
+# The service's cgroup is hoster-server's to divide: each game's worker in a
+# group of its own, its memory and CPU bounded by the kernel.
+Delegate=yes
 ProtectSystem=strict
 ReadWritePaths=%s %s
 # No PrivateTmp: the roots may be under /tmp (a trial), and a private /tmp

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,6 +34,9 @@ type ChildOptions struct {
 	// lower to.
 	Memory int64
 	Nice   int
+	// Cgroups are the cgroup v1 groups the worker joins as it starts,
+	// before its game loads (serve's pool makes them).
+	Cgroups []string
 	// Idle is how long the worker stays with no instance before it offers
 	// to end.
 	Idle time.Duration
@@ -75,6 +79,12 @@ const roomWait = 10 * time.Second
 // close, not the code of a crash), or dies with it (Pdeathsig).
 func Serve(o ChildOptions) error {
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM)
+	for _, dir := range o.Cgroups {
+		// "0" is the process writing: all its threads move.
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte("0"), 0o644); err != nil {
+			return fmt.Errorf("joining cgroup %s: %w", dir, err)
+		}
+	}
 	if err := limitSelf(o.Memory, o.Nice); err != nil {
 		return err
 	}

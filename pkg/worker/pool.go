@@ -43,6 +43,13 @@ type Options struct {
 	LogsRoot string
 	// Logger receives the pool's lines and the workers' own.
 	Logger *slog.Logger
+	// Cgroup names the pool's group of its workers' cgroups (CgroupName
+	// of the hosting root); empty makes none: the workers are then bounded
+	// by a data-size limit, the watchdog and their nice level only.
+	Cgroup string
+	// CPUs is the most cores a worker may use where a cgroup bounds its
+	// CPU; 0 is DefaultCPUs.
+	CPUs float64
 }
 
 // Pool runs each game's worker, started at its first socket and ended when
@@ -50,7 +57,7 @@ type Options struct {
 type Pool struct {
 	o      Options
 	log    *slog.Logger
-	cg     *cgroups // nil: the fallback (address-space limit and watchdog)
+	cg     *cgroups // what bounds the workers' memory and CPU
 	mu     sync.Mutex
 	games  map[string]*slot
 	seq    int
@@ -83,14 +90,12 @@ func New(o Options) *Pool {
 	if o.Backoff <= 0 {
 		o.Backoff = 500 * time.Millisecond
 	}
-	p := &Pool{o: o, log: o.Logger, games: map[string]*slot{}}
-	cg, why := detectCgroups()
-	if cg != nil {
-		p.cg = cg
-		p.log.Info("game workers: memory and CPU bounded by cgroup v2", "group", cg.dir)
-	} else {
-		p.log.Info("game workers: no cgroup v2 here, memory bounded by an address-space limit and a resident-memory watchdog, CPU by a nice level and the hook budget", "why", why)
+	if o.CPUs <= 0 {
+		o.CPUs = DefaultCPUs()
 	}
+	p := &Pool{o: o, log: o.Logger, games: map[string]*slot{}}
+	p.cg = detectCgroups(o.Cgroup, o.CPUs)
+	p.log.Info("game workers' bounds", p.cg.describe()...)
 	return p
 }
 
@@ -176,7 +181,7 @@ func (p *Pool) Reload(domain, game string) {
 
 // Shutdown asks every worker to end (their players get a going-away close
 // and their last stats lines are written) and waits for them, killing
-// those still running when ctx ends.
+// those still running when ctx ends; then it removes its cgroups.
 func (p *Pool) Shutdown(ctx context.Context) {
 	p.mu.Lock()
 	p.closed = true
@@ -198,6 +203,9 @@ func (p *Pool) Shutdown(ctx context.Context) {
 			wk.cmd.Process.Kill()
 			<-wk.done
 		}
+	}
+	if err := p.cg.close(); err != nil {
+		p.log.Warn("removing the workers' cgroups", "err", err)
 	}
 }
 

@@ -33,7 +33,7 @@ type proc struct {
 	ch      *channel
 	log     *slog.Logger
 	budget  int64
-	cgroup  string // its cgroup v2 group's name, "" in the fallback
+	group   *group // its cgroups, nil when none bounds it
 	retired bool   // guarded by the pool's mu: takes no more sockets
 	version string // guarded by the pool's mu: the ID of the version it was last given
 	done    chan struct{}
@@ -41,6 +41,7 @@ type proc struct {
 	stopping atomic.Bool  // a requested end (shutdown, retirement)
 	process  atomic.Value // its telemetry process id (string)
 	oomOut   atomic.Bool  // its output said Go ran out of memory
+	memBy    atomic.Value // what ended it for its memory (string)
 
 	mu     sync.Mutex
 	reason string             // why the parent ended it, "" if it did not
@@ -81,24 +82,23 @@ func (p *Pool) start(s *slot) (*proc, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	wk := &proc{p: p, s: s, cmd: cmd, ch: ch, budget: budget, conns: map[uint64]*handed{}, done: make(chan struct{}),
 		log: p.log.With("game", s.key)}
-	if p.cg != nil {
-		p.seq++
-		wk.cgroup = fmt.Sprintf("w%d", p.seq)
-		g, err := p.cg.group(wk.cgroup, budget, 1)
-		if err != nil {
-			ch.close()
-			return nil, err
-		}
-		defer g.Close()
-		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, int(g.Fd())
-	}
-	stderr, err := cmd.StderrPipe()
+	fd, err := wk.enterCgroups()
 	if err != nil {
 		ch.close()
-		return nil, fmt.Errorf("starting the worker: %w", err)
+		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	if fd != nil {
+		defer fd.Close()
+	}
+	stderr, err := cmd.StderrPipe()
+	if err == nil {
+		err = cmd.Start()
+	}
+	if err != nil {
 		ch.close()
+		if wk.group != nil {
+			wk.group.remove()
+		}
 		return nil, fmt.Errorf("starting the worker: %w", err)
 	}
 	wk.log = wk.log.With("worker", cmd.Process.Pid)
@@ -141,6 +141,32 @@ func (wk *proc) sendVersion(src runtime.Source) error {
 	}
 	wk.version = src.ID
 	return nil
+}
+
+// enterCgroups makes the worker's cgroups, if any bounds it: it starts in
+// its cgroup v2 group (UseCgroupFD: the group's directory, returned open
+// to be closed once it started), and joins its v1 groups itself (--cgroup)
+// before its game loads. The pool's mu is held.
+func (wk *proc) enterCgroups() (*os.File, error) {
+	wk.p.seq++
+	g, err := wk.p.cg.group(fmt.Sprintf("w%d", wk.p.seq), wk.budget)
+	if err != nil || g == nil {
+		return nil, err
+	}
+	wk.group = g
+	for _, d := range g.v1() {
+		wk.cmd.Args = append(wk.cmd.Args, "--cgroup", d)
+	}
+	if g.v2 == "" {
+		return nil, nil
+	}
+	f, err := os.Open(g.v2)
+	if err != nil {
+		g.remove()
+		return nil, fmt.Errorf("opening cgroup %s: %w", g.v2, err)
+	}
+	wk.cmd.SysProcAttr.UseCgroupFD, wk.cmd.SysProcAttr.CgroupFD = true, int(f.Fd())
+	return f, nil
 }
 
 // hand gives the worker the socket of r: the connection's descriptor and

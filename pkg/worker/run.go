@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/hoster-dev/hoster/pkg/api"
@@ -71,9 +72,9 @@ func (wk *proc) setReason(r string) {
 }
 
 // watch reads the worker's resident memory every Watch and ends it once
-// over its budget (where cgroup v2 holds the budget, the kernel does).
+// over its budget (where a cgroup holds the budget, the kernel does).
 func (wk *proc) watch() {
-	if wk.p.cg != nil || wk.budget <= 0 {
+	if wk.p.cg.mem != nil || wk.budget <= 0 {
 		return
 	}
 	t := time.NewTicker(wk.p.o.Watch)
@@ -89,6 +90,7 @@ func (wk *proc) watch() {
 			continue
 		}
 		wk.setReason(reasonMemory)
+		wk.memBy.Store("the watchdog")
 		wk.log.Error("game worker over its memory budget: ending it", "rss", rss, "budget", wk.budget)
 		wk.cmd.Process.Kill()
 		return
@@ -101,15 +103,7 @@ func (wk *proc) wait(relayed <-chan struct{}) {
 	<-relayed // its last words are read before its exit is judged
 	err := wk.cmd.Wait()
 	wk.ch.close()
-	if wk.cgroup != "" {
-		if wk.p.cg.oomKilled(wk.cgroup) {
-			wk.setReason(reasonMemory)
-		}
-		wk.p.cg.remove(wk.cgroup)
-	}
-	if wk.oomOut.Load() {
-		wk.setReason(reasonMemory) // Go's own "out of memory": the address-space limit
-	}
+	wk.judgeMemory(err)
 	wk.mu.Lock()
 	wk.gone = true
 	reason := wk.reason
@@ -135,11 +129,37 @@ func (wk *proc) wait(relayed <-chan struct{}) {
 	if reason == "" {
 		wk.log.Info("game worker ended", "players", len(conns))
 	} else {
-		wk.log.Error("game worker ended: "+reason, "exit", exitText(err), "players", len(conns), "code", code)
+		attrs := []any{"exit", exitText(err), "players", len(conns), "code", code}
+		if by, _ := wk.memBy.Load().(string); code == CodeOutOfMemory && by != "" {
+			attrs = append(attrs, "by", by) // which bound ended it
+		}
+		wk.log.Error("game worker ended: "+reason, attrs...)
 		wk.telemetry("ended", reason)
 	}
 	close(wk.done)
 	wk.p.ended(wk.s, wk, reason)
+}
+
+// judgeMemory, once the worker exited with err, records whether it ran
+// out of memory, and removes its cgroups: the kernel's kill in its memory
+// group, or Go's own "out of memory" at the data-size limit (the watchdog
+// records its own).
+func (wk *proc) judgeMemory(err error) {
+	if g := wk.group; g != nil {
+		var ee *exec.ExitError
+		killed := errors.As(err, &ee) && ee.ProcessState.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL
+		if g.oomKilled(killed) {
+			wk.setReason(reasonMemory)
+			wk.memBy.CompareAndSwap(nil, "the kernel ("+wk.p.cg.mem.String()+")")
+		}
+		if err := g.remove(); err != nil {
+			wk.log.Warn("removing the worker's cgroups", "err", err)
+		}
+	}
+	if wk.oomOut.Load() {
+		wk.setReason(reasonMemory)
+		wk.memBy.CompareAndSwap(nil, "the data-size limit")
+	}
 }
 
 func exitText(err error) string {

@@ -76,7 +76,15 @@ type env struct {
 // ("domain/game" -> files) until the test ends.
 func start(t *testing.T, games map[string]map[string]string, flags ...string) *env {
 	t.Helper()
-	e := &env{t: t, logs: waitbuf.New(), root: t.TempDir(), logsRoot: t.TempDir(), token: strings.Repeat("ab", 32)}
+	e := newEnv(t, games)
+	e.run(nil, flags...)
+	return e
+}
+
+// newEnv makes a hosting root with the games, and runs no server.
+func newEnv(t *testing.T, games map[string]map[string]string) *env {
+	t.Helper()
+	e := &env{t: t, root: t.TempDir(), logsRoot: t.TempDir(), token: strings.Repeat("ab", 32)}
 	gamesRoot := filepath.Join(e.root, api.GamesDir)
 	for key, files := range games {
 		for rel, body := range files {
@@ -91,20 +99,32 @@ func start(t *testing.T, games map[string]map[string]string, flags ...string) *e
 		t.Fatalf("generating the test games: %v %v", err, res.Problems())
 	}
 	os.WriteFile(filepath.Join(e.root, api.TokenFile), []byte(e.token), 0o600)
-	args := append([]string{"serve", "--isolation", "process", "--hosting-root", e.root, "--logs-root", e.logsRoot,
+	return e
+}
+
+// run starts a server on e's hosting root (until the test ends, or the
+// next run), its command run by wrap (a program and its arguments, which
+// runs the rest) if not nil, and waits for its games to load.
+func (e *env) run(wrap []string, flags ...string) {
+	t := e.t
+	t.Helper()
+	e.logs = waitbuf.New()
+	args := append([]string{server, "serve", "--isolation", "process", "--hosting-root", e.root, "--logs-root", e.logsRoot,
 		"--listen", "127.0.0.1:0", "--ask-listen", "127.0.0.1:0", "--reload-debounce", "50ms", "--stats-interval", "1h"}, flags...)
-	cmd := exec.Command(server, args...)
+	args = append(append([]string{}, wrap...), args...)
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stderr = e.logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a group of its own, as a service's
 	e.cmd = cmd
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	logs := e.logs
 	t.Cleanup(func() {
 		cmd.Process.Signal(syscall.SIGTERM)
 		cmd.Wait()
 		if t.Failed() {
-			t.Logf("the server's log:\n%s", e.logs.String())
+			t.Logf("the server's log:\n%s", logs.String())
 		}
 	})
 	listen := regexp.MustCompile(`msg=serving listen=(\S+)`)
@@ -116,7 +136,6 @@ func start(t *testing.T, games map[string]map[string]string, flags ...string) *e
 	if !e.logs.Until(func(s string) bool { return strings.Contains(s, `msg="games loaded"`) }, hang) {
 		t.Fatalf("the games did not load:\n%s", e.logs.String())
 	}
-	return e
 }
 
 // player is a socket of a game.
@@ -294,31 +313,6 @@ func TestKilledWorker(t *testing.T) {
 	again.play(t, 1)
 	if e.workerPid("a.example/count", 2) == e.workerPid("a.example/count", 1) {
 		t.Fatal("the same worker served the rejoin")
-	}
-}
-
-// A game that keeps memory without bound is ended at its budget: its
-// players get 4003, the log and its stats file say so, and a game beside
-// it keeps its players.
-func TestMemoryBudget(t *testing.T) {
-	e := start(t, map[string]map[string]string{"hog.example/count": counter(`, "memory": 64`), "b.example/count": counter("")})
-	b := e.join("b.example/count", "")
-	b.play(t, 1)
-	hog := e.join("hog.example/count", "")
-	hog.ws.WriteJSON(map[string]any{"c": "grow", "a": map[string]any{}})
-	if code, text := hog.closed(t); code != 4003 {
-		t.Fatalf("the hog's player got %d %q, want 4003", code, text)
-	}
-	e.waitLog("game worker ended: the game ran out of its memory budget", 1)
-	b.play(t, 2)
-	stats, _ := filepath.Glob(filepath.Join(e.logsRoot, api.GameLogsDir, "hog.example", "count", api.ProcessesDir, "*", "stats-*.jsonl"))
-	var all []byte
-	for _, f := range stats {
-		b, _ := os.ReadFile(f)
-		all = append(all, b...)
-	}
-	if !bytes.Contains(all, []byte(`"worker":"ended","reason":"the game ran out of its memory budget"`)) {
-		t.Fatalf("the hog's stats files do not say it ran out of memory:\n%s", all)
 	}
 }
 
