@@ -60,6 +60,9 @@ func main() {
 	colyseusDir := flag.String("colyseus-dir", "bench/colyseus", "the Colyseus room with its installed node_modules, for -peer colyseus")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured period to this file (in-process only)")
 	gogc := flag.Int("gogc", 400, "GC percent, as hoster-server sets it by default (Go's own default is 100)")
+	serverFlags := flag.String("server-flags", "", `more hoster-server serve flags, space-separated, for -peer hoster (e.g. "--isolation none")`)
+	warm := flag.Bool("warm", false, "one player joins and leaves before the bots, so that the first join's cost (a game worker's start) is reported apart from the bots' joins")
+	scenario := flag.String("scenario", "", `instead of the load test: "isolation" (a normal game beside hostile ones in worker processes) or "kill" (kill -9 of a game's worker); see isolation.go`)
 	flag.Parse()
 	debug.SetGCPercent(*gogc)
 
@@ -67,11 +70,16 @@ func main() {
 		log.Fatalf("reading -format: %q is not compact or json", *format)
 	}
 	g := loadGame{tick: *tickRate, send: *sendRate, capacity: *capacity, entities: *entities, visible: *visible, precision: *precision, compact: *format == "compact"}
+	switch {
+	case *scenario != "":
+		runScenario(*scenario, g, *players, *moveRate, *seconds, *serverBin)
+		return
+	}
 	switch *peer {
 	case "":
 		inProcess(g, *players, *moveRate, *seconds, *cpuprofile)
 	case "hoster", "colyseus":
-		outOfProcess(*peer, g, *players, *moveRate, *seconds, *serverBin, *colyseusDir)
+		outOfProcess(*peer, g, *players, *moveRate, *seconds, *serverBin, *colyseusDir, strings.Fields(*serverFlags), *warm)
 	default:
 		log.Fatalf("reading -peer: %q is not hoster, colyseus or empty", *peer)
 	}
@@ -172,7 +180,7 @@ func inProcess(g loadGame, players, moveRate, seconds int, cpuprofile string) {
 // outOfProcess runs the server, hoster-server or the Colyseus room, in its
 // own process, the bots in this one, and measures the server from outside:
 // its CPU and memory from /proc, updates and their bytes at the bots.
-func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serverBin, colyseusDir string) {
+func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serverBin, colyseusDir string, serverFlags []string, warm bool) {
 	addr := freeAddr()
 	var srv *server
 	var proto protocol
@@ -190,11 +198,11 @@ func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serve
 		if err != nil {
 			log.Fatal(err)
 		}
-		srv, err = startServer([]string{bin, "serve", "--hosting-root", filepath.Join(root, "hosting"), "--logs-root", filepath.Join(root, "logs"),
+		srv, err = startServer(append([]string{bin, "serve", "--hosting-root", filepath.Join(root, "hosting"), "--logs-root", filepath.Join(root, "logs"),
 			"--listen", addr, "--ask-listen", freeAddr(),
 			// Every bot comes from loopback, one address: bounds no bot reaches.
 			"--max-instances", bound, "--default-instances", bound, "--rooms-per-minute", bound, "--sockets-per-address", bound},
-			[]string{"GODEBUG=schedtrace=500"}, root, addr)
+			serverFlags...), []string{"GODEBUG=schedtrace=500"}, root, addr)
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -216,6 +224,16 @@ func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serve
 	defer srv.stop()
 
 	ctx, cancel := context.WithCancel(context.Background())
+	firstJoin := time.Duration(-1)
+	if warm {
+		start := time.Now()
+		ws, _, err := proto.join(ctx, "")
+		if err != nil {
+			log.Fatalf("the first join: %v", err)
+		}
+		firstJoin = time.Since(start)
+		ws.Close()
+	}
 	st, wait := runBots(ctx, proto, players, moveRate, g.send)
 	time.Sleep(2 * time.Second) // let the joins settle
 	cpu0, err := srv.cpu()
@@ -264,6 +282,12 @@ func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serve
 		fmt.Printf("run queues     goroutines waiting to run, in %d half-second samples: median %d, p90 %d, max %d\n",
 			len(queued), queued[len(queued)/2], queued[len(queued)*9/10], queued[len(queued)-1])
 	}
+	fmt.Printf("joins          %d, from the dial to the welcome: p50 %v, p99 %v, max %v",
+		len(st.joins), pct(st.joins, 50), pct(st.joins, 99), pct(st.joins, 100))
+	if firstJoin >= 0 {
+		fmt.Printf("; the first join, before the bots': %v", firstJoin.Round(time.Microsecond))
+	}
+	fmt.Println()
 	fmt.Printf("thrown out     %d players whose connection the server ended; %d got no update while measured; %d instances closed by the server\n", thrownWhileMeasured, st.silent.Load(), closed)
 	// One line for bench/vs-colyseus.sh to read.
 	format := "json"
@@ -273,9 +297,15 @@ func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serve
 	if peer != "hoster" {
 		format = peer
 	}
-	fmt.Printf("RESULT format=%s peer=%s players=%d connected=%d rooms=%d cpu=%.3f rss_mib=%d ups=%.2f bpu=%.0f thrown=%d silent=%d closed=%d runq=%d\n",
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	first := "none"
+	if firstJoin >= 0 {
+		first = fmt.Sprintf("%.2f", ms(firstJoin))
+	}
+	fmt.Printf("RESULT format=%s peer=%s players=%d connected=%d rooms=%d cpu=%.3f rss_mib=%d ups=%.2f bpu=%.0f thrown=%d silent=%d closed=%d runq=%d join_p50_ms=%.2f join_p99_ms=%.2f join_max_ms=%.2f first_join_ms=%s flags=%s\n",
 		format, peer, players, n, len(st.rooms), cores, rss>>20, float64(st.updates.Load())/float64(max(n, 1))/wall.Seconds(),
-		float64(st.received.Load())/float64(max(st.updates.Load(), 1)), thrownWhileMeasured, st.silent.Load(), closed, runq)
+		float64(st.received.Load())/float64(max(st.updates.Load(), 1)), thrownWhileMeasured, st.silent.Load(), closed, runq,
+		ms(pct(st.joins, 50)), ms(pct(st.joins, 99)), ms(pct(st.joins, 100)), first, strings.Join(serverFlags, ","))
 }
 
 func printUpdates(st *botStats, n int64, wall time.Duration, sendRate int) {
@@ -313,7 +343,12 @@ type loadGame struct {
 
 // write writes the game under gamesRoot and generates it.
 func (g loadGame) write(gamesRoot string) {
-	dir := filepath.Join(gamesRoot, "load.example", "load")
+	writeGame(gamesRoot, "load.example/load", g.files())
+	generate(gamesRoot)
+}
+
+// files are the game's files, by their path in the game's folder.
+func (g loadGame) files() map[string]string {
 	number := `"number"`
 	if g.precision > 0 {
 		number = fmt.Sprintf(`{"type": "number", "precision": %g}`, g.precision)
@@ -337,14 +372,23 @@ func (g loadGame) write(gamesRoot string) {
 	if g.visible {
 		files["hoster-player/visible.js"] = `export default function (i, p, t) { return Math.abs(t.x - p.x) < 25 && Math.abs(t.y - p.y) < 25; }`
 	}
+	return files
+}
+
+// writeGame writes a game's files under gamesRoot/<domain>/<game>.
+func writeGame(gamesRoot, key string, files map[string]string) {
 	for rel, body := range files {
-		p := filepath.Join(dir, rel)
+		p := filepath.Join(gamesRoot, filepath.FromSlash(key), rel)
 		os.MkdirAll(filepath.Dir(p), 0o755)
 		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 			log.Fatal(err)
 		}
 	}
+}
+
+// generate generates every game under gamesRoot.
+func generate(gamesRoot string) {
 	if res, err := gen.GenerateWith(gamesRoot, gen.Options{Release: version.Release()}); err != nil || res.Failed() {
-		log.Fatalf("generating the load game: %v %v", err, res.Problems())
+		log.Fatalf("generating the games: %v %v", err, res.Problems())
 	}
 }
