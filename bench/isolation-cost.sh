@@ -6,9 +6,18 @@
 # worker process the parent hands each socket to), in one run, alternating
 # which goes first over RUNS (default 2) runs. Server CPU is the parent's and
 # its workers' together, from /proc over the SECS (default 20) second window;
-# a join is timed from the bot's dial to its welcome. One player joins and
-# leaves before the bots (-warm), so that a worker's start is reported as
-# the first join, apart from the bots' joins.
+# a join is timed from the bot's dial to its welcome: the bots' own joins
+# (1,000 in 0.4 s, a burst: they queue), and probe joins while measuring
+# (one player joins and leaves every PROBE, default 100ms: a player arriving
+# at a running server). One player joins and leaves before the bots (-warm),
+# so that a worker's start is reported as the first join, apart from the
+# others.
+#
+# The bots run at nice NICE (default 10; the server inherits it): hoster's
+# game workers lower themselves to nice 10, and bots above them on the same
+# cores would take the worker's CPU in a way no production server sees (the
+# bots are not there), while with --isolation none the game runs at the
+# bots' own priority. NICE=0 runs them as before.
 #
 # Goals (issue 26): process at most 5% more server CPU than none, and its
 # join p99 at most 5 ms more. The machine's load average is printed beside
@@ -25,6 +34,8 @@ esac
 players=${1:-1000}
 secs=${SECS:-20}
 runs=${RUNS:-2}
+probe=${PROBE:-100ms}
+nice=${NICE:-10}
 
 mkdir -p bin
 go build -o bin/hoster-server ./cmd/hoster-server
@@ -37,7 +48,7 @@ for ((r = 1; r <= runs; r++)); do
 	((r % 2 == 0)) && order=(process none)
 	for iso in "${order[@]}"; do
 		echo "== --isolation $iso, $players players, run $r, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-		res=$(bin/bench-load -peer hoster -players "$players" -seconds "$secs" -warm -server-flags "--isolation $iso" \
+		res=$(nice -n "$nice" bin/bench-load -peer hoster -players "$players" -seconds "$secs" -warm -probe-every "$probe" -server-flags "--isolation $iso" \
 			-server-bin bin/hoster-server 2>/dev/null) || true
 		echo "$res" >&2
 		line=$(grep '^RESULT' <<<"$res") || { echo "run $r, --isolation $iso: no result" >&2; continue; }
@@ -46,28 +57,30 @@ for ((r = 1; r <= runs; r++)); do
 done
 
 echo
-echo "hoster-server --isolation none / process, $players players, $(nproc) cores, ${secs} s windows; load average (1, 5, 15 min) at each run's end"
+echo "hoster-server --isolation none / process, $players players, $(nproc) cores, ${secs} s windows, bots and server at nice $nice, a probe join every $probe; load average (1, 5, 15 min) at each run's end"
 echo
 awk '
 function v(line, key,   m) { if (match(line, " " key "=[^ ]*")) { m = substr(line, RSTART + length(key) + 2, RLENGTH - length(key) - 2); return m } return "" }
 { r = v($0, "run"); iso = v($0, "iso"); line[r, iso] = $0; if (r > nr) nr = r }
 END {
-	print "| run | isolation | server CPU, cores (parent + workers) | RSS MiB | updates per player per s | join p50 / p99 / max ms | first join ms | thrown out, silent | load average |"
-	print "|---|---|---|---|---|---|---|---|---|"
+	print "| run | isolation | server CPU, cores (parent + workers) | RSS MiB | updates per player per s | bots'"'"' joins (burst) p50 / p99 / max ms | probe joins p50 / p99 / max ms | first join ms | thrown out, silent | load average |"
+	print "|---|---|---|---|---|---|---|---|---|---|"
 	for (r = 1; r <= nr; r++) for (k = 0; k < 2; k++) {
 		iso = k == 0 ? "none" : "process"; l = line[r, iso]
 		if (l == "") continue
-		printf "| %s | %s | %.3f | %s | %s | %s / %s / %s | %s | %s, %s | %s |\n", r, iso, v(l, "cpu"), v(l, "rss_mib"), v(l, "ups"),
-			v(l, "join_p50_ms"), v(l, "join_p99_ms"), v(l, "join_max_ms"), v(l, "first_join_ms"), v(l, "thrown"), v(l, "silent"), v(l, "load")
+		printf "| %s | %s | %.3f | %s | %s | %s / %s / %s | %s / %s / %s (%s) | %s | %s, %s | %s |\n", r, iso, v(l, "cpu"), v(l, "rss_mib"), v(l, "ups"),
+			v(l, "join_p50_ms"), v(l, "join_p99_ms"), v(l, "join_max_ms"), v(l, "probe_p50_ms"), v(l, "probe_p99_ms"), v(l, "probe_max_ms"), v(l, "probes"),
+			v(l, "first_join_ms"), v(l, "thrown"), v(l, "silent"), v(l, "load")
 		if (k == 1 && line[r, "none"] != "") {
 			cn = v(line[r, "none"], "cpu"); cp = v(l, "cpu"); pn = v(line[r, "none"], "join_p99_ms"); pp = v(l, "join_p99_ms")
 			sn += cn; sp += cp; qn += pn; qp += pp; m++
+			bn += v(line[r, "none"], "probe_p99_ms"); bp += v(l, "probe_p99_ms")
 		}
 	}
 	if (m > 0) {
-		dc = (sp / sn - 1) * 100; dp = (qp - qn) / m
+		dc = (sp / sn - 1) * 100; dp = (qp - qn) / m; db = (bp - bn) / m
 		print ""
-		printf "process against none, over %d runs: server CPU %+.1f%% (goal: at most +5%%: %s), join p99 %+.2f ms (goal: at most +5 ms: %s)\n",
-			m, dc, dc <= 5 ? "met" : "missed", dp, dp <= 5 ? "met" : "missed"
+		printf "process against none, over %d runs: server CPU %+.1f%% (goal: at most +5%%: %s); join p99 %+.2f ms for the probe joins, %+.2f ms for the bots'"'"' burst (goal: at most +5 ms: %s, %s)\n",
+			m, dc, dc <= 5 ? "met" : "missed", db, dp, db <= 5 ? "met" : "missed", dp <= 5 ? "met" : "missed"
 	}
 }' "$out"

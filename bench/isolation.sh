@@ -22,6 +22,9 @@
 #    worker: its players' close code, the time from the kill to each one's
 #    welcome in a fresh instance, and whether the other game noticed.
 #
+# The bots run at nice NICE (default 10, as bench/isolation-cost.sh: the
+# server inherits it, and its game workers lower themselves to 10), so that
+# they do not take the workers' CPU as no production server's clients do.
 # The machine's load average is printed beside the figures: on a shared
 # machine, other work moves them.
 set -euo pipefail
@@ -36,6 +39,7 @@ esac
 players=${1:-200}
 secs=${SECS:-60}
 ksecs=${KILL_SECS:-20}
+nice=${NICE:-10}
 
 mkdir -p bin
 go build -o bin/hoster-server ./cmd/hoster-server
@@ -48,21 +52,23 @@ for scenario in isolation kill; do
 	s=$secs
 	[ $scenario = kill ] && s=$ksecs
 	echo "== $scenario, $players players, $s s" >&2
-	res=$(bin/bench-load -scenario $scenario -players "$players" -seconds "$s" -server-bin bin/hoster-server 2>"$out.err") ||
+	res=$(nice -n "$nice" bin/bench-load -scenario $scenario -players "$players" -seconds "$s" -server-bin bin/hoster-server 2>"$out.err") ||
 		{ cat "$out.err" >&2; rm -f "$out.err"; exit 1; }
 	rm -f "$out.err"
 	echo "$res" >&2
-	grep -E '^(RESULT|END)' <<<"$res" >>"$out" || true
+	grep -E '^(RESULT|END|SERIES)' <<<"$res" | sed "/^SERIES/s/^/$scenario /" >>"$out" || true
 done
 
 echo
-echo "hoster-server --isolation process, $(nproc) cores, load average (1, 5, 15 min) at each scenario's end as shown"
+echo "hoster-server --isolation process, $(nproc) cores, bots and server at nice $nice, load average (1, 5, 15 min) at each scenario's end as shown"
 echo
 awk '
 function v(line, key,   m) { if (match(line, " " key "=[^ ]*")) { m = substr(line, RSTART + length(key) + 2, RLENGTH - length(key) - 2); return m } return "" }
 /^RESULT scenario=isolation/ { i = $0 }
 /^RESULT scenario=kill/ { k = $0 }
 /^END / { e[++ne] = $0 }
+/^isolation SERIES/ { si = $3 }
+/^kill SERIES/ { sk = $3; so = $5 }
 END {
 	if (i != "") {
 		print "**A normal game beside a growing and a spinning one** (" v(i, "seconds") " s; load " v(i, "load") ")"
@@ -74,11 +80,13 @@ END {
 			v(i, "parent_cores"), v(i, "normal_cores"), v(i, "spin_cores"), v(i, "spin_rooms"), v(i, "grow_cores"), v(i, "ended_cores"),
 			v(i, "peak_rss_mib"), v(i, "budgets_mib"), v(i, "parent_peak_mib"), v(i, "codes")
 		print ""
-		print "| worker ended | budget | RSS at the first sample over it | its peak RSS | crossing to the parent'"'"'s log line | crossing to its players closed | crossing to the process gone | code |"
+		print "The normal game'"'"'s updates per player, each second: " si
+		print ""
+		print "| worker ended, at second | budget | RSS at the first sample over it | its peak RSS | crossing to the parent'"'"'s log line | crossing to its players closed | crossing to the process gone | code |"
 		print "|---|---|---|---|---|---|---|---|"
 		for (n = 1; n <= ne; n++)
-			printf "| %s (%s) | %s MiB | %s MiB | %s MiB | %s ms | %s ms | %s ms | %s |\n",
-				v(e[n], "game"), v(e[n], "pid"), v(e[n], "budget_mib"), v(e[n], "rss_at_cross_mib"), v(e[n], "peak_mib"),
+			printf "| %s (%s), %s | %s MiB | %s MiB | %s MiB | %s ms | %s ms | %s ms | %s |\n",
+				v(e[n], "game"), v(e[n], "pid"), v(e[n], "at_s"), v(e[n], "budget_mib"), v(e[n], "rss_at_cross_mib"), v(e[n], "peak_mib"),
 				v(e[n], "over_log_ms"), v(e[n], "ended_log_ms"), v(e[n], "gone_ms"), v(e[n], "code")
 		print ""
 	}
@@ -92,5 +100,7 @@ END {
 			v(k, "rejoin_p50_ms"), v(k, "rejoin_p99_ms"), v(k, "rejoin_max_ms"), v(k, "rejoin_join_p50_ms"), v(k, "rejoin_join_p99_ms"),
 			v(k, "parent_noticed_ms"), v(k, "normal_worst"), v(k, "normal_worst_at"),
 			v(k, "other_thrown"), v(k, "other_connected"), v(k, "other_ups"), v(k, "other_worst"), v(k, "other_worst_at")
+		print ""
+		print "Updates per player, each second: the killed game " sk "; the other game " so
 	}
 }' "$out"

@@ -156,8 +156,18 @@ func isolation(smp *sampler, addr string, g loadGame, players, moveRate, seconds
 		growPlayers, grow.connected.Load(), 2*runtime.NumCPU(), cores["parent"], cores["load.example/load"], cores["spin.example/spin"], cores["grow.example/grow"], cores["ended"],
 		len(ends), codes, peak>>20, parentPeak>>20, budgets>>20, load)
 	for _, e := range ends {
-		fmt.Println(e)
+		fmt.Printf("%s at_s=%.1f\n", e, e.ended.Sub(wall0).Seconds())
 	}
+	fmt.Println("SERIES", series(bySecond, n))
+}
+
+// series is each second's updates per player, "10.0,9.9,...".
+func series(bySecond []atomic.Int64, players int64) string {
+	var out []string
+	for s := range bySecond {
+		out = append(out, fmt.Sprintf("%.1f", float64(bySecond[s].Load())/float64(max(players, 1))))
+	}
+	return strings.Join(out, ",")
 }
 
 // waitAll waits for every group of bots to stop.
@@ -222,6 +232,7 @@ func killed(smp *sampler, addr string, g loadGame, players, moveRate, seconds in
 		noticed = fmt.Sprintf("%.1f", float64(e[0].ended.Sub(killAt))/float64(time.Millisecond))
 	}
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	fmt.Println("SERIES", series(bySecond, normal.connected.Load()), "other", series(otherBySecond, other.connected.Load()))
 	fmt.Printf("RESULT scenario=kill players=%d connected=%d seconds=%d codes=%s rejoined=%d rooms_after=%d rejoin_p50_ms=%.0f rejoin_p99_ms=%.0f rejoin_max_ms=%.0f rejoin_join_p50_ms=%.0f rejoin_join_p99_ms=%.0f parent_noticed_ms=%s normal_worst=%.2f normal_worst_at=%d other_players=%d other_connected=%d other_thrown=%d other_ups=%.2f other_worst=%.2f other_worst_at=%d load=%s\n",
 		players, normal.connected.Load(), seconds, codes, len(d), len(rooms), ms(pct(d, 50)), ms(pct(d, 99)), ms(pct(d, 100)), ms(pct(took, 50)), ms(pct(took, 99)), noticed, nw, nat,
 		otherPlayers, other.connected.Load(), otherThrown, float64(other.updates.Load())/float64(max(other.connected.Load(), 1))/float64(seconds), ow, oat, load)

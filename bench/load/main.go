@@ -38,6 +38,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/hoster-dev/hoster/internal/version"
 	"github.com/hoster-dev/hoster/pkg/compact"
 	"github.com/hoster-dev/hoster/pkg/gen"
@@ -61,6 +62,7 @@ func main() {
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured period to this file (in-process only)")
 	gogc := flag.Int("gogc", 400, "GC percent, as hoster-server sets it by default (Go's own default is 100)")
 	serverFlags := flag.String("server-flags", "", `more hoster-server serve flags, space-separated, for -peer hoster (e.g. "--isolation none")`)
+	probeEvery := flag.Duration("probe-every", 0, "while measuring, one more player joins and leaves this often (0: none), for the join latency of a running server apart from the bots' burst of joins")
 	warm := flag.Bool("warm", false, "one player joins and leaves before the bots, so that the first join's cost (a game worker's start) is reported apart from the bots' joins")
 	scenario := flag.String("scenario", "", `instead of the load test: "isolation" (a normal game beside hostile ones in worker processes) or "kill" (kill -9 of a game's worker); see isolation.go`)
 	flag.Parse()
@@ -79,7 +81,7 @@ func main() {
 	case "":
 		inProcess(g, *players, *moveRate, *seconds, *cpuprofile)
 	case "hoster", "colyseus":
-		outOfProcess(*peer, g, *players, *moveRate, *seconds, *serverBin, *colyseusDir, strings.Fields(*serverFlags), *warm)
+		outOfProcess(*peer, g, *players, *moveRate, *seconds, *serverBin, *colyseusDir, strings.Fields(*serverFlags), *warm, *probeEvery)
 	default:
 		log.Fatalf("reading -peer: %q is not hoster, colyseus or empty", *peer)
 	}
@@ -180,7 +182,7 @@ func inProcess(g loadGame, players, moveRate, seconds int, cpuprofile string) {
 // outOfProcess runs the server, hoster-server or the Colyseus room, in its
 // own process, the bots in this one, and measures the server from outside:
 // its CPU and memory from /proc, updates and their bytes at the bots.
-func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serverBin, colyseusDir string, serverFlags []string, warm bool) {
+func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serverBin, colyseusDir string, serverFlags []string, warm bool, probeEvery time.Duration) {
 	addr := freeAddr()
 	var srv *server
 	var proto protocol
@@ -193,7 +195,7 @@ func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serve
 		}
 		defer os.RemoveAll(root)
 		g.write(filepath.Join(root, "hosting", "hoster-games"))
-		bound := fmt.Sprint(max(players, 1))
+		bound := fmt.Sprint(players + 100) // the warm and probe joins too
 		bin, err := filepath.Abs(serverBin)
 		if err != nil {
 			log.Fatal(err)
@@ -243,7 +245,7 @@ func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serve
 	wall0 := time.Now()
 	log0 := srv.logLen()
 	st.measuring.Store(true)
-	time.Sleep(time.Duration(seconds) * time.Second)
+	probes := probeJoins(ctx, proto, probeEvery, time.Duration(seconds)*time.Second)
 	st.measuring.Store(false)
 	queued := runnable(srv.logSince(log0))
 	cpu1, err := srv.cpu()
@@ -273,7 +275,7 @@ func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serve
 	if st.updates.Load() > 0 {
 		printUpdates(st, n, wall, g.send)
 	}
-	fmt.Printf("server CPU     %.2f cores (its own process, bots not included), %.2f per 1,000 players\n", cores, cores/float64(max(n, 1))*1000)
+	fmt.Printf("server CPU     %.2f cores (its process and its game workers, bots not included), %.2f per 1,000 players\n", cores, cores/float64(max(n, 1))*1000)
 	fmt.Printf("server memory  %d MiB resident at the end, %d MiB at the peak\n", rss>>20, peak>>20)
 	runq := -1 // the median, -1 when unknown
 	if len(queued) > 0 {
@@ -288,6 +290,10 @@ func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serve
 		fmt.Printf("; the first join, before the bots': %v", firstJoin.Round(time.Microsecond))
 	}
 	fmt.Println()
+	if len(probes) > 0 {
+		fmt.Printf("probe joins    %d while measuring, from the dial to the welcome: p50 %v, p99 %v, max %v\n",
+			len(probes), pct(probes, 50), pct(probes, 99), pct(probes, 100))
+	}
 	fmt.Printf("thrown out     %d players whose connection the server ended; %d got no update while measured; %d instances closed by the server\n", thrownWhileMeasured, st.silent.Load(), closed)
 	// One line for bench/vs-colyseus.sh to read.
 	format := "json"
@@ -302,10 +308,37 @@ func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serve
 	if firstJoin >= 0 {
 		first = fmt.Sprintf("%.2f", ms(firstJoin))
 	}
-	fmt.Printf("RESULT format=%s peer=%s players=%d connected=%d rooms=%d cpu=%.3f rss_mib=%d ups=%.2f bpu=%.0f thrown=%d silent=%d closed=%d runq=%d join_p50_ms=%.2f join_p99_ms=%.2f join_max_ms=%.2f first_join_ms=%s flags=%s\n",
+	fmt.Printf("RESULT format=%s peer=%s players=%d connected=%d rooms=%d cpu=%.3f rss_mib=%d ups=%.2f bpu=%.0f thrown=%d silent=%d closed=%d runq=%d join_p50_ms=%.2f join_p99_ms=%.2f join_max_ms=%.2f first_join_ms=%s probes=%d probe_p50_ms=%.2f probe_p99_ms=%.2f probe_max_ms=%.2f flags=%s\n",
 		format, peer, players, n, len(st.rooms), cores, rss>>20, float64(st.updates.Load())/float64(max(n, 1))/wall.Seconds(),
 		float64(st.received.Load())/float64(max(st.updates.Load(), 1)), thrownWhileMeasured, st.silent.Load(), closed, runq,
-		ms(pct(st.joins, 50)), ms(pct(st.joins, 99)), ms(pct(st.joins, 100)), first, strings.Join(serverFlags, ","))
+		ms(pct(st.joins, 50)), ms(pct(st.joins, 99)), ms(pct(st.joins, 100)), first,
+		len(probes), ms(pct(probes, 50)), ms(pct(probes, 99)), ms(pct(probes, 100)), strings.Join(serverFlags, ","))
+}
+
+// probeJoins sleeps for window; with every > 0, one player joins and leaves
+// each every meanwhile, and their joins' durations (from the dial to the
+// welcome) are returned.
+func probeJoins(ctx context.Context, p protocol, every, window time.Duration) []time.Duration {
+	end := time.Now().Add(window)
+	if every <= 0 {
+		time.Sleep(window)
+		return nil
+	}
+	var out []time.Duration
+	for next := time.Now(); next.Before(end); next = next.Add(every) {
+		time.Sleep(time.Until(next))
+		start := time.Now()
+		ws, _, err := p.join(ctx, "")
+		if err != nil {
+			log.Printf("a probe join: %v", err)
+			continue
+		}
+		out = append(out, time.Since(start))
+		ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+		ws.Close()
+	}
+	time.Sleep(time.Until(end))
+	return out
 }
 
 func printUpdates(st *botStats, n int64, wall time.Duration, sendRate int) {
