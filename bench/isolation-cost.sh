@@ -23,14 +23,13 @@
 # join p99 at most 5 ms more. The machine's load average is printed beside
 # each run: on a shared machine, other work moves the figures.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-
 case "${1:-}" in
 -h | --help)
 	sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'
 	exit 0
 	;;
 esac
+cd "$(dirname "$0")/.."
 players=${1:-1000}
 secs=${SECS:-20}
 runs=${RUNS:-2}

@@ -28,14 +28,13 @@
 # The machine's load average is printed beside the figures: on a shared
 # machine, other work moves them.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-
 case "${1:-}" in
 -h | --help)
 	sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'
 	exit 0
 	;;
 esac
+cd "$(dirname "$0")/.."
 players=${1:-200}
 secs=${SECS:-60}
 ksecs=${KILL_SECS:-20}
