@@ -35,9 +35,12 @@ type protocol interface {
 }
 
 // joined is what a join's welcome said: the room (instance) the player
-// landed in and, for hoster, the token that resumes its seat.
+// landed in and, for hoster, the token that resumes its seat; and how long
+// the WebSocket handshake took (from the dial to the upgrade's answer,
+// before the welcome).
 type joined struct {
 	room, resume string
+	handshake    time.Duration
 }
 
 // botStats is what the bots saw. Frames are counted only while measuring is
@@ -299,10 +302,12 @@ func (h hosterProtocol) join(ctx context.Context, resume string) (*websocket.Con
 	if resume != "" {
 		u += "&resume=" + url.QueryEscape(resume)
 	}
+	start := time.Now()
 	ws, _, err := dialer.DialContext(ctx, u, hdr)
 	if err != nil {
 		return nil, joined{}, fmt.Errorf("dialing: %w", err)
 	}
+	handshake := time.Since(start)
 	if h.compact && ws.Subprotocol() != compact.Protocol {
 		ws.Close()
 		return nil, joined{}, fmt.Errorf("dialing: the server did not take %s", compact.Protocol)
@@ -318,7 +323,7 @@ func (h hosterProtocol) join(ctx context.Context, resume string) (*websocket.Con
 		return nil, joined{}, fmt.Errorf("reading the welcome: %v (%q)", err, welcome.T)
 	}
 	ws.SetReadDeadline(time.Time{})
-	return ws, joined{room: welcome.Instance, resume: welcome.Resume}, nil
+	return ws, joined{room: welcome.Instance, resume: welcome.Resume, handshake: handshake}, nil
 }
 
 func (hosterProtocol) move() (int, []byte) {

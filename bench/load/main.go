@@ -245,7 +245,7 @@ func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serve
 	wall0 := time.Now()
 	log0 := srv.logLen()
 	st.measuring.Store(true)
-	probes := probeJoins(ctx, proto, probeEvery, time.Duration(seconds)*time.Second)
+	probes, handshakes := probeJoins(ctx, proto, probeEvery, time.Duration(seconds)*time.Second)
 	st.measuring.Store(false)
 	queued := runnable(srv.logSince(log0))
 	cpu1, err := srv.cpu()
@@ -291,8 +291,8 @@ func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serve
 	}
 	fmt.Println()
 	if len(probes) > 0 {
-		fmt.Printf("probe joins    %d while measuring, from the dial to the welcome: p50 %v, p99 %v, max %v\n",
-			len(probes), pct(probes, 50), pct(probes, 99), pct(probes, 100))
+		fmt.Printf("probe joins    %d while measuring, from the dial to the welcome: p50 %v, p99 %v, max %v; their handshakes (to the upgrade): p50 %v, p99 %v\n",
+			len(probes), pct(probes, 50), pct(probes, 99), pct(probes, 100), pct(handshakes, 50), pct(handshakes, 99))
 	}
 	fmt.Printf("thrown out     %d players whose connection the server ended; %d got no update while measured; %d instances closed by the server\n", thrownWhileMeasured, st.silent.Load(), closed)
 	// One line for bench/vs-colyseus.sh to read.
@@ -308,37 +308,37 @@ func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serve
 	if firstJoin >= 0 {
 		first = fmt.Sprintf("%.2f", ms(firstJoin))
 	}
-	fmt.Printf("RESULT format=%s peer=%s players=%d connected=%d rooms=%d cpu=%.3f rss_mib=%d ups=%.2f bpu=%.0f thrown=%d silent=%d closed=%d runq=%d join_p50_ms=%.2f join_p99_ms=%.2f join_max_ms=%.2f first_join_ms=%s probes=%d probe_p50_ms=%.2f probe_p99_ms=%.2f probe_max_ms=%.2f flags=%s\n",
+	fmt.Printf("RESULT format=%s peer=%s players=%d connected=%d rooms=%d cpu=%.3f rss_mib=%d ups=%.2f bpu=%.0f thrown=%d silent=%d closed=%d runq=%d join_p50_ms=%.2f join_p99_ms=%.2f join_max_ms=%.2f first_join_ms=%s probes=%d probe_p50_ms=%.2f probe_p99_ms=%.2f probe_max_ms=%.2f probe_hs_p50_ms=%.2f probe_hs_p99_ms=%.2f flags=%s\n",
 		format, peer, players, n, len(st.rooms), cores, rss>>20, float64(st.updates.Load())/float64(max(n, 1))/wall.Seconds(),
 		float64(st.received.Load())/float64(max(st.updates.Load(), 1)), thrownWhileMeasured, st.silent.Load(), closed, runq,
 		ms(pct(st.joins, 50)), ms(pct(st.joins, 99)), ms(pct(st.joins, 100)), first,
-		len(probes), ms(pct(probes, 50)), ms(pct(probes, 99)), ms(pct(probes, 100)), strings.Join(serverFlags, ","))
+		len(probes), ms(pct(probes, 50)), ms(pct(probes, 99)), ms(pct(probes, 100)), ms(pct(handshakes, 50)), ms(pct(handshakes, 99)), strings.Join(serverFlags, ","))
 }
 
 // probeJoins sleeps for window; with every > 0, one player joins and leaves
 // each every meanwhile, and their joins' durations (from the dial to the
-// welcome) are returned.
-func probeJoins(ctx context.Context, p protocol, every, window time.Duration) []time.Duration {
+// welcome) are returned, with their handshakes' (from the dial to the
+// upgrade).
+func probeJoins(ctx context.Context, p protocol, every, window time.Duration) (out, handshakes []time.Duration) {
 	end := time.Now().Add(window)
 	if every <= 0 {
 		time.Sleep(window)
-		return nil
+		return nil, nil
 	}
-	var out []time.Duration
 	for next := time.Now(); next.Before(end); next = next.Add(every) {
 		time.Sleep(time.Until(next))
 		start := time.Now()
-		ws, _, err := p.join(ctx, "")
+		ws, j, err := p.join(ctx, "")
 		if err != nil {
 			log.Printf("a probe join: %v", err)
 			continue
 		}
-		out = append(out, time.Since(start))
+		out, handshakes = append(out, time.Since(start)), append(handshakes, j.handshake)
 		ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
 		ws.Close()
 	}
 	time.Sleep(time.Until(end))
-	return out
+	return out, handshakes
 }
 
 func printUpdates(st *botStats, n int64, wall time.Duration, sendRate int) {
