@@ -3,6 +3,8 @@
 # (hoster-server serve --isolation process), measured from outside with
 # bench/load's bots (its -scenario isolation and kill, bench/load/isolation.go).
 #
+# 0. Alone, SECS (default 60) seconds: the load game of 1. by itself, the
+#    same way: what this machine's other work does to it (ALONE=0 skips it).
 # 1. Isolation, SECS (default 60) seconds: the load game (bench/load's:
 #    20 players a room, 50 entities, tick 20 Hz, updates 10 Hz) with PLAYERS
 #    (default 200) bots, beside a game whose tick keeps 1 MB more of numbers
@@ -22,9 +24,10 @@
 #    worker: its players' close code, the time from the kill to each one's
 #    welcome in a fresh instance, and whether the other game noticed.
 #
-# The bots run at nice NICE (default 10, as bench/isolation-cost.sh: the
-# server inherits it, and its game workers lower themselves to 10), so that
-# they do not take the workers' CPU as no production server's clients do.
+# The server runs at the script's priority, as in production (its game
+# workers lower themselves to nice 10); the bots lower theirs to NICE
+# (default 10) once it runs, so that they do not take the workers' CPU as
+# no production server's clients do.
 # The machine's load average is printed beside the figures: on a shared
 # machine, other work moves them.
 set -euo pipefail
@@ -47,11 +50,13 @@ go build -o bin/bench-load ./bench/load
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-for scenario in isolation kill; do
+scenarios=(alone isolation kill)
+[ "${ALONE:-1}" = 0 ] && scenarios=(isolation kill)
+for scenario in "${scenarios[@]}"; do
 	s=$secs
 	[ $scenario = kill ] && s=$ksecs
 	echo "== $scenario, $players players, $s s" >&2
-	res=$(nice -n "$nice" bin/bench-load -scenario $scenario -players "$players" -seconds "$s" -server-bin bin/hoster-server 2>"$out.err") ||
+	res=$(bin/bench-load -scenario $scenario -players "$players" -seconds "$s" -bots-nice "$nice" -server-bin bin/hoster-server 2>"$out.err") ||
 		{ cat "$out.err" >&2; rm -f "$out.err"; exit 1; }
 	rm -f "$out.err"
 	echo "$res" >&2
@@ -59,27 +64,36 @@ for scenario in isolation kill; do
 done
 
 echo
-echo "hoster-server --isolation process, $(nproc) cores, bots and server at nice $nice, load average (1, 5, 15 min) at each scenario's end as shown"
+echo "hoster-server --isolation process, $(nproc) cores, bots at nice $nice, load average (1, 5, 15 min) at each scenario's end as shown"
 echo
 awk '
 function v(line, key,   m) { if (match(line, " " key "=[^ ]*")) { m = substr(line, RSTART + length(key) + 2, RLENGTH - length(key) - 2); return m } return "" }
 /^RESULT scenario=isolation/ { i = $0 }
+/^RESULT scenario=alone/ { a = $0 }
 /^RESULT scenario=kill/ { k = $0 }
 /^END / { e[++ne] = $0 }
 /^isolation SERIES/ { si = $3 }
+/^alone SERIES/ { sa = $3 }
 /^kill SERIES/ { sk = $3; so = $5 }
 END {
-	if (i != "") {
-		print "**A normal game beside a growing and a spinning one** (" v(i, "seconds") " s; load " v(i, "load") ")"
+	if (i != "" || a != "") {
+		print "**A normal game beside a growing and a spinning one, and alone** (" v(i, "seconds") " s)"
 		print ""
-		print "| normal game | updates per player per s, mean / worst second | players thrown out | CPU cores: parent / normal / spinning / growing / ended workers | peak RSS, parent + workers | sum of budgets + parent | growing game: close codes its players got |"
-		print "|---|---|---|---|---|---|---|"
-		printf "| %s of %s players | %s / %s (second %s) | %s | %s / %s / %s (%s rooms) / %s / %s | %s MiB | %s + %s MiB | %s |\n",
-			v(i, "connected"), v(i, "players"), v(i, "ups"), v(i, "ups_worst"), v(i, "worst_at"), v(i, "thrown"),
-			v(i, "parent_cores"), v(i, "normal_cores"), v(i, "spin_cores"), v(i, "spin_rooms"), v(i, "grow_cores"), v(i, "ended_cores"),
-			v(i, "peak_rss_mib"), v(i, "budgets_mib"), v(i, "parent_peak_mib"), v(i, "codes")
+		print "| normal game | updates per player per s, mean / worst second | players thrown out | CPU cores: parent / normal / spinning / growing / ended workers | peak RSS, parent + workers | sum of budgets + parent | growing game: close codes its players got | load average at the end |"
+		print "|---|---|---|---|---|---|---|---|"
+		if (a != "")
+			printf "| alone: %s of %s players | %s / %s (second %s) | %s | %s / %s / - / - / - | %s MiB | %s + %s MiB | - | %s |\n",
+				v(a, "connected"), v(a, "players"), v(a, "ups"), v(a, "ups_worst"), v(a, "worst_at"), v(a, "thrown"),
+				v(a, "parent_cores"), v(a, "normal_cores"), v(a, "peak_rss_mib"), v(a, "budgets_mib"), v(a, "parent_peak_mib"), v(a, "load")
+		if (i != "")
+			printf "| beside them: %s of %s players | %s / %s (second %s) | %s | %s / %s / %s (%s rooms) / %s / %s | %s MiB | %s + %s MiB | %s | %s |\n",
+				v(i, "connected"), v(i, "players"), v(i, "ups"), v(i, "ups_worst"), v(i, "worst_at"), v(i, "thrown"),
+				v(i, "parent_cores"), v(i, "normal_cores"), v(i, "spin_cores"), v(i, "spin_rooms"), v(i, "grow_cores"), v(i, "ended_cores"),
+				v(i, "peak_rss_mib"), v(i, "budgets_mib"), v(i, "parent_peak_mib"), v(i, "codes"), v(i, "load")
 		print ""
-		print "The normal game'"'"'s updates per player, each second: " si
+		if (sa != "") print "The normal game'"'"'s updates per player, each second, alone: " sa
+		if (sa != "") print ""
+		print "The normal game'"'"'s updates per player, each second, beside them: " si
 		print ""
 		print "| worker ended, at second | budget | RSS at the first sample over it | its peak RSS | crossing to the parent'"'"'s log line | crossing to its players closed | crossing to the process gone | code |"
 		print "|---|---|---|---|---|---|---|---|"

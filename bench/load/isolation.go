@@ -63,9 +63,10 @@ func hostileGames(g loadGame) map[string]map[string]string {
 	return map[string]map[string]string{"grow.example/grow": grow, "spin.example/spin": spin}
 }
 
-func runScenario(name string, g loadGame, players, moveRate, seconds int, serverBin string) {
+func runScenario(name string, g loadGame, players, moveRate, seconds int, serverBin string, botsNice int) {
 	games := map[string]map[string]string{"load.example/load": g.files()}
 	switch name {
+	case "alone":
 	case "isolation":
 		for k, v := range hostileGames(g) {
 			games[k] = v
@@ -73,15 +74,20 @@ func runScenario(name string, g loadGame, players, moveRate, seconds int, server
 	case "kill":
 		games["other.example/load"] = g.files()
 	default:
-		log.Fatalf("reading -scenario: %q is not isolation or kill", name)
+		log.Fatalf("reading -scenario: %q is not isolation, alone or kill", name)
 	}
 	srv, addr, stop := startIsolated(serverBin, games, players+100)
 	defer stop()
+	if botsNice != 0 {
+		if err := niceSelf(botsNice); err != nil {
+			log.Fatal(err)
+		}
+	}
 	smp := &sampler{srv: srv, workers: map[int]*workerSample{}}
 	go smp.run()
 	defer smp.stop()
-	if name == "isolation" {
-		isolation(smp, addr, g, players, moveRate, seconds)
+	if name != "kill" {
+		isolation(smp, addr, g, players, moveRate, seconds, name == "isolation")
 	} else {
 		killed(smp, addr, g, players, moveRate, seconds)
 	}
@@ -120,21 +126,44 @@ func startIsolated(serverBin string, games map[string]map[string]string, bound i
 	return srv, addr, func() { srv.stop(); os.RemoveAll(root) }
 }
 
-// isolation runs the isolation scenario and prints its RESULT and END lines.
-func isolation(smp *sampler, addr string, g loadGame, players, moveRate, seconds int) {
+// niceSelf lowers every thread of this process to nice (threads made later
+// inherit it), as pkg/worker does its workers'.
+func niceSelf(nice int) error {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return fmt.Errorf("lowering the bots' priority: %w", err)
+	}
+	for _, t := range tasks {
+		if tid, err := strconv.Atoi(t.Name()); err == nil {
+			if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice); err != nil {
+				return fmt.Errorf("lowering the bots' priority, thread %d: %w", tid, err)
+			}
+		}
+	}
+	return nil
+}
+
+// isolation runs the isolation scenario (with the hostile games, or the
+// normal game alone) and prints its RESULT and END lines.
+func isolation(smp *sampler, addr string, g loadGame, players, moveRate, seconds int, hostile bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var waits []func()
 	defer func() { cancel(); waitAll(waits) }()
 	bySecond := make([]atomic.Int64, seconds)
 	normal, w1 := runBotsWith(ctx, hosterProtocol{url: "ws://" + addr + "/load", host: "load.example", compact: g.compact}, players, moveRate, g.send, botOptions{}, bySecond)
+	waits = append(waits, w1)
 	codes := &tally{m: map[int]int{}}
-	grow, w2 := runBotsWith(ctx, hosterProtocol{url: "ws://" + addr + "/grow", host: "grow.example", compact: g.compact}, growPlayers, moveRate, g.send,
-		botOptions{rejoin: true, closed: func(_, code int, _ string) { codes.add(code) }}, nil)
-	waits = append(waits, w1, w2)
-	for k := range 2 * runtime.NumCPU() {
-		_, w := runBotsWith(ctx, hosterProtocol{url: "ws://" + addr + "/spin", host: "spin.example", compact: g.compact, query: fmt.Sprintf("room=s%d", k)},
-			1, moveRate, g.send, botOptions{rejoin: true}, nil)
-		waits = append(waits, w)
+	grow := &botStats{}
+	if hostile {
+		var w2 func()
+		grow, w2 = runBotsWith(ctx, hosterProtocol{url: "ws://" + addr + "/grow", host: "grow.example", compact: g.compact}, growPlayers, moveRate, g.send,
+			botOptions{rejoin: true, closed: func(_, code int, _ string) { codes.add(code) }}, nil)
+		waits = append(waits, w2)
+		for k := range 2 * runtime.NumCPU() {
+			_, w := runBotsWith(ctx, hosterProtocol{url: "ws://" + addr + "/spin", host: "spin.example", compact: g.compact, query: fmt.Sprintf("room=s%d", k)},
+				1, moveRate, g.send, botOptions{rejoin: true}, nil)
+			waits = append(waits, w)
+		}
 	}
 	time.Sleep(2 * time.Second) // let the joins settle
 	cpu0, wall0 := smp.cpu(), time.Now()
@@ -151,8 +180,12 @@ func isolation(smp *sampler, addr string, g loadGame, players, moveRate, seconds
 	worst, at := worstSecond(bySecond, n)
 	cores := smp.cores(cpu0, cpu1, wall)
 	budgets, parentPeak, peak := smp.peaks()
-	fmt.Printf("RESULT scenario=isolation players=%d connected=%d seconds=%d ups=%.2f ups_worst=%.2f worst_at=%d thrown=%d silent=%d grow_players=%d grow_connected=%d spin_rooms=%d parent_cores=%.2f normal_cores=%.2f spin_cores=%.2f grow_cores=%.2f ended_cores=%.2f grow_ends=%d codes=%s peak_rss_mib=%d parent_peak_mib=%d budgets_mib=%d load=%s\n",
-		players, n, seconds, float64(normal.updates.Load())/float64(max(n, 1))/wall.Seconds(), worst, at, thrown, normal.silent.Load(),
+	scenario := "alone"
+	if hostile {
+		scenario = "isolation"
+	}
+	fmt.Printf("RESULT scenario=%s players=%d connected=%d seconds=%d ups=%.2f ups_worst=%.2f worst_at=%d thrown=%d silent=%d grow_players=%d grow_connected=%d spin_rooms=%d parent_cores=%.2f normal_cores=%.2f spin_cores=%.2f grow_cores=%.2f ended_cores=%.2f grow_ends=%d codes=%s peak_rss_mib=%d parent_peak_mib=%d budgets_mib=%d load=%s\n",
+		scenario, players, n, seconds, float64(normal.updates.Load())/float64(max(n, 1))/wall.Seconds(), worst, at, thrown, normal.silent.Load(),
 		growPlayers, grow.connected.Load(), 2*runtime.NumCPU(), cores["parent"], cores["load.example/load"], cores["spin.example/spin"], cores["grow.example/grow"], cores["ended"],
 		len(ends), codes, peak>>20, parentPeak>>20, budgets>>20, load)
 	for _, e := range ends {
