@@ -95,12 +95,12 @@ END {
 		if (sa != "") print ""
 		print "The normal game'"'"'s updates per player, each second, beside them: " si
 		print ""
-		print "| worker ended, at second | budget | RSS at the first sample over it | its peak RSS | crossing to the parent'"'"'s log line | crossing to its players closed | crossing to the process gone | code |"
-		print "|---|---|---|---|---|---|---|---|"
+		print "| worker ended, at second | budget | RSS at the first sample over it | its peak RSS | crossing to the parent'"'"'s log line | crossing to its players closed | crossing to the process gone | samples over the budget, of those since the crossing | code |"
+		print "|---|---|---|---|---|---|---|---|---|"
 		for (n = 1; n <= ne; n++)
-			printf "| %s (%s), %s | %s MiB | %s MiB | %s MiB | %s ms | %s ms | %s ms | %s |\n",
+			printf "| %s (%s), %s | %s MiB | %s MiB | %s MiB | %s ms | %s ms | %s ms | %s | %s |\n",
 				v(e[n], "game"), v(e[n], "pid"), v(e[n], "at_s"), v(e[n], "budget_mib"), v(e[n], "rss_at_cross_mib"), v(e[n], "peak_mib"),
-				v(e[n], "over_log_ms"), v(e[n], "ended_log_ms"), v(e[n], "gone_ms"), v(e[n], "code")
+				v(e[n], "over_log_ms"), v(e[n], "ended_log_ms"), v(e[n], "gone_ms"), v(e[n], "overs"), v(e[n], "code")
 		print ""
 	}
 	if (k != "") {

@@ -343,6 +343,8 @@ type workerSample struct {
 	peak      int64
 	over      time.Time // the first sample over its budget
 	overRSS   int64
+	samples   int // samples since, and how many of them over its budget
+	overs     int
 	gone      time.Time // the first sample it was no longer there
 	overLine  time.Time // the parent's log: over its budget
 	ended     time.Time // the parent's log: the worker ended (its players closed)
@@ -375,6 +377,12 @@ func (s *sampler) run() {
 			w.peak = max(w.peak, rss)
 			if rss > w.budget && w.over.IsZero() {
 				w.over, w.overRSS = now, rss
+			}
+			if !w.over.IsZero() {
+				w.samples++
+				if rss > w.budget {
+					w.overs++
+				}
 			}
 		}
 		s.peakTotal = max(s.peakTotal, total)
@@ -521,6 +529,6 @@ func (w *workerSample) String() string {
 		}
 		return fmt.Sprintf("%.0f", float64(t.Sub(w.over))/float64(time.Millisecond))
 	}
-	return fmt.Sprintf("END game=%s pid=%d budget_mib=%d rss_at_cross_mib=%d peak_mib=%d over_log_ms=%s ended_log_ms=%s gone_ms=%s code=%s",
-		w.game, w.pid, w.budget>>20, w.overRSS>>20, w.peak>>20, since(w.overLine), since(w.ended), since(w.gone), w.endedCode)
+	return fmt.Sprintf("END game=%s pid=%d budget_mib=%d rss_at_cross_mib=%d peak_mib=%d over_log_ms=%s ended_log_ms=%s gone_ms=%s code=%s overs=%d/%d",
+		w.game, w.pid, w.budget>>20, w.overRSS>>20, w.peak>>20, since(w.overLine), since(w.ended), since(w.gone), w.endedCode, w.overs, w.samples)
 }
