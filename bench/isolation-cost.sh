@@ -20,7 +20,9 @@
 # bots' own priority. NICE=0 runs them as before.
 #
 # Goals (issue 26): process at most 5% more server CPU than none, and its
-# join p99 at most 5 ms more. The machine's load average is printed beside
+# join p99 at most 5 ms more. Where the machine cannot give the server all
+# it asks (updates per player under 10 a second), the server's CPU is its
+# share, not its cost: the CPU per update delivered is compared too. The machine's load average is printed beside
 # each run: on a shared machine, other work moves the figures.
 set -euo pipefail
 case "${1:-}" in
@@ -60,14 +62,16 @@ echo "hoster-server --isolation none / process, $players players, $(nproc) cores
 echo
 awk '
 function v(line, key,   m) { if (match(line, " " key "=[^ ]*")) { m = substr(line, RSTART + length(key) + 2, RLENGTH - length(key) - 2); return m } return "" }
+# CPU milliseconds per 1,000 updates delivered: cores / (updates a second).
+function perUpdate(l,   u) { u = v(l, "ups") * v(l, "connected"); return u > 0 ? v(l, "cpu") * 1e6 / u : 0 }
 { r = v($0, "run"); iso = v($0, "iso"); line[r, iso] = $0; if (r > nr) nr = r }
 END {
-	print "| run | isolation | server CPU, cores (parent + workers) | RSS MiB | updates per player per s | bots'"'"' joins (burst) p50 / p99 / max ms | probe joins p50 / p99 / max ms | their handshakes p50 / p99 ms | first join ms | thrown out, silent | load average |"
-	print "|---|---|---|---|---|---|---|---|---|---|---|"
+	print "| run | isolation | server CPU, cores (parent + workers) | CPU ms per 1,000 updates delivered | RSS MiB | updates per player per s | bots'"'"' joins (burst) p50 / p99 / max ms | probe joins p50 / p99 / max ms | their handshakes p50 / p99 ms | first join ms | thrown out, silent | load average |"
+	print "|---|---|---|---|---|---|---|---|---|---|---|---|"
 	for (r = 1; r <= nr; r++) for (k = 0; k < 2; k++) {
 		iso = k == 0 ? "none" : "process"; l = line[r, iso]
 		if (l == "") continue
-		printf "| %s | %s | %.3f | %s | %s | %s / %s / %s | %s / %s / %s (%s) | %s / %s | %s | %s, %s | %s |\n", r, iso, v(l, "cpu"), v(l, "rss_mib"), v(l, "ups"),
+		printf "| %s | %s | %.3f | %.1f | %s | %s | %s / %s / %s | %s / %s / %s (%s) | %s / %s | %s | %s, %s | %s |\n", r, iso, v(l, "cpu"), perUpdate(l), v(l, "rss_mib"), v(l, "ups"),
 			v(l, "join_p50_ms"), v(l, "join_p99_ms"), v(l, "join_max_ms"), v(l, "probe_p50_ms"), v(l, "probe_p99_ms"), v(l, "probe_max_ms"), v(l, "probes"), v(l, "probe_hs_p50_ms"), v(l, "probe_hs_p99_ms"),
 			v(l, "first_join_ms"), v(l, "thrown"), v(l, "silent"), v(l, "load")
 		if (k == 1 && line[r, "none"] != "") {
@@ -75,12 +79,14 @@ END {
 			sn += cn; sp += cp; qn += pn; qp += pp; m++
 			bn += v(line[r, "none"], "probe_p99_ms"); bp += v(l, "probe_p99_ms")
 			hn += v(line[r, "none"], "probe_hs_p99_ms"); hp += v(l, "probe_hs_p99_ms")
+			un += perUpdate(line[r, "none"]); up += perUpdate(l)
+			h5n += v(line[r, "none"], "probe_hs_p50_ms"); h5p += v(l, "probe_hs_p50_ms")
 		}
 	}
 	if (m > 0) {
-		dc = (sp / sn - 1) * 100; dp = (qp - qn) / m; db = (bp - bn) / m; dh = (hp - hn) / m
+		dc = (sp / sn - 1) * 100; dp = (qp - qn) / m; db = (bp - bn) / m; dh = (hp - hn) / m; du = (up / un - 1) * 100; dh5 = (h5p - h5n) / m
 		print ""
-		printf "process against none, over %d runs: server CPU %+.1f%% (goal: at most +5%%: %s); join p99 %+.2f ms for the probe joins, %+.2f ms for the bots'"'"' burst (goal: at most +5 ms: %s, %s); the probe joins'"'"' handshake p99 %+.2f ms\n",
-			m, dc, dc <= 5 ? "met" : "missed", db, dp, db <= 5 ? "met" : "missed", dp <= 5 ? "met" : "missed", dh
+		printf "process against none, over %d runs: server CPU %+.1f%%, per update delivered %+.1f%% (goal: at most +5%%: %s, %s); join p99 %+.2f ms for the probe joins, %+.2f ms for the bots'"'"' burst (goal: at most +5 ms: %s, %s); the probe joins'"'"' handshake p50 %+.2f ms, p99 %+.2f ms\n",
+			m, dc, du, dc <= 5 ? "met" : "missed", du <= 5 ? "met" : "missed", db, dp, db <= 5 ? "met" : "missed", dp <= 5 ? "met" : "missed", dh5, dh
 	}
 }' "$out"
