@@ -24,6 +24,8 @@
 #    worker: its players' close code, the time from the kill to each one's
 #    welcome in a fresh instance, and whether the other game noticed.
 #
+# LOGS=DIR keeps each scenario's server log there (DIR/SCENARIO.log).
+#
 # The server runs at the script's priority, as in production (its game
 # workers lower themselves to nice 10); the bots lower theirs to NICE
 # (default 10) once it runs, so that they do not take the workers' CPU as
@@ -56,7 +58,9 @@ for scenario in "${scenarios[@]}"; do
 	s=$secs
 	[ $scenario = kill ] && s=$ksecs
 	echo "== $scenario, $players players, $s s" >&2
-	res=$(bin/bench-load -scenario $scenario -players "$players" -seconds "$s" -bots-nice "$nice" -server-bin bin/hoster-server 2>"$out.err") ||
+	logs=()
+	[ -n "${LOGS:-}" ] && mkdir -p "$LOGS" && logs=(-server-log "$LOGS/$scenario.log")
+	res=$(bin/bench-load -scenario $scenario -players "$players" -seconds "$s" -bots-nice "$nice" "${logs[@]}" -server-bin bin/hoster-server 2>"$out.err") ||
 		{ cat "$out.err" >&2; rm -f "$out.err"; exit 1; }
 	rm -f "$out.err"
 	echo "$res" >&2

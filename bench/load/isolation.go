@@ -63,7 +63,7 @@ func hostileGames(g loadGame) map[string]map[string]string {
 	return map[string]map[string]string{"grow.example/grow": grow, "spin.example/spin": spin}
 }
 
-func runScenario(name string, g loadGame, players, moveRate, seconds int, serverBin string, botsNice int) {
+func runScenario(name string, g loadGame, players, moveRate, seconds int, serverBin string, botsNice int, serverLog string) {
 	games := map[string]map[string]string{"load.example/load": g.files()}
 	switch name {
 	case "alone":
@@ -78,6 +78,13 @@ func runScenario(name string, g loadGame, players, moveRate, seconds int, server
 	}
 	srv, addr, stop := startIsolated(serverBin, games, players+100)
 	defer stop()
+	if serverLog != "" {
+		defer func() {
+			if err := os.WriteFile(serverLog, []byte(srv.log.String()), 0o644); err != nil {
+				log.Printf("writing the server's log: %v", err)
+			}
+		}()
+	}
 	if botsNice != 0 {
 		if err := niceSelf(botsNice); err != nil {
 			log.Fatal(err)

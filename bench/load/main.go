@@ -65,6 +65,7 @@ func main() {
 	probeEvery := flag.Duration("probe-every", 0, "while measuring, one more player joins and leaves this often (0: none), for the join latency of a running server apart from the bots' burst of joins")
 	warm := flag.Bool("warm", false, "one player joins and leaves before the bots, so that the first join's cost (a game worker's start) is reported apart from the bots' joins")
 	scenario := flag.String("scenario", "", `instead of the load test: "isolation" (a normal game beside hostile ones in worker processes), "alone" (the normal game only, the same way) or "kill" (kill -9 of a game's worker); see isolation.go`)
+	serverLog := flag.String("server-log", "", "with -scenario: write the server's log (its workers' included) to this file at the end")
 	botsNice := flag.Int("bots-nice", 0, "with -scenario: once the server runs (at this process's priority), lower the bots' to this nice level")
 	flag.Parse()
 	debug.SetGCPercent(*gogc)
@@ -75,7 +76,7 @@ func main() {
 	g := loadGame{tick: *tickRate, send: *sendRate, capacity: *capacity, entities: *entities, visible: *visible, precision: *precision, compact: *format == "compact"}
 	switch {
 	case *scenario != "":
-		runScenario(*scenario, g, *players, *moveRate, *seconds, *serverBin, *botsNice)
+		runScenario(*scenario, g, *players, *moveRate, *seconds, *serverBin, *botsNice, *serverLog)
 		return
 	}
 	switch *peer {
