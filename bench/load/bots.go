@@ -192,6 +192,19 @@ func (st *botStats) bot(ctx context.Context, p protocol, i, moveRate, sendRate i
 	}
 }
 
+// closeAtEnd closes ws as the run ends (ctx), unless it ended before.
+func closeAtEnd(ctx context.Context, ws *websocket.Conn, wmu *sync.Mutex, ended <-chan struct{}) {
+	select {
+	case <-ended:
+		return
+	case <-ctx.Done():
+	}
+	wmu.Lock()
+	ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+	wmu.Unlock()
+	ws.SetReadDeadline(time.Now().Add(2 * time.Second))
+}
+
 // play moves and reads on one joined socket until it ends; it returns the
 // close code the server gave (1006 when none) and its reason.
 func (st *botStats) play(ctx context.Context, p protocol, ws *websocket.Conn, i, moveRate, sendRate int, got *int64) (int, string) {
@@ -206,17 +219,7 @@ func (st *botStats) play(ctx context.Context, p protocol, ws *websocket.Conn, i,
 	}
 	ended := make(chan struct{})
 	defer close(ended)
-	go func() {
-		select {
-		case <-ended:
-			return
-		case <-ctx.Done():
-		}
-		wmu.Lock()
-		ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
-		wmu.Unlock()
-		ws.SetReadDeadline(time.Now().Add(2 * time.Second))
-	}()
+	go closeAtEnd(ctx, ws, &wmu, ended)
 	go func() {
 		t := time.NewTicker(moveEvery)
 		defer t.Stop()

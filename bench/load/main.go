@@ -230,13 +230,7 @@ func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serve
 	ctx, cancel := context.WithCancel(context.Background())
 	firstJoin := time.Duration(-1)
 	if warm {
-		start := time.Now()
-		ws, _, err := proto.join(ctx, "")
-		if err != nil {
-			log.Fatalf("the first join: %v", err)
-		}
-		firstJoin = time.Since(start)
-		ws.Close()
+		firstJoin = joinAndLeave(ctx, proto)
 	}
 	st, wait := runBots(ctx, proto, players, moveRate, g.send)
 	time.Sleep(2 * time.Second) // let the joins settle
@@ -286,16 +280,7 @@ func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serve
 		fmt.Printf("run queues     goroutines waiting to run, in %d half-second samples: median %d, p90 %d, max %d\n",
 			len(queued), queued[len(queued)/2], queued[len(queued)*9/10], queued[len(queued)-1])
 	}
-	fmt.Printf("joins          %d, from the dial to the welcome: p50 %v, p99 %v, max %v",
-		len(st.joins), pct(st.joins, 50), pct(st.joins, 99), pct(st.joins, 100))
-	if firstJoin >= 0 {
-		fmt.Printf("; the first join, before the bots': %v", firstJoin.Round(time.Microsecond))
-	}
-	fmt.Println()
-	if len(probes) > 0 {
-		fmt.Printf("probe joins    %d while measuring, from the dial to the welcome: p50 %v, p99 %v, max %v; their handshakes (to the upgrade): p50 %v, p99 %v\n",
-			len(probes), pct(probes, 50), pct(probes, 99), pct(probes, 100), pct(handshakes, 50), pct(handshakes, 99))
-	}
+	joins := printJoins(st, firstJoin, probes, handshakes)
 	fmt.Printf("thrown out     %d players whose connection the server ended; %d got no update while measured; %d instances closed by the server\n", thrownWhileMeasured, st.silent.Load(), closed)
 	// One line for bench/vs-colyseus.sh to read.
 	format := "json"
@@ -305,16 +290,43 @@ func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serve
 	if peer != "hoster" {
 		format = peer
 	}
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	first := "none"
-	if firstJoin >= 0 {
-		first = fmt.Sprintf("%.2f", ms(firstJoin))
-	}
-	fmt.Printf("RESULT format=%s peer=%s players=%d connected=%d rooms=%d cpu=%.3f rss_mib=%d ups=%.2f bpu=%.0f thrown=%d silent=%d closed=%d runq=%d join_p50_ms=%.2f join_p99_ms=%.2f join_max_ms=%.2f first_join_ms=%s probes=%d probe_p50_ms=%.2f probe_p99_ms=%.2f probe_max_ms=%.2f probe_hs_p50_ms=%.2f probe_hs_p99_ms=%.2f flags=%s\n",
+	fmt.Printf("RESULT format=%s peer=%s players=%d connected=%d rooms=%d cpu=%.3f rss_mib=%d ups=%.2f bpu=%.0f thrown=%d silent=%d closed=%d runq=%d %s flags=%s\n",
 		format, peer, players, n, len(st.rooms), cores, rss>>20, float64(st.updates.Load())/float64(max(n, 1))/wall.Seconds(),
 		float64(st.received.Load())/float64(max(st.updates.Load(), 1)), thrownWhileMeasured, st.silent.Load(), closed, runq,
+		joins, strings.Join(serverFlags, ","))
+}
+
+// joinAndLeave is one player's join, and how long it took.
+func joinAndLeave(ctx context.Context, p protocol) time.Duration {
+	start := time.Now()
+	ws, _, err := p.join(ctx, "")
+	if err != nil {
+		log.Fatalf("the first join: %v", err)
+	}
+	defer ws.Close()
+	return time.Since(start)
+}
+
+// printJoins prints the joins' times: the bots', the first one's (before
+// the bots, -warm; negative: none) and the probes' with their handshakes;
+// it returns them as RESULT fields.
+func printJoins(st *botStats, firstJoin time.Duration, probes, handshakes []time.Duration) string {
+	fmt.Printf("joins          %d, from the dial to the welcome: p50 %v, p99 %v, max %v",
+		len(st.joins), pct(st.joins, 50), pct(st.joins, 99), pct(st.joins, 100))
+	first := "none"
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	if firstJoin >= 0 {
+		fmt.Printf("; the first join, before the bots': %v", firstJoin.Round(time.Microsecond))
+		first = fmt.Sprintf("%.2f", ms(firstJoin))
+	}
+	fmt.Println()
+	if len(probes) > 0 {
+		fmt.Printf("probe joins    %d while measuring, from the dial to the welcome: p50 %v, p99 %v, max %v; their handshakes (to the upgrade): p50 %v, p99 %v\n",
+			len(probes), pct(probes, 50), pct(probes, 99), pct(probes, 100), pct(handshakes, 50), pct(handshakes, 99))
+	}
+	return fmt.Sprintf("join_p50_ms=%.2f join_p99_ms=%.2f join_max_ms=%.2f first_join_ms=%s probes=%d probe_p50_ms=%.2f probe_p99_ms=%.2f probe_max_ms=%.2f probe_hs_p50_ms=%.2f probe_hs_p99_ms=%.2f",
 		ms(pct(st.joins, 50)), ms(pct(st.joins, 99)), ms(pct(st.joins, 100)), first,
-		len(probes), ms(pct(probes, 50)), ms(pct(probes, 99)), ms(pct(probes, 100)), ms(pct(handshakes, 50)), ms(pct(handshakes, 99)), strings.Join(serverFlags, ","))
+		len(probes), ms(pct(probes, 50)), ms(pct(probes, 99)), ms(pct(probes, 100)), ms(pct(handshakes, 50)), ms(pct(handshakes, 99)))
 }
 
 // probeJoins sleeps for window; with every > 0, one player joins and leaves
