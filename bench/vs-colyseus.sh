@@ -5,7 +5,8 @@
 # in hoster-server and as a Colyseus 0.18 room (bench/colyseus, installed
 # here with npm from its lock file, Node 22 included); the same Go bots
 # (bench/load -peer) drive each in turn from their own process, each moving
-# 10 times a second. Server CPU comes from /proc/PID/stat over the window,
+# 10 times a second. Server CPU comes from /proc/PID/stat over the window
+# (hoster-server's process and its game workers, --isolation process),
 # bytes per update as received on the wire.
 #
 # Environment: SECS (measured window, default 20), VISIBLE=1 (each player

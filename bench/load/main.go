@@ -38,6 +38,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/hoster-dev/hoster/internal/version"
 	"github.com/hoster-dev/hoster/pkg/compact"
 	"github.com/hoster-dev/hoster/pkg/gen"
@@ -60,6 +61,12 @@ func main() {
 	colyseusDir := flag.String("colyseus-dir", "bench/colyseus", "the Colyseus room with its installed node_modules, for -peer colyseus")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured period to this file (in-process only)")
 	gogc := flag.Int("gogc", 400, "GC percent, as hoster-server sets it by default (Go's own default is 100)")
+	serverFlags := flag.String("server-flags", "", `more hoster-server serve flags, space-separated, for -peer hoster (e.g. "--isolation none")`)
+	probeEvery := flag.Duration("probe-every", 0, "while measuring, one more player joins and leaves this often (0: none), for the join latency of a running server apart from the bots' burst of joins")
+	warm := flag.Bool("warm", false, "one player joins and leaves before the bots, so that the first join's cost (a game worker's start) is reported apart from the bots' joins")
+	scenario := flag.String("scenario", "", `instead of the load test: "isolation" (a normal game beside hostile ones in worker processes), "alone" (the normal game only, the same way) or "kill" (kill -9 of a game's worker); see isolation.go`)
+	serverLog := flag.String("server-log", "", "with -scenario: write the server's log (its workers' included) to this file at the end")
+	botsNice := flag.Int("bots-nice", 0, "with -scenario: once the server runs (at this process's priority), lower the bots' to this nice level")
 	flag.Parse()
 	debug.SetGCPercent(*gogc)
 
@@ -67,11 +74,16 @@ func main() {
 		log.Fatalf("reading -format: %q is not compact or json", *format)
 	}
 	g := loadGame{tick: *tickRate, send: *sendRate, capacity: *capacity, entities: *entities, visible: *visible, precision: *precision, compact: *format == "compact"}
+	switch {
+	case *scenario != "":
+		runScenario(*scenario, g, *players, *moveRate, *seconds, *serverBin, *botsNice, *serverLog)
+		return
+	}
 	switch *peer {
 	case "":
 		inProcess(g, *players, *moveRate, *seconds, *cpuprofile)
 	case "hoster", "colyseus":
-		outOfProcess(*peer, g, *players, *moveRate, *seconds, *serverBin, *colyseusDir)
+		outOfProcess(*peer, g, *players, *moveRate, *seconds, *serverBin, *colyseusDir, strings.Fields(*serverFlags), *warm, *probeEvery)
 	default:
 		log.Fatalf("reading -peer: %q is not hoster, colyseus or empty", *peer)
 	}
@@ -172,7 +184,7 @@ func inProcess(g loadGame, players, moveRate, seconds int, cpuprofile string) {
 // outOfProcess runs the server, hoster-server or the Colyseus room, in its
 // own process, the bots in this one, and measures the server from outside:
 // its CPU and memory from /proc, updates and their bytes at the bots.
-func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serverBin, colyseusDir string) {
+func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serverBin, colyseusDir string, serverFlags []string, warm bool, probeEvery time.Duration) {
 	addr := freeAddr()
 	var srv *server
 	var proto protocol
@@ -185,16 +197,16 @@ func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serve
 		}
 		defer os.RemoveAll(root)
 		g.write(filepath.Join(root, "hosting", "hoster-games"))
-		bound := fmt.Sprint(max(players, 1))
+		bound := fmt.Sprint(players + 100) // the warm and probe joins too
 		bin, err := filepath.Abs(serverBin)
 		if err != nil {
 			log.Fatal(err)
 		}
-		srv, err = startServer([]string{bin, "serve", "--hosting-root", filepath.Join(root, "hosting"), "--logs-root", filepath.Join(root, "logs"),
+		srv, err = startServer(append([]string{bin, "serve", "--hosting-root", filepath.Join(root, "hosting"), "--logs-root", filepath.Join(root, "logs"),
 			"--listen", addr, "--ask-listen", freeAddr(),
 			// Every bot comes from loopback, one address: bounds no bot reaches.
 			"--max-instances", bound, "--default-instances", bound, "--rooms-per-minute", bound, "--sockets-per-address", bound},
-			[]string{"GODEBUG=schedtrace=500"}, root, addr)
+			serverFlags...), []string{"GODEBUG=schedtrace=500"}, root, addr)
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -216,6 +228,10 @@ func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serve
 	defer srv.stop()
 
 	ctx, cancel := context.WithCancel(context.Background())
+	firstJoin := time.Duration(-1)
+	if warm {
+		firstJoin = joinAndLeave(ctx, proto)
+	}
 	st, wait := runBots(ctx, proto, players, moveRate, g.send)
 	time.Sleep(2 * time.Second) // let the joins settle
 	cpu0, err := srv.cpu()
@@ -225,7 +241,7 @@ func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serve
 	wall0 := time.Now()
 	log0 := srv.logLen()
 	st.measuring.Store(true)
-	time.Sleep(time.Duration(seconds) * time.Second)
+	probes, handshakes := probeJoins(ctx, proto, probeEvery, time.Duration(seconds)*time.Second)
 	st.measuring.Store(false)
 	queued := runnable(srv.logSince(log0))
 	cpu1, err := srv.cpu()
@@ -255,7 +271,7 @@ func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serve
 	if st.updates.Load() > 0 {
 		printUpdates(st, n, wall, g.send)
 	}
-	fmt.Printf("server CPU     %.2f cores (its own process, bots not included), %.2f per 1,000 players\n", cores, cores/float64(max(n, 1))*1000)
+	fmt.Printf("server CPU     %.2f cores (its process and its game workers, bots not included), %.2f per 1,000 players\n", cores, cores/float64(max(n, 1))*1000)
 	fmt.Printf("server memory  %d MiB resident at the end, %d MiB at the peak\n", rss>>20, peak>>20)
 	runq := -1 // the median, -1 when unknown
 	if len(queued) > 0 {
@@ -264,6 +280,7 @@ func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serve
 		fmt.Printf("run queues     goroutines waiting to run, in %d half-second samples: median %d, p90 %d, max %d\n",
 			len(queued), queued[len(queued)/2], queued[len(queued)*9/10], queued[len(queued)-1])
 	}
+	joins := printJoins(st, firstJoin, probes, handshakes)
 	fmt.Printf("thrown out     %d players whose connection the server ended; %d got no update while measured; %d instances closed by the server\n", thrownWhileMeasured, st.silent.Load(), closed)
 	// One line for bench/vs-colyseus.sh to read.
 	format := "json"
@@ -273,9 +290,69 @@ func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serve
 	if peer != "hoster" {
 		format = peer
 	}
-	fmt.Printf("RESULT format=%s peer=%s players=%d connected=%d rooms=%d cpu=%.3f rss_mib=%d ups=%.2f bpu=%.0f thrown=%d silent=%d closed=%d runq=%d\n",
+	fmt.Printf("RESULT format=%s peer=%s players=%d connected=%d rooms=%d cpu=%.3f rss_mib=%d ups=%.2f bpu=%.0f thrown=%d silent=%d closed=%d runq=%d %s flags=%s\n",
 		format, peer, players, n, len(st.rooms), cores, rss>>20, float64(st.updates.Load())/float64(max(n, 1))/wall.Seconds(),
-		float64(st.received.Load())/float64(max(st.updates.Load(), 1)), thrownWhileMeasured, st.silent.Load(), closed, runq)
+		float64(st.received.Load())/float64(max(st.updates.Load(), 1)), thrownWhileMeasured, st.silent.Load(), closed, runq,
+		joins, strings.Join(serverFlags, ","))
+}
+
+// joinAndLeave is one player's join, and how long it took.
+func joinAndLeave(ctx context.Context, p protocol) time.Duration {
+	start := time.Now()
+	ws, _, err := p.join(ctx, "")
+	if err != nil {
+		log.Fatalf("the first join: %v", err)
+	}
+	defer ws.Close()
+	return time.Since(start)
+}
+
+// printJoins prints the joins' times: the bots', the first one's (before
+// the bots, -warm; negative: none) and the probes' with their handshakes;
+// it returns them as RESULT fields.
+func printJoins(st *botStats, firstJoin time.Duration, probes, handshakes []time.Duration) string {
+	fmt.Printf("joins          %d, from the dial to the welcome: p50 %v, p99 %v, max %v",
+		len(st.joins), pct(st.joins, 50), pct(st.joins, 99), pct(st.joins, 100))
+	first := "none"
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	if firstJoin >= 0 {
+		fmt.Printf("; the first join, before the bots': %v", firstJoin.Round(time.Microsecond))
+		first = fmt.Sprintf("%.2f", ms(firstJoin))
+	}
+	fmt.Println()
+	if len(probes) > 0 {
+		fmt.Printf("probe joins    %d while measuring, from the dial to the welcome: p50 %v, p99 %v, max %v; their handshakes (to the upgrade): p50 %v, p99 %v\n",
+			len(probes), pct(probes, 50), pct(probes, 99), pct(probes, 100), pct(handshakes, 50), pct(handshakes, 99))
+	}
+	return fmt.Sprintf("join_p50_ms=%.2f join_p99_ms=%.2f join_max_ms=%.2f first_join_ms=%s probes=%d probe_p50_ms=%.2f probe_p99_ms=%.2f probe_max_ms=%.2f probe_hs_p50_ms=%.2f probe_hs_p99_ms=%.2f",
+		ms(pct(st.joins, 50)), ms(pct(st.joins, 99)), ms(pct(st.joins, 100)), first,
+		len(probes), ms(pct(probes, 50)), ms(pct(probes, 99)), ms(pct(probes, 100)), ms(pct(handshakes, 50)), ms(pct(handshakes, 99)))
+}
+
+// probeJoins sleeps for window; with every > 0, one player joins and leaves
+// each every meanwhile, and their joins' durations (from the dial to the
+// welcome) are returned, with their handshakes' (from the dial to the
+// upgrade).
+func probeJoins(ctx context.Context, p protocol, every, window time.Duration) (out, handshakes []time.Duration) {
+	end := time.Now().Add(window)
+	if every <= 0 {
+		time.Sleep(window)
+		return nil, nil
+	}
+	for next := time.Now(); next.Before(end); next = next.Add(every) {
+		time.Sleep(time.Until(next))
+		start := time.Now()
+		ws, j, err := p.join(ctx, "")
+		if err != nil {
+			log.Printf("a probe join: %v", err)
+			continue
+		}
+		out, handshakes = append(out, time.Since(start)), append(handshakes, j.handshake)
+		ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+		ws.Close()
+	}
+	time.Sleep(time.Until(end))
+	return out, handshakes
 }
 
 func printUpdates(st *botStats, n int64, wall time.Duration, sendRate int) {
@@ -313,7 +390,12 @@ type loadGame struct {
 
 // write writes the game under gamesRoot and generates it.
 func (g loadGame) write(gamesRoot string) {
-	dir := filepath.Join(gamesRoot, "load.example", "load")
+	writeGame(gamesRoot, "load.example/load", g.files())
+	generate(gamesRoot)
+}
+
+// files are the game's files, by their path in the game's folder.
+func (g loadGame) files() map[string]string {
 	number := `"number"`
 	if g.precision > 0 {
 		number = fmt.Sprintf(`{"type": "number", "precision": %g}`, g.precision)
@@ -337,14 +419,23 @@ func (g loadGame) write(gamesRoot string) {
 	if g.visible {
 		files["hoster-player/visible.js"] = `export default function (i, p, t) { return Math.abs(t.x - p.x) < 25 && Math.abs(t.y - p.y) < 25; }`
 	}
+	return files
+}
+
+// writeGame writes a game's files under gamesRoot/<domain>/<game>.
+func writeGame(gamesRoot, key string, files map[string]string) {
 	for rel, body := range files {
-		p := filepath.Join(dir, rel)
+		p := filepath.Join(gamesRoot, filepath.FromSlash(key), rel)
 		os.MkdirAll(filepath.Dir(p), 0o755)
 		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 			log.Fatal(err)
 		}
 	}
+}
+
+// generate generates every game under gamesRoot.
+func generate(gamesRoot string) {
 	if res, err := gen.GenerateWith(gamesRoot, gen.Options{Release: version.Release()}); err != nil || res.Failed() {
-		log.Fatalf("generating the load game: %v %v", err, res.Problems())
+		log.Fatalf("generating the games: %v %v", err, res.Problems())
 	}
 }

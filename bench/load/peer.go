@@ -84,32 +84,84 @@ func (s *server) stop() {
 	}
 }
 
-// cpu is the CPU time the server's process has used so far (user and
-// system, all its threads), from /proc/PID/stat.
+// procStat is a process's /proc/PID/stat fields from field 3 on (the
+// command name, field 2, may hold spaces: the fields after its closing
+// parenthesis), so that field n is f[n-3].
+func procStat(pid int) ([]string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, err
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 15 {
+		return nil, fmt.Errorf("reading /proc/%d/stat: short line", pid)
+	}
+	return f, nil
+}
+
+// ticks sums fields of a stat line, in clock ticks (USER_HZ, 100 on Linux).
+func ticks(f []string, fields ...int) time.Duration {
+	var sum int64
+	for _, n := range fields {
+		v, _ := strconv.ParseInt(f[n-3], 10, 64)
+		sum += v
+	}
+	const hz = 100
+	return time.Duration(sum) * time.Second / hz
+}
+
+// children lists the processes whose parent is pid, read from every
+// /proc/PID/stat (this kernel has no /proc/PID/task/TID/children).
+func children(pid int) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		c, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if f, err := procStat(c); err == nil && f[1] == strconv.Itoa(pid) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// cpu is the CPU time the server has used so far (user and system, all
+// threads), from /proc: its own process, its game workers (hoster-server
+// --isolation process; each a child process) and the workers that ended
+// (counted in its children's times once waited for).
 func (s *server) cpu() (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	pid := s.cmd.Process.Pid
+	f, err := procStat(pid)
 	if err != nil {
 		return 0, fmt.Errorf("reading the server's CPU time: %w", err)
 	}
-	// The command name, field 2, may hold spaces; the fields after its
-	// closing parenthesis start with field 3.
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	if len(f) < 13 {
-		return 0, fmt.Errorf("reading the server's CPU time: short /proc stat line")
+	sum := ticks(f, 14, 15, 16, 17)
+	for _, c := range children(pid) {
+		if f, err := procStat(c); err == nil {
+			sum += ticks(f, 14, 15)
+		}
 	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64) // field 14
-	stime, err2 := strconv.ParseInt(f[12], 10, 64) // field 15
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("reading the server's CPU time: %v %v", err1, err2)
-	}
-	const hz = 100 // USER_HZ, 100 on Linux
-	return time.Duration(utime+stime) * time.Second / hz, nil
+	return sum, nil
 }
 
 // memory is the server's resident set now and its peak, in bytes, from
-// /proc/PID/status.
+// /proc/PID/status: its process and its game workers together (the peak
+// is the sum of each one's peak, at most what they held at once).
 func (s *server) memory() (rss, peak int64) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	pid := s.cmd.Process.Pid
+	for _, p := range append([]int{pid}, children(pid)...) {
+		r, hwm := memoryOf(p)
+		rss += r
+		peak += hwm
+	}
+	return rss, peak
+}
+
+// memoryOf is one process's resident set (VmRSS) and its peak (VmHWM).
+func memoryOf(pid int) (rss, peak int64) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, 0
 	}

@@ -50,6 +50,12 @@ func newWorkerCmd(_, errOut io.Writer) *cobra.Command {
 		Args:   usageArgs(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
 			log := slog.New(slog.NewJSONHandler(errOut, nil))
+			// The collector as serve sets its own; an operator's GOGC,
+			// inherited, holds.
+			gogc, _, set := gcSettings(os.Getenv, 0)
+			if !set {
+				gogc = 0
+			}
 			return worker.Serve(worker.ChildOptions{
 				Control: os.NewFile(3, "control"),
 				Runtime: runtime.Options{
@@ -60,7 +66,8 @@ func newWorkerCmd(_, errOut io.Writer) *cobra.Command {
 					// before it hands them over.
 					RoomsPerMinute: o.RoomsPerMinute, SocketsPerAddress: -1,
 				},
-				Memory: memory, Nice: workerNice, Idle: idle, Cgroups: cgroups,
+				Memory: memory, Nice: workerNice, GCPercent: gogc, Idle: idle,
+				Cgroups: cgroups,
 			})
 		},
 	}

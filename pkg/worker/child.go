@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,6 +38,12 @@ type ChildOptions struct {
 	// Cgroups are the cgroup v1 groups the worker joins as it starts,
 	// before its game loads (serve's pool makes them).
 	Cgroups []string
+	// GCPercent is the collector's GOGC, as the parent sets its own (0:
+	// left as it is: Go's default, or an operator's GOGC the worker
+	// inherited). Game instances allocate on every tick and send round: at
+	// Go's default of 100 a worker collected about three times as often as
+	// the same game in serve's process (bench/isolation-cost.sh).
+	GCPercent int
 	// Idle is how long the worker stays with no instance before it offers
 	// to end.
 	Idle time.Duration
@@ -85,7 +92,7 @@ func Serve(o ChildOptions) error {
 			return fmt.Errorf("joining cgroup %s: %w", dir, err)
 		}
 	}
-	if err := limitSelf(o.Memory, o.Nice); err != nil {
+	if err := limitSelf(o.Memory, o.Nice, o.GCPercent); err != nil {
 		return err
 	}
 	ch, err := newChannel(o.Control)
@@ -98,6 +105,11 @@ func Serve(o ChildOptions) error {
 		c.log = slog.New(slog.DiscardHandler)
 	}
 	o.Runtime.TakeRoom = c.takeRoom
+	gogc := "inherited"
+	if o.GCPercent > 0 {
+		gogc = strconv.Itoa(o.GCPercent)
+	}
+	c.log.Info("game worker limits", "memory", o.Memory, "nice", o.Nice, "gogc", gogc)
 	o.Runtime.Stuck = func(reason string) {
 		c.log.Error("a hook did not stop when interrupted: ending the worker", "reason", reason)
 		ch.send(message{T: msgStuck, Reason: reason}, -1)

@@ -23,11 +23,15 @@ const dataHeadroom = 256 << 20
 // which since Linux 4.7 counts every private writable mapping: the Go heap
 // included; budget plus dataHeadroom: growing past it fails the
 // allocation, and Go ends the process with "out of memory"), Go's own soft
-// memory limit (the collector works harder as the budget nears), and its
+// memory limit (the collector works harder as the budget nears) beside the
+// collector's GOGC (gcPercent, when not 0), and its
 // CPU priority (nice, every thread: threads made later inherit it). Not
 // RLIMIT_AS: a Go program reserves about 1.5 GiB of address space it never
 // touches, so an address-space limit would say nothing of the budget.
-func limitSelf(budget int64, nice int) error {
+func limitSelf(budget int64, nice, gcPercent int) error {
+	if gcPercent > 0 {
+		debug.SetGCPercent(gcPercent)
+	}
 	if budget > 0 {
 		lim := uint64(budget) + dataHeadroom
 		if err := unix.Setrlimit(unix.RLIMIT_DATA, &unix.Rlimit{Cur: lim, Max: lim}); err != nil {

@@ -73,8 +73,9 @@ type request struct {
 
 // channel is one end of the control socket.
 type channel struct {
-	c  *net.UnixConn
-	mu sync.Mutex // one send at a time
+	c   *net.UnixConn
+	mu  sync.Mutex // one send at a time
+	buf []byte     // recv's, reused: one reader (its readControl) at a time
 }
 
 // newChannel wraps one end of a SOCK_SEQPACKET pair.
@@ -113,8 +114,14 @@ func (ch *channel) send(m message, fd int) error {
 }
 
 // recv reads the next message and the descriptor it carries (-1: none).
+// One goroutine reads a channel: its buffer is reused (a message's decoded
+// fields are copies), not 64 KiB of garbage for each of a socket's three
+// messages.
 func (ch *channel) recv() (message, int, error) {
-	buf := make([]byte, maxMessage)
+	if ch.buf == nil {
+		ch.buf = make([]byte, maxMessage)
+	}
+	buf := ch.buf
 	oob := make([]byte, unix.CmsgSpace(4))
 	n, oobn, _, _, err := ch.c.ReadMsgUnix(buf, oob)
 	if err != nil {

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// The bench scripts are run by make bench only: here they are only parsed,
+// and those that take --help print their usage without building or running
+// anything.
+func TestBenchScriptsParse(t *testing.T) {
+	scripts, err := filepath.Glob("../*.sh")
+	if err != nil || len(scripts) == 0 {
+		t.Fatalf("finding the bench scripts: %v %v", scripts, err)
+	}
+	for _, s := range scripts {
+		if out, err := exec.Command("bash", "-n", s).CombinedOutput(); err != nil {
+			t.Errorf("bash -n %s: %v\n%s", s, err, out)
+		}
+	}
+	for _, s := range []string{"../isolation.sh", "../isolation-cost.sh"} {
+		out, err := exec.Command("bash", s, "--help").CombinedOutput()
+		if err != nil || !strings.HasPrefix(string(out), "bench/"+filepath.Base(s)+" [PLAYERS]") {
+			t.Errorf("%s --help: %v\n%s", s, err, out)
+		}
+	}
+}
+
+// worstSecond and the tally are what the isolation tables are made of.
+func TestWorstSecondAndTally(t *testing.T) {
+	by := make([]atomic.Int64, 4)
+	for i, n := range []int64{20, 19, 9, 20} {
+		by[i].Store(n)
+	}
+	if worst, at := worstSecond(by, 2); worst != 4.5 || at != 2 {
+		t.Errorf("worstSecond = %v at %d, want 4.5 at 2", worst, at)
+	}
+	tl := &tally{m: map[int]int{}}
+	if tl.String() != "none" {
+		t.Errorf("an empty tally = %q, want none", tl.String())
+	}
+	for _, c := range []int{1006, 4003, 4003} {
+		tl.add(c)
+	}
+	if got := tl.String(); got != "4003:2,1006:1" {
+		t.Errorf("tally = %q, want 4003:2,1006:1", got)
+	}
+}
