@@ -89,6 +89,38 @@ func main() {
 	}
 }
 
+// observer gathers the runtime's tick and send-round times, and counts its
+// skipped sends and stalls while measuring.
+type observer struct {
+	mu                     sync.Mutex
+	ticks, sends           []time.Duration
+	measuring              atomic.Bool
+	skips, stalls, stalled atomic.Int64
+}
+
+func (o *observer) observe(kind string, d time.Duration) {
+	switch kind {
+	case "skip":
+		if o.measuring.Load() {
+			o.skips.Add(1)
+		}
+		return
+	case "stall":
+		if o.measuring.Load() {
+			o.stalls.Add(1)
+			o.stalled.Add(int64(d))
+		}
+		return
+	}
+	o.mu.Lock()
+	if kind == "tick" {
+		o.ticks = append(o.ticks, d)
+	} else {
+		o.sends = append(o.sends, d)
+	}
+	o.mu.Unlock()
+}
+
 // inProcess runs the runtime in this process, beside the bots: it reports
 // the runtime's own tick and send-round times, and the CPU of both.
 func inProcess(g loadGame, players, moveRate, seconds int, cpuprofile string) {
@@ -99,34 +131,10 @@ func inProcess(g loadGame, players, moveRate, seconds int, cpuprofile string) {
 	defer os.RemoveAll(root)
 	g.write(root)
 
-	var mu sync.Mutex
-	var ticks, sends []time.Duration
-	var measuring atomic.Bool
-	var skips, stalls, stalled atomic.Int64
+	o := &observer{}
 	// Every bot comes from loopback, one address: no per-address bound,
 	// and room for every bot in an instance of its own.
-	rt, err := runtime.New(runtime.Options{GamesRoot: root, RoomsPerMinute: -1, SocketsPerAddress: -1, MaxInstances: max(players, 1), Instances: max(players, 1), Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), Observe: func(kind string, d time.Duration) {
-		switch kind {
-		case "skip":
-			if measuring.Load() {
-				skips.Add(1)
-			}
-			return
-		case "stall":
-			if measuring.Load() {
-				stalls.Add(1)
-				stalled.Add(int64(d))
-			}
-			return
-		}
-		mu.Lock()
-		if kind == "tick" {
-			ticks = append(ticks, d)
-		} else {
-			sends = append(sends, d)
-		}
-		mu.Unlock()
-	}})
+	rt, err := runtime.New(runtime.Options{GamesRoot: root, RoomsPerMinute: -1, SocketsPerAddress: -1, MaxInstances: max(players, 1), Instances: max(players, 1), Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), Observe: o.observe})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -136,9 +144,9 @@ func inProcess(g loadGame, players, moveRate, seconds int, cpuprofile string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	st, wait := runBots(ctx, hosterProtocol{url: "ws" + strings.TrimPrefix(srv.URL, "http") + "/load", host: "load.example", compact: g.compact}, players, moveRate, g.send)
 	time.Sleep(2 * time.Second) // let the joins settle
-	mu.Lock()
-	ticks, sends = ticks[:0], sends[:0]
-	mu.Unlock()
+	o.mu.Lock()
+	o.ticks, o.sends = o.ticks[:0], o.sends[:0]
+	o.mu.Unlock()
 	if cpuprofile != "" {
 		f, err := os.Create(cpuprofile)
 		if err != nil {
@@ -148,11 +156,11 @@ func inProcess(g loadGame, players, moveRate, seconds int, cpuprofile string) {
 		defer f.Close()
 	}
 	cpu0, wall0 := cpuTime(), time.Now()
-	measuring.Store(true)
+	o.measuring.Store(true)
 	st.measuring.Store(true)
 	time.Sleep(time.Duration(seconds) * time.Second)
 	st.measuring.Store(false)
-	measuring.Store(false)
+	o.measuring.Store(false)
 	if cpuprofile != "" {
 		pprof.StopCPUProfile()
 	}
@@ -161,8 +169,10 @@ func inProcess(g loadGame, players, moveRate, seconds int, cpuprofile string) {
 	rt.Shutdown(context.Background())
 	wait()
 
-	mu.Lock()
-	defer mu.Unlock()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	ticks, sends := o.ticks, o.sends
+	skips, stalls, stalled := &o.skips, &o.stalls, &o.stalled
 	n := st.connected.Load()
 	fmt.Printf("players %d connected of %d, in %d instances of %d, %d entities each, tick %d Hz, send %d Hz, %d moves a second, %s measured\n",
 		n, players, len(st.rooms), g.capacity, g.entities, g.tick, g.send, moveRate, wall.Round(time.Second))
@@ -186,45 +196,8 @@ func inProcess(g loadGame, players, moveRate, seconds int, cpuprofile string) {
 // its CPU and memory from /proc, updates and their bytes at the bots.
 func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serverBin, colyseusDir string, serverFlags []string, warm bool, probeEvery time.Duration) {
 	addr := freeAddr()
-	var srv *server
-	var proto protocol
-	var err error
-	switch peer {
-	case "hoster":
-		root, err := os.MkdirTemp("", "hoster-load-")
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer os.RemoveAll(root)
-		g.write(filepath.Join(root, "hosting", "hoster-games"))
-		bound := fmt.Sprint(players + 100) // the warm and probe joins too
-		bin, err := filepath.Abs(serverBin)
-		if err != nil {
-			log.Fatal(err)
-		}
-		srv, err = startServer(append([]string{bin, "serve", "--hosting-root", filepath.Join(root, "hosting"), "--logs-root", filepath.Join(root, "logs"),
-			"--listen", addr, "--ask-listen", freeAddr(),
-			// Every bot comes from loopback, one address: bounds no bot reaches.
-			"--max-instances", bound, "--default-instances", bound, "--rooms-per-minute", bound, "--sockets-per-address", bound},
-			serverFlags...), []string{"GODEBUG=schedtrace=500"}, root, addr)
-		if err != nil {
-			log.Fatal(err)
-		}
-		proto = hosterProtocol{url: "ws://" + addr + "/load", host: "load.example", compact: g.compact}
-	case "colyseus":
-		_, port, _ := net.SplitHostPort(addr)
-		visible := "0"
-		if g.visible {
-			visible = "1"
-		}
-		srv, err = startServer([]string{filepath.Join("node_modules", ".bin", "node"), "server.js", port},
-			[]string{fmt.Sprint("CAPACITY=", g.capacity), fmt.Sprint("ENTITIES=", g.entities), fmt.Sprint("TICK=", g.tick), fmt.Sprint("SEND=", g.send), "VISIBLE=" + visible},
-			colyseusDir, addr)
-		if err != nil {
-			log.Fatal(err)
-		}
-		proto = colyseusProtocol{addr: addr, room: "load", http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}}
-	}
+	srv, proto, cleanup := startPeer(peer, g, players, addr, serverBin, colyseusDir, serverFlags)
+	defer cleanup()
 	defer srv.stop()
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -294,6 +267,53 @@ func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serve
 		format, peer, players, n, len(st.rooms), cores, rss>>20, float64(st.updates.Load())/float64(max(n, 1))/wall.Seconds(),
 		float64(st.received.Load())/float64(max(st.updates.Load(), 1)), thrownWhileMeasured, st.silent.Load(), closed, runq,
 		joins, strings.Join(serverFlags, ","))
+}
+
+// startPeer starts the server of peer, hoster-server or the Colyseus room,
+// listening on addr, and the protocol its bots speak; cleanup removes what
+// it made.
+func startPeer(peer string, g loadGame, players int, addr, serverBin, colyseusDir string, serverFlags []string) (*server, protocol, func()) {
+	var srv *server
+	var proto protocol
+	var err error
+	cleanup := func() {}
+	switch peer {
+	case "hoster":
+		root, err := os.MkdirTemp("", "hoster-load-")
+		if err != nil {
+			log.Fatal(err)
+		}
+		cleanup = func() { os.RemoveAll(root) }
+		g.write(filepath.Join(root, "hosting", "hoster-games"))
+		bound := fmt.Sprint(players + 100) // the warm and probe joins too
+		bin, err := filepath.Abs(serverBin)
+		if err != nil {
+			log.Fatal(err)
+		}
+		srv, err = startServer(append([]string{bin, "serve", "--hosting-root", filepath.Join(root, "hosting"), "--logs-root", filepath.Join(root, "logs"),
+			"--listen", addr, "--ask-listen", freeAddr(),
+			// Every bot comes from loopback, one address: bounds no bot reaches.
+			"--max-instances", bound, "--default-instances", bound, "--rooms-per-minute", bound, "--sockets-per-address", bound},
+			serverFlags...), []string{"GODEBUG=schedtrace=500"}, root, addr)
+		if err != nil {
+			log.Fatal(err)
+		}
+		proto = hosterProtocol{url: "ws://" + addr + "/load", host: "load.example", compact: g.compact}
+	case "colyseus":
+		_, port, _ := net.SplitHostPort(addr)
+		visible := "0"
+		if g.visible {
+			visible = "1"
+		}
+		srv, err = startServer([]string{filepath.Join("node_modules", ".bin", "node"), "server.js", port},
+			[]string{fmt.Sprint("CAPACITY=", g.capacity), fmt.Sprint("ENTITIES=", g.entities), fmt.Sprint("TICK=", g.tick), fmt.Sprint("SEND=", g.send), "VISIBLE=" + visible},
+			colyseusDir, addr)
+		if err != nil {
+			log.Fatal(err)
+		}
+		proto = colyseusProtocol{addr: addr, room: "load", http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}}
+	}
+	return srv, proto, cleanup
 }
 
 // joinAndLeave is one player's join, and how long it took.
