@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -298,117 +297,6 @@ func deltaVM(t testing.TB, files map[string]string) *vm {
 		t.Fatal(err)
 	}
 	return v
-}
-
-// BenchmarkSendRound is one send round of the load test's game (bench/load):
-// 20 viewers in step, 20 players, 50 entities of which a fifth changed;
-// "visible" adds a visibility hook (half the things in view), so every
-// viewer gets its own delta.
-func BenchmarkSendRound(b *testing.B) {
-	files := map[string]string{
-		"hoster-game.json":                `{"tickRate": 20, "sendRate": 10, "capacity": 20, "origins": ["*"]}`,
-		"hoster-player/fields.json":       `{"x": "number", "y": "number"}`,
-		"hoster-player/join.js":           `export default function (i, p) { p.x = 1; p.y = 2; }`,
-		"hoster-entities/mob/fields.json": `{"x": "number", "y": "number"}`,
-		"hoster-entities/mob/tick.js":     `export default function (i, e, dt) { e.t = (e.t || 0) + 1; if (e.t % 5 === 0) e.x = (e.x + 1) % 100; }`,
-		"hoster-instance/create.js":       `export default function (i) { for (let k = 0; k < 50; k++) i.spawn("mob", {x: k, y: k, t: k}); }`,
-	}
-	for _, visible := range []string{"", `export default function (i, me, thing) { return thing.y % 2 === 0; }`} {
-		name := "shared"
-		if visible != "" {
-			name = "visible"
-			files["hoster-player/visible.js"] = visible
-		}
-		for _, format := range []string{"json", "compact"} {
-			b.Run(name+"/"+format, func(b *testing.B) {
-				v, ready := benchInstanceOf(b, files)
-				readyV := v.rt.ToValue(ready)
-				compacts := make([]any, len(ready))
-				for i := range compacts {
-					compacts[i] = format == "compact"
-				}
-				compactsV := v.rt.ToValue(compacts)
-				tick := func(i int) {
-					if _, err := v.call("tick", v.tick, v.rt.ToValue(0.05), v.rt.ToValue(i), v.rt.NewArray()); err != nil {
-						b.Fatal(err)
-					}
-				}
-				for i := 0; b.Loop(); i++ {
-					b.StopTimer()
-					tick(2 * i)
-					tick(2*i + 1)
-					b.StartTimer()
-					v.bodies.reset()
-					res, err := v.call("send", v.send, readyV, compactsV)
-					if err != nil {
-						b.Fatal(err)
-					}
-					// What sendRound does with the result: each viewer's frame.
-					out := res.Export().([]any)
-					for i := 0; i+1 < len(out); i += 2 {
-						switch m := out[i+1].(type) {
-						case string:
-							_ = []byte(m)
-						case []any:
-							_ = v.bodies.frame(m[0].(int64), m[1].(int64), int64(i), 0)
-						}
-					}
-				}
-			})
-		}
-	}
-}
-
-// BenchmarkCompactHandOver compares three ways a compact body can leave
-// JavaScript, with the load game's round (40 changes of a handle, a mask
-// and one or two numbers at precision 0.0001, about 150 varints): bytes
-// written into a Uint8Array in goja and exported as an ArrayBuffer; a plain
-// array of the numbers that Go writes as varints; or each varint handed to
-// a Go function as it is made (what the prelude does: compactWriter).
-func BenchmarkCompactHandOver(b *testing.B) {
-	const js = `var toks = []; for (var i = 0; i < 40; i++) { toks.push(i + 1, 6, 2 * (500000 + i * 7919) + 2); if (i < 20) toks.push(2 * (300000 + i) + 2); }
-var __cb = new Uint8Array(4096), __cn = 0;
-function __cuint(n) {
-  if (__cn + 10 > __cb.length) { var nb = new Uint8Array(__cb.length * 2); nb.set(__cb); __cb = nb; }
-  var b = __cb;
-  while (n > 2147483647) { b[__cn++] = (n % 128) + 128; n = Math.floor(n / 128); }
-  while (n > 127) { b[__cn++] = (n & 127) | 128; n >>>= 7; }
-  b[__cn++] = n;
-}
-function arraybuffer() { __cn = 0; for (var i = 0; i < toks.length; i++) __cuint(toks[i]); return __cb.slice(0, __cn).buffer; }
-function numbers() { var out = []; for (var i = 0; i < toks.length; i++) out.push(toks[i]); return out; }
-function gocalls() { for (var i = 0; i < toks.length; i++) __cu(toks[i]); return __cend(); }`
-	for _, way := range []string{"arraybuffer", "numbers", "gocalls"} {
-		b.Run(way, func(b *testing.B) {
-			r := goja.New()
-			var w compactWriter
-			w.install(r)
-			if _, err := r.RunString(js); err != nil {
-				b.Fatal(err)
-			}
-			fn, _ := goja.AssertFunction(r.Get(way))
-			var out []byte
-			for b.Loop() {
-				w.reset()
-				res, err := fn(goja.Undefined())
-				if err != nil {
-					b.Fatal(err)
-				}
-				switch way {
-				case "arraybuffer":
-					out = append(out[:0], res.Export().(goja.ArrayBuffer).Bytes()...)
-				case "numbers":
-					out = out[:0]
-					for _, x := range res.Export().([]any) {
-						out = binary.AppendUvarint(out, uint64(x.(int64)))
-					}
-				default:
-					out = append(out[:0], w.body(res.ToInteger())...)
-				}
-			}
-			b.ReportMetric(float64(len(out)), "bytes")
-		})
-	}
 }
 
 // TestResumeAfterDroppingTheVisibilityHook: a reload that drops the
