@@ -93,8 +93,14 @@ func TestDeltasConverge(t *testing.T) {
 					files["hoster-entities/mob/fields.json"] = `{"x": "number", "y": "number", "z": "number"}`
 					files["hoster-entities/mob/tick.js"] = `export default function (i, e) { e.z = e.x + 0.5; }`
 				}
-				v := deltaVM(t, files)
-				if _, err := v.rt.RunString(truthJS); err != nil {
+				var nv *vm
+				if v == nil {
+					nv = deltaVM(t, files)
+				} else {
+					nv = reloadVM(t, v, files)
+				}
+				v := nv
+				if _, err := v.rt.RunString(fieldsJS(v) + truthJS); err != nil {
 					t.Fatal(err)
 				}
 				truth, _ := goja.AssertFunction(v.rt.Get("__truth"))
@@ -103,13 +109,7 @@ func TestDeltasConverge(t *testing.T) {
 			v, truth := load(tc.before)
 			decoders := map[string]*compact.Decoder{} // the viewers on the compact encoding
 			last := map[string]int64{}                // the time of each one's previous update
-			tables := func(v *vm) string {
-				res, err := v.call("tables", v.tables)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return res.String()
-			}
+			tables := func(v *vm) string { return string(v.eng.tables()) }
 
 			rng := rand.New(rand.NewPCG(1, 2))
 			models := map[string]map[string]known{}
@@ -119,14 +119,7 @@ func TestDeltasConverge(t *testing.T) {
 			var sent, compactSent int
 			for round := 0; round < 400; round++ {
 				if round == 200 {
-					dump, err := v.call("export", v.export)
-					if err != nil {
-						t.Fatal(err)
-					}
 					v, truth = load(tc.after)
-					if _, err := v.call("adopt", v.adopt, dump); err != nil {
-						t.Fatal(err)
-					}
 					for _, d := range decoders {
 						if err := d.Text([]byte(`{"t":"types","types":` + tables(v) + `}`)); err != nil {
 							t.Fatal(err)
@@ -157,7 +150,7 @@ func TestDeltasConverge(t *testing.T) {
 					}
 				}
 				ev, _ := json.Marshal(events)
-				if _, err := v.call("tick", v.tick, v.rt.ToValue(0.05), v.rt.ToValue(round), jsonValue(v.rt, string(ev))); err != nil {
+				if _, err := v.tickAt(0.05, int64(round), jsonValue(v.rt, string(ev))); err != nil {
 					t.Fatal(err)
 				}
 				for _, e := range events { // welcomed: a compact viewer's decoder starts over
@@ -176,19 +169,10 @@ func TestDeltasConverge(t *testing.T) {
 						compacts = append(compacts, decoders[id] != nil)
 					}
 				}
-				v.bodies.reset()
-				res, err := v.call("send", v.send, v.rt.ToValue(ready), v.rt.ToValue(compacts))
-				if err != nil {
-					t.Fatal(err)
-				}
-				out := res.Export().([]any)
-				for i := 0; i+1 < len(out); i += 2 {
-					id, msg := out[i].(string), ""
-					switch x := out[i+1].(type) {
-					case string:
-						msg = x
-					case []any:
-						frame := v.bodies.frame(x[0].(int64), x[1].(int64), int64(round), last[id])
+				for _, u := range sendVM(t, v, ready, compacts) {
+					id, msg := u.viewer, string(u.msg)
+					if u.compact {
+						frame := frameCompact(u.seq, u.msg, int64(round), last[id])
 						last[id] = int64(round)
 						u, err := decoders[id].Update(frame)
 						if err != nil {
@@ -275,8 +259,8 @@ func TestDeltasConverge(t *testing.T) {
 	}
 }
 
-// deltaVM starts an instance of the game in files, outside any socket.
-func deltaVM(t testing.TB, files map[string]string) *vm {
+// deltaVersion loads the game in files.
+func deltaVersion(t testing.TB, files map[string]string) *version {
 	t.Helper()
 	root := t.TempDir()
 	for rel, body := range files {
@@ -291,12 +275,67 @@ func deltaVM(t testing.TB, files map[string]string) *vm {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := &Instance{id: "0a0b0c0d0e0f", rt: &Runtime{o: Options{HookBudget: 10e9}}, ver: g, log: slog.New(slog.DiscardHandler)}
-	v, err := in.start(testEpoch)
+	return g
+}
+
+// deltaInstance is an instance of g outside any socket.
+func deltaInstance(g *version) *Instance {
+	return &Instance{id: "0a0b0c0d0e0f", rt: &Runtime{o: Options{HookBudget: 10e9}}, ver: g, log: slog.New(slog.DiscardHandler)}
+}
+
+// deltaVM starts an instance of the game in files, outside any socket.
+func deltaVM(t testing.TB, files map[string]string) *vm {
+	t.Helper()
+	v, err := deltaInstance(deltaVersion(t, files)).start(testEpoch)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// reloadVM moves old's instance to the game in files, as a hot reload does.
+func reloadVM(t testing.TB, old *vm, files map[string]string) *vm {
+	t.Helper()
+	g := deltaVersion(t, files)
+	v, err := deltaInstance(g).handOver(old, g, testEpoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// sendVM runs a send round for the viewers in ready, compacts[i] true for
+// those on the compact encoding (nil: none).
+func sendVM(t testing.TB, v *vm, ready []any, compacts []any) []update {
+	t.Helper()
+	rv := make([]readyViewer, len(ready))
+	for i, id := range ready {
+		rv[i] = readyViewer{id: id.(string), compact: compacts != nil && compacts[i].(bool)}
+	}
+	out, err := guarded(v.rt, v.budget, v.stuck, "sending", func() ([]update, error) { return v.send(rv) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// fieldsJS declares, for truthJS, the fields of the code v runs: __pf the
+// player's that every viewer sees, __ef[type] each entity type's.
+func fieldsJS(v *vm) string {
+	names := func(fs []fieldSpec) []string {
+		out := []string{}
+		for _, f := range fs {
+			out = append(out, f.name)
+		}
+		return out
+	}
+	ef := map[string][]string{}
+	for t, ts := range v.eng.sch.entities {
+		ef[t] = names(ts.fields)
+	}
+	pf, _ := json.Marshal(names(v.eng.sch.player.fields))
+	efs, _ := json.Marshal(ef)
+	return "var __pf = " + string(pf) + ", __ef = " + string(efs) + ";\n"
 }
 
 // TestResumeAfterDroppingTheVisibilityHook: a reload that drops the
@@ -320,32 +359,21 @@ func TestResumeAfterDroppingTheVisibilityHook(t *testing.T) {
 		}
 	}
 	tick := func(v *vm, round int, events string) {
-		if _, err := v.call("tick", v.tick, v.rt.ToValue(0.05), v.rt.ToValue(round), jsonValue(v.rt, events)); err != nil {
+		if _, err := v.tickAt(0.05, int64(round), jsonValue(v.rt, events)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	send := func(v *vm) []any {
-		res, err := v.call("send", v.send, v.rt.ToValue([]any{"p1"}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res.Export().([]any)
+	send := func(v *vm) []update {
+		return sendVM(t, v, []any{"p1"}, nil)
 	}
 
 	v := deltaVM(t, withHook)
 	tick(v, 1, `[["join", "p1", {}]]`)
 	send(v) // p1 knows itself and the gem
-	dump, err := v.call("export", v.export)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v = deltaVM(t, noHook)
-	if _, err := v.call("adopt", v.adopt, dump); err != nil {
-		t.Fatal(err)
-	}
+	v = reloadVM(t, v, noHook)
 	tick(v, 2, `[["cmd", "p1", "drop", {}], ["resume", "p1"]]`) // the gem goes; p1 starts over
 	out := send(v)
-	if len(out) != 2 || strings.Contains(out[1].(string), `"gone"`) {
+	if len(out) != 1 || strings.Contains(string(out[0].msg), `"gone"`) {
 		t.Fatalf("after its resume p1 got %v: told of things gone it does not know", out)
 	}
 }

@@ -34,7 +34,7 @@ func BenchmarkTickEvents(b *testing.B) {
 	}
 	for i := 0; b.Loop(); i++ {
 		evs, _ := eventsValue(v.rt, events)
-		if _, err := v.call("tick", v.tick, v.rt.ToValue(0.05), v.rt.ToValue(i), evs); err != nil {
+		if _, err := v.tickAt(0.05, int64(i), evs); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -52,7 +52,7 @@ func TestEventsAreOwnProperties(t *testing.T) {
 	})
 	tick := func(events ...event) string {
 		evs, _ := eventsValue(v.rt, events)
-		if _, err := v.call("tick", v.tick, v.rt.ToValue(0.05), v.rt.ToValue(0), evs); err != nil {
+		if _, err := v.tickAt(0.05, int64(0), evs); err != nil {
 			t.Fatal(err)
 		}
 		return v.rt.Get("__inst").ToObject(v.rt).Get("players").ToObject(v.rt).Get("p1").ToObject(v.rt).Get("seen").String()

@@ -131,9 +131,6 @@ func (in *Instance) snapshotLine(v *vm, now time.Time) {
 }
 
 func (in *Instance) takeDeltaCounts(v *vm) (int64, int64, int64) {
-	n, err := callAs(v, "counting", asIntegers(3), v.counts)
-	if err != nil {
-		return 0, 0, 0
-	}
+	n := v.eng.takeCounts()
 	return n[0], n[1], n[2]
 }
