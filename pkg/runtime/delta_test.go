@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dop251/goja"
 	"github.com/hoster-dev/hoster/pkg/compact"
@@ -280,7 +281,7 @@ func deltaVersion(t testing.TB, files map[string]string) *version {
 
 // deltaInstance is an instance of g outside any socket.
 func deltaInstance(g *version) *Instance {
-	return &Instance{id: "0a0b0c0d0e0f", rt: &Runtime{o: Options{HookBudget: 10e9}}, ver: g, log: slog.New(slog.DiscardHandler)}
+	return &Instance{id: "0a0b0c0d0e0f", rt: &Runtime{o: Options{HookBudget: 10e9}, now: time.Now}, g: &Game{Domain: "d.example", Name: "g"}, ver: g, log: slog.New(slog.DiscardHandler)}
 }
 
 // deltaVM starts an instance of the game in files, outside any socket.
@@ -296,7 +297,12 @@ func deltaVM(t testing.TB, files map[string]string) *vm {
 // reloadVM moves old's instance to the game in files, as a hot reload does.
 func reloadVM(t testing.TB, old *vm, files map[string]string) *vm {
 	t.Helper()
-	g := deltaVersion(t, files)
+	return reloadTo(t, old, deltaVersion(t, files))
+}
+
+// reloadTo moves old's instance to g, as a hot reload does.
+func reloadTo(t testing.TB, old *vm, g *version) *vm {
+	t.Helper()
 	v, err := deltaInstance(g).handOver(old, g, testEpoch)
 	if err != nil {
 		t.Fatal(err)

@@ -42,12 +42,14 @@ type rec struct {
 	ts    *typeSpec
 	v     []val // ts.fields' values as last sent
 	fr    []int // the round each changed in
-	a     int   // the round it appeared in
+	a     int   // the round it (last) appeared in: viewers behind it get all of it
+	first int   // the round it first appeared in
 	seen  int   // the last round it was seen in
 	h     int   // its compact handle
 	obj   *goja.Object
 	src   *thing // the thing whose marks it follows; another is read whole
 	force bool   // refitted: its fields of round fr are sent next round
+	again bool   // refitted with a field gone: it appears again, whole, next round
 }
 
 type tomb struct {
@@ -162,7 +164,10 @@ func (e *engine) advance(v *vm, things []source, d *delta) {
 			continue
 		}
 		r.seen, r.obj = round, s.obj
-		if e.track(v, r, s, round) {
+		if changed := e.track(v, r, s, round); r.again {
+			r.again = false
+			d.appear = append(d.appear, r)
+		} else if changed {
 			d.change = append(d.change, change{r: r, id: r.id, from: round - 1})
 		}
 	}
@@ -173,7 +178,7 @@ func (e *engine) advance(v *vm, things []source, d *delta) {
 				keep = append(keep, r)
 				continue
 			}
-			t := &tomb{id: r.id, a: r.a, r: round, h: r.h}
+			t := &tomb{id: r.id, a: r.first, r: round, h: r.h}
 			e.tombs[r.id] = t
 			e.tlist = append(e.tlist, t)
 			delete(e.recs, r.id)
@@ -196,7 +201,7 @@ func (e *engine) appear(v *vm, s source, round int, d *delta) {
 	}
 	ts := e.typeOf(typ)
 	e.nextHandle++
-	r := &rec{id: s.id, typ: typ, ts: ts, v: make([]val, len(ts.fields)), fr: make([]int, len(ts.fields)), a: round, seen: round, h: e.nextHandle, obj: s.obj, src: s.t}
+	r := &rec{id: s.id, typ: typ, ts: ts, v: make([]val, len(ts.fields)), fr: make([]int, len(ts.fields)), a: round, seen: round, first: round, h: e.nextHandle, obj: s.obj, src: s.t}
 	for n := range ts.fields {
 		x, ok, raw := s.read(ts, n)
 		if !ok {
@@ -358,8 +363,10 @@ func (e *engine) takeCounts() [3]int64 {
 // refit maps the records onto new code's field tables: a field kept keeps
 // its value; a field added is sent at the next round; a field whose type
 // changed is sent again (null when the thing's value is not of the new
-// type), so that no viewer keeps a value of the old type. A viewer's
-// private fields are all sent again.
+// type), so that no viewer keeps a value of the old type; a thing that
+// lost a field appears again, whole, at the next round (an appear replaces
+// what a viewer knew of it: nothing else can take a field away). A
+// viewer's private fields are all sent again.
 func (e *engine) refit(sch *schema, visible bool) {
 	e.sch, e.extra, e.bad = sch, map[string]*typeSpec{}, map[string]bool{}
 	for _, r := range e.list {
@@ -377,6 +384,9 @@ func (e *engine) refit(sch *schema, visible bool) {
 				v[n], fr[n] = r.v[k], r.fr[k]
 			}
 		}
+		if lost(old, ts, r.typ) {
+			r.a, r.again = e.round+1, true
+		}
 		r.ts, r.v, r.fr, r.src = ts, v, fr, nil
 	}
 	for _, vw := range e.viewers {
@@ -386,6 +396,24 @@ func (e *engine) refit(sch *schema, visible bool) {
 		e.visible = visible
 		e.switchMode()
 	}
+}
+
+// lost reports whether a field of old is not in ts (for the player, its
+// private ones too).
+func lost(old, ts *typeSpec, typ string) bool {
+	for _, f := range old.fields {
+		if _, ok := ts.index[f.name]; !ok {
+			return true
+		}
+	}
+	if typ == playerType {
+		for _, f := range old.priv {
+			if _, ok := ts.index[f.name]; !ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // switchMode carries what each viewer knows over when a reload adds or
@@ -404,7 +432,7 @@ func (e *engine) switchMode() {
 		known := map[string]int{}
 		if vw.round >= 0 {
 			for _, r := range e.list {
-				if r.a <= vw.round {
+				if r.first <= vw.round {
 					known[r.id] = r.h
 				}
 			}

@@ -230,7 +230,7 @@ func (v *vm) sendVisible(ready []readyViewer) ([]update, error) {
 				continue
 			}
 			hits++
-			if !knows {
+			if !knows || r.a > vr { // new to it, or appearing again after a reload
 				d.appear = append(d.appear, r)
 				vw.known[r.id] = r.h
 				continue
@@ -324,7 +324,7 @@ func (v *vm) viewOf(pid string) []byte {
 			if _, ok := vw.known[r.id]; !ok {
 				continue
 			}
-		} else if vw.round < 0 || r.a > vw.round {
+		} else if vw.round < 0 || r.first > vw.round {
 			continue
 		}
 		if !first {
