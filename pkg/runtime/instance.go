@@ -263,7 +263,9 @@ type vm struct {
 	rt                        *goja.Runtime
 	init, tick, export, adopt goja.Callable
 	sizes, snapshot, inspect  goja.Callable
+	seesAll                   goja.Callable // __sees
 	visible                   goja.Callable // the game's visibility hook, nil for none
+	visibleV                  goja.Value    // the same, as a value
 	inst                      *goja.Object  // instance, as the last send round found it
 	budget                    time.Duration
 	stuck                     stuckWatch // what a call that ignores its interrupt gets
@@ -349,7 +351,7 @@ func (in *Instance) newVM(g *version, eng *engine) (*vm, error) {
 func (v *vm) entryPoints() error {
 	for name, fn := range map[string]*goja.Callable{
 		"__init": &v.init, "__tick": &v.tick, "__export": &v.export, "__adopt": &v.adopt,
-		"__sizes": &v.sizes, "__snapshot": &v.snapshot, "__inspect": &v.inspect,
+		"__sizes": &v.sizes, "__snapshot": &v.snapshot, "__inspect": &v.inspect, "__sees": &v.seesAll,
 	} {
 		f, ok := goja.AssertFunction(v.rt.Get(name))
 		if !ok {
@@ -362,7 +364,9 @@ func (v *vm) entryPoints() error {
 		return errors.New("the registry is gone")
 	}
 	if p, ok := reg.Get("player").(*goja.Object); ok {
-		v.visible, _ = goja.AssertFunction(p.Get("visible"))
+		if v.visible, _ = goja.AssertFunction(p.Get("visible")); v.visible != nil {
+			v.visibleV = p.Get("visible")
+		}
 	}
 	return nil
 }

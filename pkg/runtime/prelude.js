@@ -25,11 +25,29 @@ __Refusal.prototype.toString = function () { return "refused: " + this.reason; }
 
 // __hookErr records a hook's error for Go to log.
 function __hookErr(where, e, ticking) {
-  var text;
-  if (e instanceof __Refusal) text = "instance.refuse called outside a command: " + e.reason;
-  else if (e && typeof e === "object" && typeof e.stack === "string") text = e.stack;
-  else text = "threw " + (function () { try { return __js.stringify(e); } catch (x) { return String(e); } })();
-  __js.push(__out, ["herr", where, text, !!ticking]);
+  __js.push(__out, ["herr", where, __errText(e), !!ticking]);
+}
+
+// __errText is a hook's error as Go logs it: its stack, or what was thrown.
+function __errText(e) {
+  if (e instanceof __Refusal) return "instance.refuse called outside a command: " + e.reason;
+  if (e && typeof e === "object" && typeof e.stack === "string") return e.stack;
+  return "threw " + (function () { try { return __js.stringify(e); } catch (x) { return String(e); } })();
+}
+
+// __sees asks the visibility hook vis whether player me sees each of
+// things, into the bytes of seen (1: it does), in one call from Go: a call
+// from JavaScript costs less. A hook that throws hides the thing; the
+// first error is returned for Go to log.
+function __sees(vis, me, things, seen) {
+  var out = __js.bytes(seen), err, k;
+  for (k = 0; k < things.length; k++) {
+    try { out[k] = vis(__inst, me, things[k]) ? 1 : 0; } catch (e) {
+      out[k] = 0;
+      if (err === undefined) err = __errText(e);
+    }
+  }
+  return err;
 }
 
 function __pid(player) {

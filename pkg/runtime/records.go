@@ -229,11 +229,16 @@ func describe(x goja.Value) string {
 	if x == nil || goja.IsUndefined(x) {
 		return "undefined"
 	}
-	b, err := json.Marshal(x.Export())
-	if err != nil {
-		return x.String()
+	if _, ok := x.(*goja.Object); !ok {
+		if b, err := json.Marshal(x.Export()); err == nil {
+			return string(b)
+		}
+		return x.String() // a primitive: no code of the game's runs
 	}
-	return string(b)
+	if b, err := json.Marshal(x.Export()); err == nil {
+		return string(b)
+	}
+	return kind(x)
 }
 
 // typeError is the message of a field given a value of another type.

@@ -512,3 +512,57 @@ func FuzzRecords(f *testing.F) {
 		rv.converged(all...)
 	})
 }
+
+// BenchmarkThingWrites is a tick of NOTES.md's measure (70 things, each
+// moved in x and y) on three kinds of object: plain JavaScript objects (no
+// record at all), things (DynamicObjects whose declared fields are kept in
+// Go, a write marking its field), and plain objects whose declared fields
+// are accessors made in Go (the other way the issue names). It decides
+// which kind the runtime uses.
+func BenchmarkThingWrites(b *testing.B) {
+	const tick = `(function (things) { for (var id in things) { var e = things[id]; e.x += 0.1; e.y -= 0.1; } })`
+	for _, kind := range []string{"plain", "thing", "accessors"} {
+		b.Run(kind, func(b *testing.B) {
+			v := deltaVM(b, recordGame)
+			r := v.rt
+			things := r.NewObject()
+			for k := range 70 {
+				id := "e" + strconv.Itoa(k)
+				switch kind {
+				case "plain":
+					o := r.NewObject()
+					o.Set("x", k)
+					o.Set("y", k)
+					things.Set(id, o)
+				case "thing":
+					_, o := v.newThing(v.eng.sch.entities["mob"])
+					o.Set("x", k)
+					o.Set("y", k)
+					things.Set(id, o)
+				case "accessors":
+					o := r.NewObject()
+					vals, dirty := []goja.Value{r.ToValue(k), r.ToValue(k)}, []bool{false, false}
+					for n, name := range []string{"x", "y"} {
+						get := r.ToValue(func(goja.FunctionCall) goja.Value { return vals[n] })
+						set := r.ToValue(func(c goja.FunctionCall) goja.Value {
+							vals[n], dirty[n] = c.Argument(0), true
+							return goja.Undefined()
+						})
+						o.DefineAccessorProperty(name, get, set, goja.FLAG_FALSE, goja.FLAG_TRUE)
+					}
+					things.Set(id, o)
+				}
+			}
+			fn, err := r.RunString(tick)
+			if err != nil {
+				b.Fatal(err)
+			}
+			call, _ := goja.AssertFunction(fn)
+			for b.Loop() {
+				if _, err := call(goja.Undefined(), things); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -205,22 +205,38 @@ func withRoom(cs []change) []change {
 // own delta, what it sees now against the things it knows and its round.
 func (v *vm) sendVisible(ready []readyViewer) ([]update, error) {
 	e, s := v.eng, &v.scratch
-	failed := false
+	reported := false
 	out := make([]update, 0, len(ready))
+	// The things, listed once for all viewers; the hook's answers for one
+	// viewer land in seen.
+	objs := make([]any, len(e.list))
+	for k, r := range e.list {
+		objs[k] = r.obj
+	}
+	things, seen := v.rt.NewArray(objs...), make([]byte, len(e.list))
+	seenV := v.rt.ToValue(v.rt.NewArrayBuffer(seen))
 	for _, rv := range ready {
 		vw := e.viewers[rv.id]
 		me, ok := s.me[rv.id]
 		if vw == nil || !ok {
 			continue
 		}
+		res, err := v.seesAll(goja.Undefined(), v.visibleV, me.obj, things, seenV)
+		if err != nil {
+			return nil, err
+		}
+		// A hook that throws hides the thing, which is safe; it is reported
+		// once a round and does not count towards closing an instance
+		// whose ticks keep throwing.
+		if res != nil && goja.IsString(res) && !reported {
+			reported = true
+			v.herrs = append(v.herrs, hookErr{where: "visible", text: res.String()})
+		}
 		d := &s.m
 		d.reset()
 		hits, vr := 0, vw.round
-		for _, r := range e.list {
-			sees, err := v.sees(me.obj, r.obj, &failed)
-			if err != nil {
-				return nil, err
-			}
+		for k, r := range e.list {
+			sees := seen[k] != 0
 			h, knows := vw.known[r.id]
 			if !sees {
 				if knows {
@@ -262,41 +278,6 @@ func (v *vm) sendVisible(ready []readyViewer) ([]update, error) {
 		}
 	}
 	return out, nil
-}
-
-// sees calls the visibility hook. One that throws hides the thing, which is
-// safe, and is reported once a round; it does not count towards closing an
-// instance whose ticks keep throwing. One that runs out of budget ends the
-// round.
-func (v *vm) sees(me, obj *goja.Object, failed *bool) (bool, error) {
-	res, err := v.visible(goja.Undefined(), v.inst, me, obj)
-	if err == nil {
-		return res.ToBoolean(), nil
-	}
-	var stop *goja.InterruptedError
-	if errors.As(err, &stop) {
-		return false, err
-	}
-	if !*failed {
-		*failed = true
-		v.herrs = append(v.herrs, hookErr{where: "visible", text: thrownText(v.rt, err)})
-	}
-	return false, nil
-}
-
-// thrownText is what a hook threw, as a hook error's text: the stack of an
-// error, else the value.
-func thrownText(r *goja.Runtime, err error) string {
-	var ex *goja.Exception
-	if !errors.As(err, &ex) {
-		return err.Error()
-	}
-	if o, ok := ex.Value().(*goja.Object); ok {
-		if st := o.Get("stack"); st != nil && goja.IsString(st) {
-			return st.String()
-		}
-	}
-	return "threw " + describe(ex.Value())
 }
 
 // viewOf is what viewer pid knows, as JSON: the things it was told of (with
