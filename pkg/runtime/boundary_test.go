@@ -34,7 +34,7 @@ func benchInstanceOf(b *testing.B, files map[string]string) (*vm, []any) {
 		ready = append(ready, id)
 	}
 	ev, _ := json.Marshal(joins)
-	if _, err := v.tickAt(0.05, int64(0), jsonValue(v.rt, string(ev))); err != nil {
+	if _, err := v.tickAt(0.05, int64(0), jsonEvents(b, string(ev))); err != nil {
 		b.Fatal(err)
 	}
 	return v, ready
@@ -48,7 +48,7 @@ func BenchmarkBoundary(b *testing.B) {
 	b.Run("go-side-deltas", func(b *testing.B) {
 		v, ready := benchInstance(b)
 		for i := 0; i < b.N; i++ {
-			v.tickAt(0.05, int64(i), v.rt.NewArray())
+			v.tickAt(0.05, int64(i), nil)
 			if out := sendVM(b, v, ready, nil); len(out) != 20 {
 				b.Fatalf("%d messages", len(out))
 			}
@@ -57,7 +57,7 @@ func BenchmarkBoundary(b *testing.B) {
 	b.Run("export-to-go", func(b *testing.B) {
 		v, ready := benchInstance(b)
 		for i := 0; i < b.N; i++ {
-			v.tickAt(0.05, int64(i), v.rt.NewArray())
+			v.tickAt(0.05, int64(i), nil)
 			inst := v.rt.Get("__inst").(*goja.Object)
 			players := inst.Get("players").Export()
 			entities := inst.Get("entities").Export()

@@ -151,7 +151,7 @@ func TestDeltasConverge(t *testing.T) {
 					}
 				}
 				ev, _ := json.Marshal(events)
-				if _, err := v.tickAt(0.05, int64(round), jsonValue(v.rt, string(ev))); err != nil {
+				if _, err := v.tickAt(0.05, int64(round), jsonEvents(t, string(ev))); err != nil {
 					t.Fatal(err)
 				}
 				for _, e := range events { // welcomed: a compact viewer's decoder starts over
@@ -260,6 +260,32 @@ func TestDeltasConverge(t *testing.T) {
 	}
 }
 
+// jsonEvents is the JSON list s of events as a tick takes them: ["join",
+// id, params], ["leave", id], ["drop", id], ["resume", id] or ["cmd", id,
+// name, args].
+func jsonEvents(t testing.TB, s string) []event {
+	t.Helper()
+	var list [][]any
+	if err := json.Unmarshal([]byte(s), &list); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]event, 0, len(list))
+	for _, e := range list {
+		ev := event{kind: e[0].(string), player: e[1].(string)}
+		switch ev.kind {
+		case "join":
+			ev.params = map[string]string{}
+			for k, x := range e[2].(map[string]any) {
+				ev.params[k] = x.(string)
+			}
+		case "cmd":
+			ev.name, ev.args = e[2].(string), e[3].(map[string]any)
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
 // deltaVersion loads the game in files.
 func deltaVersion(t testing.TB, files map[string]string) *version {
 	t.Helper()
@@ -365,7 +391,7 @@ func TestResumeAfterDroppingTheVisibilityHook(t *testing.T) {
 		}
 	}
 	tick := func(v *vm, round int, events string) {
-		if _, err := v.tickAt(0.05, int64(round), jsonValue(v.rt, events)); err != nil {
+		if _, err := v.tickAt(0.05, int64(round), jsonEvents(t, events)); err != nil {
 			t.Fatal(err)
 		}
 	}

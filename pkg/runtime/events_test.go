@@ -33,8 +33,7 @@ func BenchmarkTickEvents(b *testing.B) {
 		events = append(events, event{kind: "cmd", player: fmt.Sprintf("p%d", p), name: "move", args: map[string]any{"dx": 1.0, "dy": -1.0}})
 	}
 	for i := 0; b.Loop(); i++ {
-		evs, _ := eventsValue(v.rt, events)
-		if _, err := v.tickAt(0.05, int64(i), evs); err != nil {
+		if _, err := v.tickAt(0.05, int64(i), events); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -51,8 +50,7 @@ func TestEventsAreOwnProperties(t *testing.T) {
 		"hoster-commands/say/run.js":    `export default function (i, p, a) { p.seen = JSON.stringify(a); }`,
 	})
 	tick := func(events ...event) string {
-		evs, _ := eventsValue(v.rt, events)
-		if _, err := v.tickAt(0.05, int64(0), evs); err != nil {
+		if _, err := v.tickAt(0.05, int64(0), events); err != nil {
 			t.Fatal(err)
 		}
 		return v.rt.Get("__inst").ToObject(v.rt).Get("players").ToObject(v.rt).Get("p1").ToObject(v.rt).Get("seen").String()

@@ -105,16 +105,17 @@ func TestReplacedBuiltinsAffectOnlyTheGame(t *testing.T) {
 }
 
 // TestForgedResultsEndOnlyTheirInstance: a game that reaches past the
-// builtins into the runtime's own globals, so that a hook's result Go reads
-// back is not what it must be (the tick's requests not a string but an
-// object whose toString throws), or that gives the send round a thing Go
+// builtins into the runtime's own globals, so that what Go reads back is
+// not what it must be (the tick's requests an object whose toJSON throws),
+// or that gives the send round a thing Go
 // cannot read (a field whose getter throws, or never returns), ends its
 // own instance with 1011, logged. Before, the first killed the process.
 // (The send round's result and the time of the updates, which a game could
-// once forge too, are Go's own since the send round moved to Go.)
+// once forge too, are Go's own since the send round moved to Go, and the
+// prelude's functions Go calls are found once, before any hook runs.)
 func TestForgedResultsEndOnlyTheirInstance(t *testing.T) {
 	for _, tc := range []struct{ name, tick, at string }{
-		{"tick result", `globalThis.__takeOut = function () { return { toString: function () { throw new Error("no text"); } }; };`, `hoster\.server\.js`},
+		{"tick result", `globalThis.__out = { length: 1, toJSON: function () { throw new Error("no text"); } };`, `tick\.js:1`},
 		{"a field that throws", `i.entities.trap = { type: "box", get n() { throw new Error("no field"); } };`, `tick\.js:1`},
 		{"a field that never returns", `i.entities.trap = { type: "box", get n() { for (;;) {} } };`, `tick\.js:1`},
 	} {

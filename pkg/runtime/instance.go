@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
 	"sync"
 	"time"
 
@@ -260,19 +258,21 @@ func (in *Instance) stopWhen(ok func() bool, code int, reason string) {
 // its viewers were sent (engine.go), which moves with the instance to new
 // code.
 type vm struct {
-	rt                        *goja.Runtime
-	init, tick, export, adopt goja.Callable
-	sizes, snapshot, inspect  goja.Callable
-	seesAll                   goja.Callable // __sees
-	visible                   goja.Callable // the game's visibility hook, nil for none
-	visibleV                  goja.Value    // the same, as a value
-	inst                      *goja.Object  // instance, as the last send round found it
-	budget                    time.Duration
-	stuck                     stuckWatch // what a call that ignores its interrupt gets
-	eng                       *engine
-	scratch                   roundScratch
-	herrs                     []hookErr // hook errors found by Go, for the instance to log
-	now                       int64     // the time of the last tick, in ms
+	rt            *goja.Runtime
+	export, adopt goja.Callable
+	inspect       goja.Callable
+	seesAll       goja.Callable // __sees
+	hooks         hooks
+	timers        []*gameTimer
+	visible       goja.Callable // the game's visibility hook, nil for none
+	visibleV      goja.Value    // the same, as a value
+	inst          *goja.Object  // instance, as the last send round found it
+	budget        time.Duration
+	stuck         stuckWatch // what a call that ignores its interrupt gets
+	eng           *engine
+	scratch       roundScratch
+	herrs         []hookErr // hook errors found by Go, for the instance to log
+	now           int64     // the time of the last tick, in ms
 }
 
 // hookErr is a hook error found in Go: where, and a text as a thrown
@@ -350,8 +350,7 @@ func (in *Instance) newVM(g *version, eng *engine) (*vm, error) {
 // visibility hook.
 func (v *vm) entryPoints() error {
 	for name, fn := range map[string]*goja.Callable{
-		"__init": &v.init, "__tick": &v.tick, "__export": &v.export, "__adopt": &v.adopt,
-		"__sizes": &v.sizes, "__snapshot": &v.snapshot, "__inspect": &v.inspect, "__sees": &v.seesAll,
+		"__export": &v.export, "__adopt": &v.adopt, "__inspect": &v.inspect, "__sees": &v.seesAll,
 	} {
 		f, ok := goja.AssertFunction(v.rt.Get(name))
 		if !ok {
@@ -362,6 +361,9 @@ func (v *vm) entryPoints() error {
 	reg, _ := v.rt.Get("__hoster").(*goja.Object)
 	if reg == nil {
 		return errors.New("the registry is gone")
+	}
+	if err := v.findHooks(reg); err != nil {
+		return err
 	}
 	if p, ok := reg.Get("player").(*goja.Object); ok {
 		if v.visible, _ = goja.AssertFunction(p.Get("visible")); v.visible != nil {
@@ -389,6 +391,8 @@ func (v *vm) install() {
 		}
 		return o
 	})
+	r.Set("__after", v.timerFunc(false))
+	r.Set("__every", v.timerFunc(true))
 	r.Set("__view", func(c goja.FunctionCall) goja.Value {
 		id := c.Argument(1).String()
 		switch c.Argument(0).String() {
@@ -411,12 +415,7 @@ func (in *Instance) start(now time.Time) (*vm, error) {
 		return nil, err
 	}
 	v.eng.visible = v.visible != nil
-	params, _ := json.Marshal(in.params)
-	if params == nil || string(params) == "null" {
-		params = []byte("{}")
-	}
-	v.now = now.UnixMilli()
-	if _, err := v.call("create", v.init, v.rt.ToValue(in.id), v.rt.ToValue(v.now), v.rt.ToValue(string(params))); err != nil {
+	if err := v.create(in.id, now.UnixMilli(), in.params); err != nil {
 		return nil, err
 	}
 	in.takeHookErrs(v)
@@ -471,13 +470,6 @@ func (in *Instance) handOver(old *vm, g *version, now time.Time) (*vm, error) {
 		return nil, err
 	}
 	return v, nil
-}
-
-// tickAt runs __tick at now (ms since the epoch) with the queued events,
-// and returns what the hooks asked of Go (see apply).
-func (v *vm) tickAt(dt float64, now int64, events goja.Value) (string, error) {
-	v.now = now
-	return callAs(v, "tick", asString, v.tick, v.rt.ToValue(dt), v.rt.ToValue(now), events)
 }
 
 // loop is an instance's tick loop between two ticks: its JavaScript side
@@ -587,8 +579,8 @@ func (in *Instance) step(l *loop, now time.Time) bool {
 	in.inspects = nil
 	in.mu.Unlock()
 	in.moveToCurrent(l, running, now)
-	payload, joins := eventsValue(l.v.rt, events)
-	res, err := l.v.tickAt(dt, now.UnixMilli(), payload)
+	joins := welcomes(events)
+	res, err := l.v.tickAt(dt, now.UnixMilli(), events)
 	in.takeHookErrs(l.v)
 	if err != nil {
 		in.fail(err, joins...) // the players this tick was to welcome go too
@@ -680,44 +672,16 @@ func (in *Instance) telemetry(l *loop) {
 	}
 }
 
-// eventsValue is the tick's events as JavaScript values for __tick, built
-// directly rather than as JSON for JavaScript to parse again (goja's
-// JSON.parse was the costliest part of handing commands over), and the
-// joins and resumes among them, to welcome after the tick.
-func eventsValue(r *goja.Runtime, events []event) (goja.Value, []event) {
-	list := make([]any, 0, len(events))
-	var joins []event
+// welcomes are the joins and resumes among events, to welcome after the
+// tick.
+func welcomes(events []event) []event {
+	var out []event
 	for _, ev := range events {
-		switch ev.kind {
-		case "join":
-			params := r.NewObject()
-			for _, k := range slices.Sorted(maps.Keys(ev.params)) {
-				ownProperty(r, params, k, ev.params[k])
-			}
-			list = append(list, r.NewArray("join", ev.player, params))
-			joins = append(joins, ev)
-		case "leave", "drop":
-			list = append(list, r.NewArray(ev.kind, ev.player))
-		case "resume":
-			list = append(list, r.NewArray("resume", ev.player))
-			joins = append(joins, ev)
-		case "cmd":
-			// The arguments were checked against args.json: scalars only.
-			args := r.NewObject()
-			for _, k := range slices.Sorted(maps.Keys(ev.args)) {
-				ownProperty(r, args, k, ev.args[k])
-			}
-			list = append(list, r.NewArray("cmd", ev.player, ev.name, args))
+		if ev.kind == "join" || ev.kind == "resume" {
+			out = append(out, ev)
 		}
 	}
-	return r.NewArray(list...), joins
-}
-
-// ownProperty gives o its own property k, as JSON.parse would: a key such
-// as "__proto__" from a player's query is a plain property, not o's
-// prototype.
-func ownProperty(r *goja.Runtime, o *goja.Object, k string, v any) {
-	o.DefineDataProperty(k, r.ToValue(v), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE)
+	return out
 }
 
 // welcome attaches a joined (or resumed) player's connection and greets it.

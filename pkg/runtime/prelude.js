@@ -1,22 +1,22 @@
 // The runtime's side of an instance, run once in each instance's goja
-// runtime after the game's hoster.server.js: the instance object the hooks
-// get, its timers, and the order in which __tick applies the queued events
-// and calls the hooks. The players and entities are things made in Go
-// (__thing, __wrap: their declared fields live there, in records.go), and
-// the send rounds are Go's (round.go); __view tells Go of a player's
-// viewer joining, leaving or starting over.
+// runtime after the game's hoster.server.js: glue. The instance object the
+// hooks get (its methods queue what they ask of Go in __out), the hand-over
+// to new code, a player's leave (which kick runs too), and the reading of
+// what a hook threw. Go calls the hooks (dispatch.go), keeps the players' and
+// entities' declared fields (records.go: __thing and __wrap make them) and
+// runs the send rounds (round.go); __view tells Go of a viewer joining,
+// leaving or starting over.
 var __R = __hoster;
 var __inst = null;
 var __now = 0;
 var __nextEntity = 0;
-// __out collects what hooks asked of Go since the last __tick returned it:
+// __out collects what hooks asked of Go since Go last took it (__takeOut):
 // ["err", player, command, message] an error frame for one player;
 // ["herr", where, error text, ticking] a hook error to log (ticking: it was
 // thrown by a tick, entity tick or timer);
 // ["msg", player, frame] a message for one player, after the next update;
 // ["kick", player, reason]; ["close", reason]; ["lock"]; ["unlock"].
 var __out = [];
-var __timers = []; // {at: ms, every: ms or 0, fn, dead}
 
 // __Refusal is what instance.refuse throws: the command (or the join) is
 // refused with its reason, and nothing is logged.
@@ -62,38 +62,6 @@ function __message(type, data) {
   return s;
 }
 
-function __timer(seconds, fn, repeat) {
-  if (typeof fn !== "function") throw new TypeError((repeat ? "every" : "after") + ": the second argument must be a function");
-  var ms = Number(seconds) * 1000;
-  if (!(ms >= 0) || !isFinite(ms) || (repeat && ms <= 0)) throw new RangeError((repeat ? "every" : "after") + ": seconds must be a " + (repeat ? "positive" : "non-negative") + " number, not " + String(seconds));
-  var t = { at: __now + ms, every: repeat ? ms : 0, fn: fn, dead: false };
-  __js.push(__timers, t);
-  return { cancel: function () { t.dead = true; } };
-}
-
-// __runTimers calls the timers that are due, earliest first.
-function __runTimers() {
-  if (!__timers.length) return;
-  var due = [], keep = [], i, t;
-  for (i = 0; i < __timers.length; i++) {
-    t = __timers[i];
-    if (t.dead) continue;
-    __js.push(t.at <= __now ? due : keep, t);
-  }
-  __timers = keep;
-  due.sort(function (a, b) { return a.at - b.at; });
-  for (i = 0; i < due.length; i++) {
-    t = due[i];
-    if (t.dead) continue;
-    if (t.every) {
-      t.at += t.every;
-      if (t.at <= __now) t.at = __now + t.every;
-      __js.push(__timers, t);
-    }
-    try { t.fn(__inst); } catch (e) { __hookErr("timer", e, true); }
-  }
-}
-
 function __make(id) {
   __inst = {
     id: id,
@@ -130,21 +98,10 @@ function __make(id) {
     close: function (reason) { __js.push(__out, ["close", reason === undefined ? "" : String(reason)]); },
     lock: function () { __js.push(__out, ["lock"]); },
     unlock: function () { __js.push(__out, ["unlock"]); },
-    after: function (seconds, fn) { return __timer(seconds, fn, false); },
-    every: function (seconds, fn) { return __timer(seconds, fn, true); },
+    after: __after, // timers are Go's (gametimers.go)
+    every: __every,
     refuse: function (reason) { throw new __Refusal(reason === undefined ? "refused" : String(reason)); }
   };
-}
-
-// __init starts an instance; params are its first player's (JSON). What
-// create returns, unless undefined, becomes instance.state: a create that
-// returns nothing keeps what it set there.
-function __init(id, now, params) {
-  __now = now;
-  __make(id);
-  if (!__R.instance.create) return;
-  var state = __R.instance.create(__inst, __js.parse(params));
-  if (state !== undefined) __inst.state = state;
 }
 
 // __takeOut hands __out to Go (as JSON, "" when empty).
@@ -202,86 +159,23 @@ function __leave(id) {
   __view("leave", id);
 }
 
-// __tick applies the queued events in order, then runs the timers that are
-// due and ticks (when dt > 0), and returns what hooks asked of Go (see
-// __out). A hook that throws is recorded and the rest goes on: a command's
-// error goes to its player.
-// events: [["join", id, params] | ["leave", id] | ["drop", id] | ["resume", id] | ["cmd", id, name, args]]
-function __tick(dt, now, evs) {
-  __now = now;
-  for (var i = 0; i < evs.length; i++) {
-    var ev = evs[i], p;
-    if (ev[0] === "join") {
-      p = __thing("player");
-      p.id = ev[1];
-      p.connected = true;
-      __inst.players[p.id] = p;
-      __view("join", p.id); // gets everything it sees first
-      if (__R.player.join) {
-        try { __R.player.join(__inst, p, ev[2]); } catch (e) {
-          // A player whose join failed or was refused is not in the game.
-          delete __inst.players[p.id];
-          __view("leave", p.id);
-          if (e instanceof __Refusal) {
-            __js.push(__out, ["kick", p.id, e.reason]);
-          } else {
-            __hookErr("join", e, false);
-            __js.push(__out, ["kick", p.id, "joining the game failed", 1011]);
-          }
-        }
-      }
-    } else if (ev[0] === "leave") {
-      __leave(ev[1]); // nothing left to do when a kick did it
-    } else if (ev[0] === "drop") {
-      p = __inst.players[ev[1]];
-      if (p && p.connected !== false) {
-        p.connected = false;
-        if (__R.player.disconnect) { try { __R.player.disconnect(__inst, p); } catch (e) { __hookErr("disconnect", e, false); } }
-      }
-    } else if (ev[0] === "resume") {
-      __view("resume", ev[1]); // it starts over
-      p = __inst.players[ev[1]];
-      if (p && p.connected === false) {
-        p.connected = true;
-        if (__R.player.reconnect) { try { __R.player.reconnect(__inst, p); } catch (e) { __hookErr("reconnect", e, false); } }
-      }
-    } else if (ev[0] === "cmd") {
-      p = __inst.players[ev[1]];
-      if (p) {
-        try { __R.commands[ev[2]].run(__inst, p, ev[3]); } catch (e) {
-          if (e instanceof __Refusal) {
-            __js.push(__out, ["err", p.id, ev[2], e.reason]);
-          } else {
-            __js.push(__out, ["err", p.id, ev[2], "command " + ev[2] + " failed"]);
-            __hookErr("command " + ev[2], e, false);
-          }
-        }
-      }
-    }
+// __caught records what a hook Go called threw (what: "join", "cmd",
+// "disconnect", "reconnect", "tick", "entity <type> tick"): a refused join
+// or command is answered with its reason and not logged; any other error
+// is logged, and a command's player told it failed, a joining player
+// turned away.
+function __caught(what, e, id, name, ticking) {
+  var refused = e instanceof __Refusal;
+  if (what === "cmd") {
+    __js.push(__out, ["err", id, name, refused ? e.reason : "command " + name + " failed"]);
+    if (refused) return;
+    what = "command " + name;
+  } else if (what === "join" && refused) {
+    __js.push(__out, ["kick", id, e.reason]);
+    return;
   }
-  if (dt > 0) {
-    __runTimers();
-    if (__R.instance.tick) { try { __R.instance.tick(__inst, dt); } catch (e) { __hookErr("tick", e, true); } }
-    var ids = __js.keys(__inst.entities);
-    for (var j = 0; j < ids.length; j++) {
-      var en = __inst.entities[ids[j]];
-      if (!en) continue;
-      var t = __R.entities[en.type];
-      if (t && t.tick) { try { t.tick(__inst, en, dt); } catch (e) { __hookErr("entity " + en.type + " tick", e, true); } }
-    }
-  }
-  return __takeOut();
-}
-
-function __sizes() {
-  return [__js.keys(__inst.players).length, __js.keys(__inst.entities).length];
-}
-
-// __snapshot is what a snapshot line records: serialise's value, or the state.
-function __snapshot() {
-  var v = __R.instance.serialise ? __R.instance.serialise(__inst) : __inst.state;
-  var s = __js.stringify(v);
-  return s === undefined ? "null" : s;
+  __hookErr(what, e, ticking);
+  if (what === "join") __js.push(__out, ["kick", id, "joining the game failed", 1011]);
 }
 
 // __inspect is what the dev playground shows of the instance (JSON, see

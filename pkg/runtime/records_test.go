@@ -52,7 +52,7 @@ func (rv *recordViewers) tick(events ...[]any) {
 	rv.t.Helper()
 	rv.round++
 	ev, _ := json.Marshal(append([]any{}, anyList(events)...))
-	if _, err := rv.v.tickAt(0.05, int64(rv.round), jsonValue(rv.v.rt, string(ev))); err != nil {
+	if _, err := rv.v.tickAt(0.05, int64(rv.round), jsonEvents(rv.t, string(ev))); err != nil {
 		rv.t.Fatal(err)
 	}
 	for _, e := range events {
