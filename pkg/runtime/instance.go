@@ -374,7 +374,8 @@ func (v *vm) entryPoints() error {
 }
 
 // install gives the prelude the Go functions it calls: __thing(type) makes
-// a thing, __wrap(type, object) one with object's properties, and
+// a thing, __wrap(type, object) one with object's properties, __things()
+// an instance.players or instance.entities, and
 // __view(op, id) follows a player's viewer (join, leave, resume).
 func (v *vm) install() {
 	r := v.rt
@@ -393,6 +394,9 @@ func (v *vm) install() {
 	})
 	r.Set("__after", v.timerFunc(false))
 	r.Set("__every", v.timerFunc(true))
+	r.Set("__things", func(goja.FunctionCall) goja.Value {
+		return r.NewDynamicObject(&thingMap{objs: map[string]goja.Value{}})
+	})
 	r.Set("__view", func(c goja.FunctionCall) goja.Value {
 		id := c.Argument(1).String()
 		switch c.Argument(0).String() {

@@ -66,8 +66,8 @@ function __make(id) {
   __inst = {
     id: id,
     state: {},
-    players: {},
-    entities: {},
+    players: __things(), // objects of their ids in order, kept in Go
+    entities: __things(),
     spawn: function (type, fields) {
       if (!Object.prototype.hasOwnProperty.call(__R.entities, type)) {
         throw new Error("spawn: unknown entity type " + __js.stringify(type));

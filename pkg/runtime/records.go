@@ -365,3 +365,49 @@ func (v *vm) badField(owner string, f *fieldSpec, x goja.Value, at string) {
 	}
 	v.herrs = append(v.herrs, hookErr{where: "fields", text: text})
 }
+
+// thingMap is instance.players or instance.entities: a DynamicObject that
+// keeps its ids in the order they were added, as JavaScript's objects keep
+// such keys, so that the send round walks it in Go without asking goja
+// for its keys.
+type thingMap struct {
+	ids  []string
+	objs map[string]goja.Value
+}
+
+var thingMapType = reflect.TypeOf((*thingMap)(nil))
+
+func (m *thingMap) Get(key string) goja.Value { return m.objs[key] }
+
+func (m *thingMap) Set(key string, x goja.Value) bool {
+	if _, ok := m.objs[key]; !ok {
+		m.ids = append(m.ids, key)
+	}
+	m.objs[key] = x
+	return true
+}
+
+func (m *thingMap) Has(key string) bool {
+	_, ok := m.objs[key]
+	return ok
+}
+
+func (m *thingMap) Delete(key string) bool {
+	if _, ok := m.objs[key]; ok {
+		delete(m.objs, key)
+		m.ids = slices.DeleteFunc(m.ids, func(k string) bool { return k == key })
+	}
+	return true
+}
+
+func (m *thingMap) Keys() []string { return slices.Clone(m.ids) }
+
+// thingMapOf is o's thingMap, nil when o is not one (the game replaced
+// instance.players or instance.entities with an object of its own).
+func thingMapOf(o *goja.Object) *thingMap {
+	if o.ExportType() != thingMapType {
+		return nil
+	}
+	m, _ := o.Export().(*thingMap)
+	return m
+}

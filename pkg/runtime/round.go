@@ -26,6 +26,7 @@ type update struct {
 // roundScratch is what a send round reuses from the last.
 type roundScratch struct {
 	things []source
+	ids    []string
 	me     map[string]source
 	d, m   delta
 	has    []uint8
@@ -79,8 +80,21 @@ func (v *vm) collect() error {
 		if !ok {
 			return errors.New("instance." + name + " is not an object")
 		}
-		for _, id := range objs.Keys() {
-			o, ok := objs.Get(id).(*goja.Object)
+		ids := s.ids[:0]
+		m := thingMapOf(objs)
+		if m != nil {
+			ids = m.ids
+		} else {
+			ids = append(ids, objs.Keys()...)
+		}
+		for _, id := range ids {
+			var x goja.Value
+			if m != nil {
+				x = m.objs[id]
+			} else {
+				x = objs.Get(id)
+			}
+			o, ok := x.(*goja.Object)
 			if !ok {
 				continue
 			}
