@@ -3,19 +3,7 @@ package runtime
 import (
 	"fmt"
 	"testing"
-
-	"github.com/dop251/goja"
 )
-
-// jsonValue is the JSON text s as JavaScript values, as the game sees them.
-func jsonValue(r *goja.Runtime, s string) goja.Value {
-	parse, _ := goja.AssertFunction(r.Get("JSON").ToObject(r).Get("parse"))
-	v, err := parse(goja.Undefined(), r.ToValue(s))
-	if err != nil {
-		panic(err)
-	}
-	return v
-}
 
 // BenchmarkTickEvents is one tick of the load game's instance carrying what
 // its 20 players send in a tick at 10 moves a second each: 10 commands,

@@ -54,26 +54,11 @@ func (t *typeSpec) spec(n int) *fieldSpec {
 	return &t.priv[n-len(t.fields)]
 }
 
-// noFields is the type of things whose type this code does not declare
-// (entities older code left behind).
-var noFields = &typeSpec{index: map[string]int{}}
-
 // schema is a version's field tables.
 type schema struct {
 	player   *typeSpec
 	entities map[string]*typeSpec
 	names    []string // entity types, sorted
-}
-
-// typeOf is the fields of type t (noFields when t is not declared).
-func (s *schema) typeOf(t string) *typeSpec {
-	if t == playerType {
-		return s.player
-	}
-	if ts := s.entities[t]; ts != nil {
-		return ts
-	}
-	return noFields
 }
 
 // registryFields is the fields part of the registry, as gen writes it.
