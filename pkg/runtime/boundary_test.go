@@ -34,35 +34,30 @@ func benchInstanceOf(b *testing.B, files map[string]string) (*vm, []any) {
 		ready = append(ready, id)
 	}
 	ev, _ := json.Marshal(joins)
-	if _, err := v.call("tick", v.tick, v.rt.ToValue(0.05), v.rt.ToValue(0), jsonValue(v.rt, string(ev))); err != nil {
+	if _, err := v.tickAt(0.05, int64(0), jsonEvents(b, string(ev))); err != nil {
 		b.Fatal(err)
 	}
 	return v, ready
 }
 
 // BenchmarkBoundary compares one tick plus one send round for 20 viewers
-// done the runtime's way (state stays in JS; one call returns finished
-// messages) with exporting the players and entities to Go every tick and
+// done the runtime's way (the declared fields kept in Go, the send round
+// in Go) with exporting the players and entities to Go every tick and
 // encoding there, the way the issue warns against.
 func BenchmarkBoundary(b *testing.B) {
-	b.Run("js-side-deltas", func(b *testing.B) {
+	b.Run("go-side-deltas", func(b *testing.B) {
 		v, ready := benchInstance(b)
-		readyV := v.rt.ToValue(ready)
 		for i := 0; i < b.N; i++ {
-			v.call("tick", v.tick, v.rt.ToValue(0.05), v.rt.ToValue(i), v.rt.NewArray())
-			res, err := v.call("send", v.send, readyV)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if out := res.Export().([]any); len(out) != 40 {
-				b.Fatalf("%d messages", len(out)/2)
+			v.tickAt(0.05, int64(i), nil)
+			if out := sendVM(b, v, ready, nil); len(out) != 20 {
+				b.Fatalf("%d messages", len(out))
 			}
 		}
 	})
 	b.Run("export-to-go", func(b *testing.B) {
 		v, ready := benchInstance(b)
 		for i := 0; i < b.N; i++ {
-			v.call("tick", v.tick, v.rt.ToValue(0.05), v.rt.ToValue(i), v.rt.NewArray())
+			v.tickAt(0.05, int64(i), nil)
 			inst := v.rt.Get("__inst").(*goja.Object)
 			players := inst.Get("players").Export()
 			entities := inst.Get("entities").Export()

@@ -1,98 +1,48 @@
 package runtime
 
 import (
-	"encoding/binary"
+	"encoding/json"
+	"slices"
 
-	"github.com/dop251/goja"
 	"github.com/hoster-dev/hoster/pkg/compact"
 )
 
-// compactWriter is where the prelude's compact encoder (__cbody) writes
-// the bodies of a send round's updates, through functions it calls: the
-// bytes are made in Go, which BenchmarkCompactHandOver found several times
-// cheaper than writing them into a Uint8Array in goja. A body is known by
-// its number until the round's updates are framed.
-type compactWriter struct {
-	buf  []byte
-	ends []int // where each finished body ends in buf
-	// The round's plain changes, written while the records are brought up
-	// to date (__cchg), for the round's body (__cpre).
-	chg  []byte
-	nchg int
-}
-
-// install gives r the encoder's functions (see prelude.js).
-func (w *compactWriter) install(r *goja.Runtime) {
-	r.Set("__cu", func(c goja.FunctionCall) goja.Value {
-		for _, a := range c.Arguments {
-			w.buf = binary.AppendUvarint(w.buf, uint64(a.ToInteger()))
+// tables are the compact encoding's field tables of the code the instance
+// runs (sent in the welcome, and in a "types" message after a reload): the
+// player first with its private fields; entity types sorted, then those of
+// things older code left that this code no longer declares (no fields).
+// The types are numbered by their place, which the engine remembers.
+func (e *engine) tables() json.RawMessage {
+	table := func(fs []fieldSpec) []compact.Field {
+		out := make([]compact.Field, 0, len(fs))
+		for _, f := range fs {
+			out = append(out, compact.Field{Name: f.name, Type: string(f.typ), Q: f.q})
 		}
-		return goja.Undefined()
-	})
-	r.Set("__cbyte", func(c goja.FunctionCall) goja.Value {
-		w.buf = append(w.buf, byte(c.Argument(0).ToInteger()))
-		return goja.Undefined()
-	})
-	r.Set("__cnum", func(c goja.FunctionCall) goja.Value {
-		w.buf = compact.AppendNumber(w.buf, c.Argument(0).ToFloat(), c.Argument(1).ToFloat())
-		return goja.Undefined()
-	})
-	r.Set("__cnums", func(c goja.FunctionCall) goja.Value {
-		if h := c.Argument(0).ToInteger(); h >= 0 {
-			w.buf = binary.AppendUvarint(w.buf, uint64(h))
-		}
-		w.buf = append(w.buf, byte(c.Argument(1).ToInteger()))
-		for i := 2; i+1 < len(c.Arguments); i += 2 {
-			w.buf = compact.AppendNumber(w.buf, c.Arguments[i].ToFloat(), c.Arguments[i+1].ToFloat())
-		}
-		return goja.Undefined()
-	})
-	r.Set("__cchg", func(c goja.FunctionCall) goja.Value {
-		w.chg = binary.AppendUvarint(w.chg, uint64(c.Argument(0).ToInteger()))
-		w.chg = append(w.chg, byte(c.Argument(1).ToInteger()))
-		for i := 2; i+1 < len(c.Arguments); i += 2 {
-			w.chg = compact.AppendNumber(w.chg, c.Arguments[i].ToFloat(), c.Arguments[i+1].ToFloat())
-		}
-		w.nchg++
-		return goja.Undefined()
-	})
-	r.Set("__cpre", func(c goja.FunctionCall) goja.Value {
-		w.buf = binary.AppendUvarint(w.buf, uint64(w.nchg)+uint64(c.Argument(0).ToInteger()))
-		w.buf = append(w.buf, w.chg...)
-		return goja.Undefined()
-	})
-	r.Set("__cstr", func(c goja.FunctionCall) goja.Value {
-		s := c.Argument(0).String() // UTF-8; a lone surrogate is U+FFFD
-		w.buf = append(binary.AppendUvarint(w.buf, uint64(len(s))), s...)
-		return goja.Undefined()
-	})
-	r.Set("__cend", func(goja.FunctionCall) goja.Value {
-		w.ends = append(w.ends, len(w.buf))
-		return r.ToValue(len(w.ends)) // from 1: never falsy in JavaScript
-	})
-}
-
-// reset forgets the bodies of the last round (their bytes are reused).
-func (w *compactWriter) reset() {
-	w.buf, w.ends, w.chg, w.nchg = w.buf[:0], w.ends[:0], w.chg[:0], 0
-}
-
-// body is the body numbered n (as __cend returned it), nil if none.
-func (w *compactWriter) body(n int64) []byte {
-	i := n - 1
-	if i < 0 || i >= int64(len(w.ends)) {
-		return nil
+		return out
 	}
-	start := 0
-	if i > 0 {
-		start = w.ends[i-1]
+	types := []compact.Type{{Type: playerType, Fields: table(e.sch.player.fields), Private: table(e.sch.player.priv)}}
+	for _, t := range e.sch.names {
+		types = append(types, compact.Type{Type: t, Fields: table(e.sch.entities[t].fields)})
 	}
-	return w.buf[start:w.ends[i]]
+	for _, t := range slices.Sorted(func(yield func(string) bool) {
+		for t := range e.extra {
+			if !yield(t) {
+				return
+			}
+		}
+	}) {
+		types = append(types, compact.Type{Type: t, Fields: []compact.Field{}})
+	}
+	e.tix = map[string]int{}
+	for n, t := range types {
+		e.tix[t.Type] = n
+	}
+	b, _ := json.Marshal(types)
+	return b
 }
 
-// frame is a compact update for one viewer: the header (its seq, and the
-// time against its connection's previous update) and the body.
-func (w *compactWriter) frame(seq, n int64, now, prevTime int64) []byte {
-	body := w.body(n)
+// frameCompact is a compact update for one viewer: the header (its seq, and
+// the time against its connection's previous update) and the body.
+func frameCompact(seq int64, body []byte, now, prevTime int64) []byte {
 	return append(compact.AppendHeader(make([]byte, 0, 12+len(body)), uint64(seq), now, prevTime), body...)
 }

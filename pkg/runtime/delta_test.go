@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -11,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dop251/goja"
 	"github.com/hoster-dev/hoster/pkg/compact"
@@ -94,8 +94,14 @@ func TestDeltasConverge(t *testing.T) {
 					files["hoster-entities/mob/fields.json"] = `{"x": "number", "y": "number", "z": "number"}`
 					files["hoster-entities/mob/tick.js"] = `export default function (i, e) { e.z = e.x + 0.5; }`
 				}
-				v := deltaVM(t, files)
-				if _, err := v.rt.RunString(truthJS); err != nil {
+				var nv *vm
+				if v == nil {
+					nv = deltaVM(t, files)
+				} else {
+					nv = reloadVM(t, v, files)
+				}
+				v := nv
+				if _, err := v.rt.RunString(fieldsJS(v) + truthJS); err != nil {
 					t.Fatal(err)
 				}
 				truth, _ := goja.AssertFunction(v.rt.Get("__truth"))
@@ -104,13 +110,7 @@ func TestDeltasConverge(t *testing.T) {
 			v, truth := load(tc.before)
 			decoders := map[string]*compact.Decoder{} // the viewers on the compact encoding
 			last := map[string]int64{}                // the time of each one's previous update
-			tables := func(v *vm) string {
-				res, err := v.call("tables", v.tables)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return res.String()
-			}
+			tables := func(v *vm) string { return string(v.eng.tables()) }
 
 			rng := rand.New(rand.NewPCG(1, 2))
 			models := map[string]map[string]known{}
@@ -120,14 +120,7 @@ func TestDeltasConverge(t *testing.T) {
 			var sent, compactSent int
 			for round := 0; round < 400; round++ {
 				if round == 200 {
-					dump, err := v.call("export", v.export)
-					if err != nil {
-						t.Fatal(err)
-					}
 					v, truth = load(tc.after)
-					if _, err := v.call("adopt", v.adopt, dump); err != nil {
-						t.Fatal(err)
-					}
 					for _, d := range decoders {
 						if err := d.Text([]byte(`{"t":"types","types":` + tables(v) + `}`)); err != nil {
 							t.Fatal(err)
@@ -158,7 +151,7 @@ func TestDeltasConverge(t *testing.T) {
 					}
 				}
 				ev, _ := json.Marshal(events)
-				if _, err := v.call("tick", v.tick, v.rt.ToValue(0.05), v.rt.ToValue(round), jsonValue(v.rt, string(ev))); err != nil {
+				if _, err := v.tickAt(0.05, int64(round), jsonEvents(t, string(ev))); err != nil {
 					t.Fatal(err)
 				}
 				for _, e := range events { // welcomed: a compact viewer's decoder starts over
@@ -177,19 +170,10 @@ func TestDeltasConverge(t *testing.T) {
 						compacts = append(compacts, decoders[id] != nil)
 					}
 				}
-				v.bodies.reset()
-				res, err := v.call("send", v.send, v.rt.ToValue(ready), v.rt.ToValue(compacts))
-				if err != nil {
-					t.Fatal(err)
-				}
-				out := res.Export().([]any)
-				for i := 0; i+1 < len(out); i += 2 {
-					id, msg := out[i].(string), ""
-					switch x := out[i+1].(type) {
-					case string:
-						msg = x
-					case []any:
-						frame := v.bodies.frame(x[0].(int64), x[1].(int64), int64(round), last[id])
+				for _, u := range sendVM(t, v, ready, compacts) {
+					id, msg := u.viewer, string(u.msg)
+					if u.compact {
+						frame := frameCompact(u.seq, u.msg, int64(round), last[id])
 						last[id] = int64(round)
 						u, err := decoders[id].Update(frame)
 						if err != nil {
@@ -276,8 +260,34 @@ func TestDeltasConverge(t *testing.T) {
 	}
 }
 
-// deltaVM starts an instance of the game in files, outside any socket.
-func deltaVM(t testing.TB, files map[string]string) *vm {
+// jsonEvents is the JSON list s of events as a tick takes them: ["join",
+// id, params], ["leave", id], ["drop", id], ["resume", id] or ["cmd", id,
+// name, args].
+func jsonEvents(t testing.TB, s string) []event {
+	t.Helper()
+	var list [][]any
+	if err := json.Unmarshal([]byte(s), &list); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]event, 0, len(list))
+	for _, e := range list {
+		ev := event{kind: e[0].(string), player: e[1].(string)}
+		switch ev.kind {
+		case "join":
+			ev.params = map[string]string{}
+			for k, x := range e[2].(map[string]any) {
+				ev.params[k] = x.(string)
+			}
+		case "cmd":
+			ev.name, ev.args = e[2].(string), e[3].(map[string]any)
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+// deltaVersion loads the game in files.
+func deltaVersion(t testing.TB, files map[string]string) *version {
 	t.Helper()
 	root := t.TempDir()
 	for rel, body := range files {
@@ -296,123 +306,72 @@ func deltaVM(t testing.TB, files map[string]string) *vm {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := &Instance{id: "0a0b0c0d0e0f", rt: &Runtime{o: Options{HookBudget: 10e9}}, ver: g, log: slog.New(slog.DiscardHandler)}
-	v, err := in.start(testEpoch)
+	return g
+}
+
+// deltaInstance is an instance of g outside any socket.
+func deltaInstance(g *version) *Instance {
+	return &Instance{id: "0a0b0c0d0e0f", rt: &Runtime{o: Options{HookBudget: 10e9}, now: time.Now}, g: &Game{Domain: "d.example", Name: "g"}, ver: g, log: slog.New(slog.DiscardHandler)}
+}
+
+// deltaVM starts an instance of the game in files, outside any socket.
+func deltaVM(t testing.TB, files map[string]string) *vm {
+	t.Helper()
+	v, err := deltaInstance(deltaVersion(t, files)).start(testEpoch)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return v
 }
 
-// BenchmarkSendRound is one send round of the load test's game (bench/load):
-// 20 viewers in step, 20 players, 50 entities of which a fifth changed;
-// "visible" adds a visibility hook (half the things in view), so every
-// viewer gets its own delta.
-func BenchmarkSendRound(b *testing.B) {
-	files := map[string]string{
-		"hoster-game.json":                `{"tickRate": 20, "sendRate": 10, "capacity": 20, "origins": ["*"]}`,
-		"hoster-player/fields.json":       `{"x": "number", "y": "number"}`,
-		"hoster-player/join.js":           `export default function (i, p) { p.x = 1; p.y = 2; }`,
-		"hoster-entities/mob/fields.json": `{"x": "number", "y": "number"}`,
-		"hoster-entities/mob/tick.js":     `export default function (i, e, dt) { e.t = (e.t || 0) + 1; if (e.t % 5 === 0) e.x = (e.x + 1) % 100; }`,
-		"hoster-instance/create.js":       `export default function (i) { for (let k = 0; k < 50; k++) i.spawn("mob", {x: k, y: k, t: k}); }`,
-	}
-	for _, visible := range []string{"", `export default function (i, me, thing) { return thing.y % 2 === 0; }`} {
-		name := "shared"
-		if visible != "" {
-			name = "visible"
-			files["hoster-player/visible.js"] = visible
-		}
-		for _, format := range []string{"json", "compact"} {
-			b.Run(name+"/"+format, func(b *testing.B) {
-				v, ready := benchInstanceOf(b, files)
-				readyV := v.rt.ToValue(ready)
-				compacts := make([]any, len(ready))
-				for i := range compacts {
-					compacts[i] = format == "compact"
-				}
-				compactsV := v.rt.ToValue(compacts)
-				tick := func(i int) {
-					if _, err := v.call("tick", v.tick, v.rt.ToValue(0.05), v.rt.ToValue(i), v.rt.NewArray()); err != nil {
-						b.Fatal(err)
-					}
-				}
-				for i := 0; b.Loop(); i++ {
-					b.StopTimer()
-					tick(2 * i)
-					tick(2*i + 1)
-					b.StartTimer()
-					v.bodies.reset()
-					res, err := v.call("send", v.send, readyV, compactsV)
-					if err != nil {
-						b.Fatal(err)
-					}
-					// What sendRound does with the result: each viewer's frame.
-					out := res.Export().([]any)
-					for i := 0; i+1 < len(out); i += 2 {
-						switch m := out[i+1].(type) {
-						case string:
-							_ = []byte(m)
-						case []any:
-							_ = v.bodies.frame(m[0].(int64), m[1].(int64), int64(i), 0)
-						}
-					}
-				}
-			})
-		}
-	}
+// reloadVM moves old's instance to the game in files, as a hot reload does.
+func reloadVM(t testing.TB, old *vm, files map[string]string) *vm {
+	t.Helper()
+	return reloadTo(t, old, deltaVersion(t, files))
 }
 
-// BenchmarkCompactHandOver compares three ways a compact body can leave
-// JavaScript, with the load game's round (40 changes of a handle, a mask
-// and one or two numbers at precision 0.0001, about 150 varints): bytes
-// written into a Uint8Array in goja and exported as an ArrayBuffer; a plain
-// array of the numbers that Go writes as varints; or each varint handed to
-// a Go function as it is made (what the prelude does: compactWriter).
-func BenchmarkCompactHandOver(b *testing.B) {
-	const js = `var toks = []; for (var i = 0; i < 40; i++) { toks.push(i + 1, 6, 2 * (500000 + i * 7919) + 2); if (i < 20) toks.push(2 * (300000 + i) + 2); }
-var __cb = new Uint8Array(4096), __cn = 0;
-function __cuint(n) {
-  if (__cn + 10 > __cb.length) { var nb = new Uint8Array(__cb.length * 2); nb.set(__cb); __cb = nb; }
-  var b = __cb;
-  while (n > 2147483647) { b[__cn++] = (n % 128) + 128; n = Math.floor(n / 128); }
-  while (n > 127) { b[__cn++] = (n & 127) | 128; n >>>= 7; }
-  b[__cn++] = n;
-}
-function arraybuffer() { __cn = 0; for (var i = 0; i < toks.length; i++) __cuint(toks[i]); return __cb.slice(0, __cn).buffer; }
-function numbers() { var out = []; for (var i = 0; i < toks.length; i++) out.push(toks[i]); return out; }
-function gocalls() { for (var i = 0; i < toks.length; i++) __cu(toks[i]); return __cend(); }`
-	for _, way := range []string{"arraybuffer", "numbers", "gocalls"} {
-		b.Run(way, func(b *testing.B) {
-			r := goja.New()
-			var w compactWriter
-			w.install(r)
-			if _, err := r.RunString(js); err != nil {
-				b.Fatal(err)
-			}
-			fn, _ := goja.AssertFunction(r.Get(way))
-			var out []byte
-			for b.Loop() {
-				w.reset()
-				res, err := fn(goja.Undefined())
-				if err != nil {
-					b.Fatal(err)
-				}
-				switch way {
-				case "arraybuffer":
-					out = append(out[:0], res.Export().(goja.ArrayBuffer).Bytes()...)
-				case "numbers":
-					out = out[:0]
-					for _, x := range res.Export().([]any) {
-						out = binary.AppendUvarint(out, uint64(x.(int64)))
-					}
-				default:
-					out = append(out[:0], w.body(res.ToInteger())...)
-				}
-			}
-			b.ReportMetric(float64(len(out)), "bytes")
-		})
+// reloadTo moves old's instance to g, as a hot reload does.
+func reloadTo(t testing.TB, old *vm, g *version) *vm {
+	t.Helper()
+	v, err := deltaInstance(g).handOver(old, g, testEpoch)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return v
+}
+
+// sendVM runs a send round for the viewers in ready, compacts[i] true for
+// those on the compact encoding (nil: none).
+func sendVM(t testing.TB, v *vm, ready []any, compacts []any) []update {
+	t.Helper()
+	rv := make([]readyViewer, len(ready))
+	for i, id := range ready {
+		rv[i] = readyViewer{id: id.(string), compact: compacts != nil && compacts[i].(bool)}
+	}
+	out, err := guarded(v.rt, v.budget, v.stuck, "sending", func() ([]update, error) { return v.send(rv) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// fieldsJS declares, for truthJS, the fields of the code v runs: __pf the
+// player's that every viewer sees, __ef[type] each entity type's.
+func fieldsJS(v *vm) string {
+	names := func(fs []fieldSpec) []string {
+		out := []string{}
+		for _, f := range fs {
+			out = append(out, f.name)
+		}
+		return out
+	}
+	ef := map[string][]string{}
+	for t, ts := range v.eng.sch.entities {
+		ef[t] = names(ts.fields)
+	}
+	pf, _ := json.Marshal(names(v.eng.sch.player.fields))
+	efs, _ := json.Marshal(ef)
+	return "var __pf = " + string(pf) + ", __ef = " + string(efs) + ";\n"
 }
 
 // TestResumeAfterDroppingTheVisibilityHook: a reload that drops the
@@ -436,32 +395,21 @@ func TestResumeAfterDroppingTheVisibilityHook(t *testing.T) {
 		}
 	}
 	tick := func(v *vm, round int, events string) {
-		if _, err := v.call("tick", v.tick, v.rt.ToValue(0.05), v.rt.ToValue(round), jsonValue(v.rt, events)); err != nil {
+		if _, err := v.tickAt(0.05, int64(round), jsonEvents(t, events)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	send := func(v *vm) []any {
-		res, err := v.call("send", v.send, v.rt.ToValue([]any{"p1"}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res.Export().([]any)
+	send := func(v *vm) []update {
+		return sendVM(t, v, []any{"p1"}, nil)
 	}
 
 	v := deltaVM(t, withHook)
 	tick(v, 1, `[["join", "p1", {}]]`)
 	send(v) // p1 knows itself and the gem
-	dump, err := v.call("export", v.export)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v = deltaVM(t, noHook)
-	if _, err := v.call("adopt", v.adopt, dump); err != nil {
-		t.Fatal(err)
-	}
+	v = reloadVM(t, v, noHook)
 	tick(v, 2, `[["cmd", "p1", "drop", {}], ["resume", "p1"]]`) // the gem goes; p1 starts over
 	out := send(v)
-	if len(out) != 2 || strings.Contains(out[1].(string), `"gone"`) {
+	if len(out) != 1 || strings.Contains(string(out[0].msg), `"gone"`) {
 		t.Fatalf("after its resume p1 got %v: told of things gone it does not know", out)
 	}
 }

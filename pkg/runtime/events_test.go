@@ -3,19 +3,7 @@ package runtime
 import (
 	"fmt"
 	"testing"
-
-	"github.com/dop251/goja"
 )
-
-// jsonValue is the JSON text s as JavaScript values, as the game sees them.
-func jsonValue(r *goja.Runtime, s string) goja.Value {
-	parse, _ := goja.AssertFunction(r.Get("JSON").ToObject(r).Get("parse"))
-	v, err := parse(goja.Undefined(), r.ToValue(s))
-	if err != nil {
-		panic(err)
-	}
-	return v
-}
 
 // BenchmarkTickEvents is one tick of the load game's instance carrying what
 // its 20 players send in a tick at 10 moves a second each: 10 commands,
@@ -33,8 +21,7 @@ func BenchmarkTickEvents(b *testing.B) {
 		events = append(events, event{kind: "cmd", player: fmt.Sprintf("p%d", p), name: "move", args: map[string]any{"dx": 1.0, "dy": -1.0}})
 	}
 	for i := 0; b.Loop(); i++ {
-		evs, _ := eventsValue(v.rt, events)
-		if _, err := v.call("tick", v.tick, v.rt.ToValue(0.05), v.rt.ToValue(i), evs); err != nil {
+		if _, err := v.tickAt(0.05, int64(i), events); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -51,8 +38,7 @@ func TestEventsAreOwnProperties(t *testing.T) {
 		"hoster-commands/say/run.js":    `export default function (i, p, a) { p.seen = JSON.stringify(a); }`,
 	})
 	tick := func(events ...event) string {
-		evs, _ := eventsValue(v.rt, events)
-		if _, err := v.call("tick", v.tick, v.rt.ToValue(0.05), v.rt.ToValue(0), evs); err != nil {
+		if _, err := v.tickAt(0.05, int64(0), events); err != nil {
 			t.Fatal(err)
 		}
 		return v.rt.Get("__inst").ToObject(v.rt).Get("players").ToObject(v.rt).Get("p1").ToObject(v.rt).Get("seen").String()

@@ -50,6 +50,7 @@ type version struct {
 	program  *goja.Program
 	commands map[string]game.Args
 	src      Source
+	schema   *schema // the players' and entities' fields
 }
 
 // Source is the files one version of a game was loaded from. A game's
@@ -111,12 +112,16 @@ func loadVersion(src Source, budget time.Duration, sw stuckWatch) (*version, err
 	if err != nil {
 		return nil, fmt.Errorf("compiling %s: %w", api.ServerModule, err)
 	}
-	raw, err := readRegistry(program, budget, sw)
+	reg, err := readRegistry(program, budget, sw)
 	if err != nil {
 		return nil, err
 	}
-	g := &version{cfg: cfg, program: program, commands: map[string]game.Args{}, src: src}
-	for n, a := range raw {
+	sch, err := newSchema(reg.Fields)
+	if err != nil {
+		return nil, err
+	}
+	g := &version{cfg: cfg, program: program, commands: map[string]game.Args{}, src: src, schema: sch}
+	for n, a := range reg.Commands {
 		args, err := game.ParseArgs(a)
 		if err != nil {
 			return nil, fmt.Errorf("command %s: %w", n, err)
@@ -126,10 +131,11 @@ func loadVersion(src Source, budget time.Duration, sw stuckWatch) (*version, err
 	return g, nil
 }
 
-// registryScript lists the commands' argument schemas, as JSON, with the
-// intrinsics taken before the module ran (see intrinsics.js).
+// registryScript lists the commands' argument schemas and the players' and
+// entities' fields, as JSON, with the intrinsics taken before the module
+// ran (see intrinsics.js).
 const registryScript = `(function () {
-	var c = {};
+	var c = {}, ents = {};
 	var cmds = __hoster.commands || {};
 	var names = __js.keys(cmds);
 	for (var i = 0; i < names.length; i++) {
@@ -138,12 +144,20 @@ const registryScript = `(function () {
 		c[n] = cmds[n].args || {};
 	}
 	if (!__hoster.player || !__hoster.player.fields || !__hoster.entities || !__hoster.instance) throw new Error("the registry is incomplete");
-	return __js.stringify(c);
+	var types = __js.keys(__hoster.entities);
+	for (var j = 0; j < types.length; j++) ents[types[j]] = __hoster.entities[types[j]].fields || {};
+	return __js.stringify({ commands: c, fields: { player: __hoster.player.fields, entities: ents } });
 })()`
 
+// registry is what registryScript lists.
+type registry struct {
+	Commands map[string]json.RawMessage `json:"commands"`
+	Fields   registryFields             `json:"fields"`
+}
+
 // readRegistry runs the module in a fresh runtime, under budget, and reads
-// its commands' argument schemas.
-func readRegistry(program *goja.Program, budget time.Duration, sw stuckWatch) (map[string]json.RawMessage, error) {
+// its commands' argument schemas and its fields.
+func readRegistry(program *goja.Program, budget time.Duration, sw stuckWatch) (registry, error) {
 	r := goja.New()
 	list, err := guarded(r, budget, sw, "loading "+api.ServerModule, func() (json.RawMessage, error) {
 		if _, err := r.RunProgram(intrinsics); err != nil {
@@ -159,11 +173,11 @@ func readRegistry(program *goja.Program, budget time.Duration, sw stuckWatch) (m
 		return asJSON(v)
 	})
 	if err != nil {
-		return nil, err
+		return registry{}, err
 	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(list, &raw); err != nil {
-		return nil, fmt.Errorf("reading the registry: %w", err)
+	var reg registry
+	if err := json.Unmarshal(list, &reg); err != nil {
+		return registry{}, fmt.Errorf("reading the registry: %w", err)
 	}
-	return raw, nil
+	return reg, nil
 }

@@ -105,18 +105,19 @@ func TestReplacedBuiltinsAffectOnlyTheGame(t *testing.T) {
 }
 
 // TestForgedResultsEndOnlyTheirInstance: a game that reaches past the
-// builtins into the runtime's own globals, so that a hook's result Go reads
-// back is not what it must be (the tick's requests not a string but an
-// object whose toString throws; a send round's update an empty array; __now,
-// the time of the updates, an object whose valueOf never returns), ends its
-// own instance with 1011, logged. Before, the first two killed the process
-// and the third hung the instance outside any budget.
+// builtins into the runtime's own globals, so that what Go reads back is
+// not what it must be (the tick's requests an object whose toJSON throws),
+// or that gives the send round a thing Go
+// cannot read (a field whose getter throws, or never returns), ends its
+// own instance with 1011, logged. Before, the first killed the process.
+// (The send round's result and the time of the updates, which a game could
+// once forge too, are Go's own since the send round moved to Go, and the
+// prelude's functions Go calls are found once, before any hook runs.)
 func TestForgedResultsEndOnlyTheirInstance(t *testing.T) {
 	for _, tc := range []struct{ name, tick, at string }{
-		{"tick result", `globalThis.__takeOut = function () { return { toString: function () { throw new Error("no text"); } }; };`, `hoster\.server\.js`},
-		{"send result", `globalThis.__sendShared = function (ready) { return [ready[0], []]; };`, `hoster\.server\.js`},
-		{"send result of a forged length", `globalThis.__sendShared = function (ready) { var a = [ready[0]]; a.length = 4e9; return a; };`, `hoster\.server\.js`},
-		{"__now", `globalThis.__now = { valueOf: function () { for (;;) {} } };`, `hoster\.server\.js`},
+		{"tick result", `globalThis.__out = { length: 1, toJSON: function () { throw new Error("no text"); } };`, `tick\.js:1`},
+		{"a field that throws", `i.entities.trap = { type: "box", get n() { throw new Error("no field"); } };`, `tick\.js:1`},
+		{"a field that never returns", `i.entities.trap = { type: "box", get n() { for (;;) {} } };`, `tick\.js:1`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bad := lab(4)
@@ -135,12 +136,12 @@ func TestForgedResultsEndOnlyTheirInstance(t *testing.T) {
 	}
 }
 
-// TestValueOfLoopInAnUpdateIsStopped: __now made an object whose valueOf
-// never returns, read by the prelude for a JSON-protocol update, is cut
-// off by the hook budget and logged with the game's own file:line.
+// TestValueOfLoopInAnUpdateIsStopped: an entity whose field is a getter
+// that never returns, read by the send round for a JSON-protocol update,
+// is cut off by the hook budget and logged with the game's own file:line.
 func TestValueOfLoopInAnUpdateIsStopped(t *testing.T) {
 	bad := lab(4)
-	bad["hoster-instance/tick.js"] = "export default function (i) {\n  if (!i.state.armed) return;\n  globalThis.__now = { valueOf: function () { for (;;) {} } };\n  for (const id in i.entities) i.entities[id].n++; // an update to send\n}"
+	bad["hoster-instance/tick.js"] = "export default function (i) {\n  if (!i.state.armed) return;\n  i.entities.trap = { type: \"box\", get n() { for (;;) {} } };\n  for (const id in i.entities) i.entities[id].n++; // an update to send\n}"
 	bad["hoster-commands/arm/args.json"] = `{}`
 	bad["hoster-commands/arm/run.js"] = `export default function (i) { i.state.armed = true; }`
 	bad["hoster-instance/create.js"] = `export default function (i) { i.spawn("box", {n: 1}); return {}; }`

@@ -244,9 +244,12 @@ func (in *Instance) askInspect(req inspectRequest) bool {
 func (in *Instance) answerInspects(v *vm, reqs []inspectRequest) {
 	for _, req := range reqs {
 		var r inspectReply
-		res, err := callAs(v, "inspecting", asString, v.inspect, v.rt.ToValue(req.player))
+		res, err := callAs(v, "inspecting", asString, v.inspect)
 		if err == nil {
-			err = json.Unmarshal([]byte(res), &r.res)
+			if req.player != "" {
+				res += `,"view":` + string(v.viewOf(req.player))
+			}
+			err = json.Unmarshal([]byte(res+"}"), &r.res)
 		}
 		if err != nil {
 			r.err = fmt.Errorf("inspecting instance %s: %w", in.id, err)

@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
 	"sync"
 	"time"
 
@@ -256,16 +254,30 @@ func (in *Instance) stopWhen(ok func() bool, code int, reason string) {
 	in.rt.dropSeats(in)
 }
 
-// vm is an instance's JavaScript side.
+// vm is an instance's JavaScript side, and the engine that follows what
+// its viewers were sent (engine.go), which moves with the instance to new
+// code.
 type vm struct {
-	rt                              *goja.Runtime
-	init, tick, send, export, adopt goja.Callable
-	sizes, counts, snapshot, tables goja.Callable
-	inspect                         goja.Callable
-	budget                          time.Duration
-	stuck                           stuckWatch    // what a call that ignores its interrupt gets
-	bodies                          compactWriter // the compact bodies of a send round
+	rt            *goja.Runtime
+	export, adopt goja.Callable
+	inspect       goja.Callable
+	seesAll       goja.Callable // __sees
+	hooks         hooks
+	timers        []*gameTimer
+	visible       goja.Callable // the game's visibility hook, nil for none
+	visibleV      goja.Value    // the same, as a value
+	inst          *goja.Object  // instance, as the last send round found it
+	budget        time.Duration
+	stuck         stuckWatch // what a call that ignores its interrupt gets
+	eng           *engine
+	scratch       roundScratch
+	herrs         []hookErr // hook errors found by Go, for the instance to log
+	now           int64     // the time of the last tick, in ms
 }
+
+// hookErr is a hook error found in Go: where, and a text as a thrown
+// error's stack has it.
+type hookErr struct{ where, text string }
 
 // armInterrupt starts the budget of one call into r: fire interrupts the
 // call if it is still running; end marks it over and clears any interrupt.
@@ -302,12 +314,14 @@ func callerIn(r *goja.Runtime) string {
 	return ""
 }
 
-// newVM loads prog and the prelude in a fresh goja runtime.
-func (in *Instance) newVM(prog *goja.Program) (*vm, error) {
+// newVM loads g's code and the prelude in a fresh goja runtime, its things
+// kept by eng.
+func (in *Instance) newVM(g *version, eng *engine) (*vm, error) {
 	r := goja.New()
 	r.SetMaxCallStackSize(4096)
-	v := &vm{rt: r, budget: in.rt.o.HookBudget, stuck: in.rt.stuckWatch()}
-	v.bodies.install(r)
+	v := &vm{rt: r, budget: in.rt.o.HookBudget, stuck: in.rt.stuckWatch(), eng: eng}
+	v.install()
+	prog := g.program
 	r.Set("__log", func(call goja.FunctionCall) goja.Value {
 		msg := call.Argument(0).String()
 		if ok, held := in.g.logAllowed(in.rt.now()); ok {
@@ -332,11 +346,11 @@ func (in *Instance) newVM(prog *goja.Program) (*vm, error) {
 	return v, nil
 }
 
-// entryPoints finds the prelude's functions Go calls.
+// entryPoints finds the prelude's functions Go calls, and the game's
+// visibility hook.
 func (v *vm) entryPoints() error {
 	for name, fn := range map[string]*goja.Callable{
-		"__init": &v.init, "__tick": &v.tick, "__send": &v.send, "__export": &v.export, "__adopt": &v.adopt,
-		"__sizes": &v.sizes, "__takeCounts": &v.counts, "__snapshot": &v.snapshot, "__tables": &v.tables, "__inspect": &v.inspect,
+		"__export": &v.export, "__adopt": &v.adopt, "__inspect": &v.inspect, "__sees": &v.seesAll,
 	} {
 		f, ok := goja.AssertFunction(v.rt.Get(name))
 		if !ok {
@@ -344,26 +358,72 @@ func (v *vm) entryPoints() error {
 		}
 		*fn = f
 	}
+	reg, _ := v.rt.Get("__hoster").(*goja.Object)
+	if reg == nil {
+		return errors.New("the registry is gone")
+	}
+	if err := v.findHooks(reg); err != nil {
+		return err
+	}
+	if p, ok := reg.Get("player").(*goja.Object); ok {
+		if v.visible, _ = goja.AssertFunction(p.Get("visible")); v.visible != nil {
+			v.visibleV = p.Get("visible")
+		}
+	}
 	return nil
+}
+
+// install gives the prelude the Go functions it calls: __thing(type) makes
+// a thing, __wrap(type, object) one with object's properties, __things()
+// an instance.players or instance.entities, and
+// __view(op, id) follows a player's viewer (join, leave, resume).
+func (v *vm) install() {
+	r := v.rt
+	r.Set("__thing", func(c goja.FunctionCall) goja.Value {
+		_, o := v.newThing(v.eng.typeOf(c.Argument(0).String()))
+		return o
+	})
+	r.Set("__wrap", func(c goja.FunctionCall) goja.Value {
+		t, o := v.newThing(v.eng.typeOf(c.Argument(0).String()))
+		if src, ok := c.Argument(1).(*goja.Object); ok {
+			for _, k := range src.Keys() {
+				t.Set(k, src.Get(k))
+			}
+		}
+		return o
+	})
+	r.Set("__after", v.timerFunc(false))
+	r.Set("__every", v.timerFunc(true))
+	r.Set("__things", func(goja.FunctionCall) goja.Value {
+		return r.NewDynamicObject(&thingMap{objs: map[string]goja.Value{}})
+	})
+	r.Set("__view", func(c goja.FunctionCall) goja.Value {
+		id := c.Argument(1).String()
+		switch c.Argument(0).String() {
+		case "join":
+			v.eng.join(id)
+		case "leave":
+			v.eng.leave(id)
+		case "resume":
+			v.eng.resume(id)
+		}
+		return goja.Undefined()
+	})
 }
 
 // start loads the current version and runs create at now.
 func (in *Instance) start(now time.Time) (*vm, error) {
-	v, err := in.newVM(in.version().program)
+	g := in.version()
+	v, err := in.newVM(g, newEngine(g.schema, false))
 	if err != nil {
 		return nil, err
 	}
-	params, _ := json.Marshal(in.params)
-	if params == nil || string(params) == "null" {
-		params = []byte("{}")
-	}
-	if _, err := v.call("create", v.init, v.rt.ToValue(in.id), v.rt.ToValue(now.UnixMilli()), v.rt.ToValue(string(params))); err != nil {
+	v.eng.visible = v.visible != nil
+	if err := v.create(in.id, now.UnixMilli(), in.params); err != nil {
 		return nil, err
 	}
-	tables, err := callAs(v, "listing the field tables", asJSON, v.tables)
-	if err != nil {
-		return nil, err
-	}
+	in.takeHookErrs(v)
+	tables := v.eng.tables()
 	in.mu.Lock()
 	in.tables = tables
 	in.mu.Unlock()
@@ -374,28 +434,11 @@ func (in *Instance) start(now time.Time) (*vm, error) {
 // serialises (or hands over its state object), the new code restores. On any
 // failure the old code keeps running and nobody notices but the log.
 func (in *Instance) upgrade(old *vm, g *version, now time.Time) (*vm, error) {
-	// The old runtime's delta counts move to Go before it is dropped.
-	a, ch, gn := in.takeDeltaCounts(old)
-	in.mu.Lock()
-	in.tel.delta.Appeared += a
-	in.tel.delta.Changed += ch
-	in.tel.delta.Gone += gn
-	in.mu.Unlock()
-	dump, err := callAs(old, "serialising with the old code", asString, old.export)
+	v, err := in.handOver(old, g, now)
 	if err != nil {
 		return old, err
 	}
-	v, err := in.newVM(g.program)
-	if err != nil {
-		return old, fmt.Errorf("loading the new code: %w", err)
-	}
-	if _, err := v.call("restoring with the new code", v.adopt, v.rt.ToValue(dump), v.rt.ToValue(now.UnixMilli())); err != nil {
-		return old, err
-	}
-	tables, err := callAs(v, "listing the new code's field tables", asJSON, v.tables)
-	if err != nil {
-		return old, err
-	}
+	tables := v.eng.tables()
 	in.mu.Lock()
 	in.ver = g
 	in.tables = tables
@@ -407,6 +450,29 @@ func (in *Instance) upgrade(old *vm, g *version, now time.Time) (*vm, error) {
 		}
 	}
 	in.mu.Unlock()
+	return v, nil
+}
+
+// handOver loads g's code with what old runs: the old code serialises (or
+// hands over its state object), the new code restores, and the engine
+// moves with its records refitted to the new fields. The new code gets a
+// copy of the engine: the old code keeps its own should the move fail.
+func (in *Instance) handOver(old *vm, g *version, now time.Time) (*vm, error) {
+	dump, err := callAs(old, "serialising with the old code", asString, old.export)
+	if err != nil {
+		return nil, err
+	}
+	v, err := in.newVM(g, old.eng.clone())
+	if err != nil {
+		return nil, fmt.Errorf("loading the new code: %w", err)
+	}
+	v.eng.refit(g.schema, v.visible != nil)
+	v.now = now.UnixMilli()
+	_, err = v.call("restoring with the new code", v.adopt, v.rt.ToValue(dump), v.rt.ToValue(v.now))
+	in.takeHookErrs(v)
+	if err != nil {
+		return nil, err
+	}
 	return v, nil
 }
 
@@ -517,8 +583,9 @@ func (in *Instance) step(l *loop, now time.Time) bool {
 	in.inspects = nil
 	in.mu.Unlock()
 	in.moveToCurrent(l, running, now)
-	payload, joins := eventsValue(l.v.rt, events)
-	res, err := callAs(l.v, "tick", asString, l.v.tick, l.v.rt.ToValue(dt), l.v.rt.ToValue(now.UnixMilli()), payload)
+	joins := welcomes(events)
+	res, err := l.v.tickAt(dt, now.UnixMilli(), events)
+	in.takeHookErrs(l.v)
 	if err != nil {
 		in.fail(err, joins...) // the players this tick was to welcome go too
 		return false
@@ -609,44 +676,16 @@ func (in *Instance) telemetry(l *loop) {
 	}
 }
 
-// eventsValue is the tick's events as JavaScript values for __tick, built
-// directly rather than as JSON for JavaScript to parse again (goja's
-// JSON.parse was the costliest part of handing commands over), and the
-// joins and resumes among them, to welcome after the tick.
-func eventsValue(r *goja.Runtime, events []event) (goja.Value, []event) {
-	list := make([]any, 0, len(events))
-	var joins []event
+// welcomes are the joins and resumes among events, to welcome after the
+// tick.
+func welcomes(events []event) []event {
+	var out []event
 	for _, ev := range events {
-		switch ev.kind {
-		case "join":
-			params := r.NewObject()
-			for _, k := range slices.Sorted(maps.Keys(ev.params)) {
-				ownProperty(r, params, k, ev.params[k])
-			}
-			list = append(list, r.NewArray("join", ev.player, params))
-			joins = append(joins, ev)
-		case "leave", "drop":
-			list = append(list, r.NewArray(ev.kind, ev.player))
-		case "resume":
-			list = append(list, r.NewArray("resume", ev.player))
-			joins = append(joins, ev)
-		case "cmd":
-			// The arguments were checked against args.json: scalars only.
-			args := r.NewObject()
-			for _, k := range slices.Sorted(maps.Keys(ev.args)) {
-				ownProperty(r, args, k, ev.args[k])
-			}
-			list = append(list, r.NewArray("cmd", ev.player, ev.name, args))
+		if ev.kind == "join" || ev.kind == "resume" {
+			out = append(out, ev)
 		}
 	}
-	return r.NewArray(list...), joins
-}
-
-// ownProperty gives o its own property k, as JSON.parse would: a key such
-// as "__proto__" from a player's query is a plain property, not o's
-// prototype.
-func ownProperty(r *goja.Runtime, o *goja.Object, k string, v any) {
-	o.DefineDataProperty(k, r.ToValue(v), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE)
+	return out
 }
 
 // welcome attaches a joined (or resumed) player's connection and greets it.
@@ -676,14 +715,12 @@ func (in *Instance) welcome(ev event) {
 // sendRound gives every ready viewer its delta.
 func (in *Instance) sendRound(v *vm) error {
 	in.mu.Lock()
-	ready := make([]any, 0, len(in.conns))
-	compacts := make([]any, 0, len(in.conns)) // whether ready[i] takes the compact encoding
+	ready := make([]readyViewer, 0, len(in.conns))
 	skipped := 0
 	for id, c := range in.conns {
 		switch c.state() {
 		case connReady:
-			ready = append(ready, id)
-			compacts = append(compacts, c.compact)
+			ready = append(ready, readyViewer{id: id, compact: c.compact})
 		case connBusy:
 			skipped++
 		}
@@ -697,23 +734,22 @@ func (in *Instance) sendRound(v *vm) error {
 	if len(ready) == 0 {
 		return nil
 	}
-	v.bodies.reset()
-	res, err := callAs(v, "sending", sendResult(v.rt), v.send, v.rt.ToValue(ready), v.rt.ToValue(compacts))
+	updates, err := guarded(v.rt, v.budget, v.stuck, "sending", func() ([]update, error) { return v.send(ready) })
+	in.takeHookErrs(v)
 	if err != nil {
 		return err
 	}
-	now := res.now
 	in.mu.Lock()
 	due := make([]*conn, 0, len(ready))
-	for _, u := range res.updates {
+	for _, u := range updates {
 		c := in.conns[u.viewer]
 		if c == nil {
 			continue
 		}
-		msg := []byte(u.text)
+		msg := u.msg
 		if u.compact { // a compact update, framed here for this viewer
-			msg = v.bodies.frame(u.seq, u.body, now, c.lastTime)
-			c.lastTime = now
+			msg = frameCompact(u.seq, u.msg, v.now, c.lastTime)
+			c.lastTime = v.now
 		}
 		if c.add(outFrame{frameOp(msg), msg}, true) {
 			in.tel.updBytes.Sum += float64(len(msg))
@@ -721,9 +757,9 @@ func (in *Instance) sendRound(v *vm) error {
 		}
 	}
 	// Messages follow the update that reflects the tick that sent them.
-	for _, id := range ready {
-		in.flushLocked(id.(string))
-		if c := in.conns[id.(string)]; c != nil {
+	for _, rv := range ready {
+		in.flushLocked(rv.id)
+		if c := in.conns[rv.id]; c != nil {
 			due = append(due, c)
 		}
 	}
@@ -734,6 +770,14 @@ func (in *Instance) sendRound(v *vm) error {
 		c.flush()
 	}
 	return nil
+}
+
+// takeHookErrs logs the hook errors Go found in v.
+func (in *Instance) takeHookErrs(v *vm) {
+	for _, h := range v.herrs {
+		in.hookError(h.where, h.text)
+	}
+	v.herrs = v.herrs[:0]
 }
 
 // fail closes the instance after a hook threw or overran; other instances

@@ -12,7 +12,9 @@ Object.defineProperty(this, "__js", {
     // push appends without Array.prototype.push (nor any lookup a game can
     // redirect), and is cheaper than it in goja.
     push: function (a, x) { a[a.length] = x; },
-    push2: function (a, x, y) { a[a.length] = x; a[a.length] = y; }
+    push2: function (a, x, y) { a[a.length] = x; a[a.length] = y; },
+    // bytes is a Uint8Array over an ArrayBuffer Go made (see __sees).
+    bytes: (function (U8) { return function (b) { return new U8(b); }; })(Uint8Array)
   }),
   writable: false, enumerable: false, configurable: false
 });

@@ -94,8 +94,8 @@ func (in *Instance) lastStats(l *loop) {
 // and starts the next interval; ended marks the instance's last line.
 func (in *Instance) statsLine(v *vm, now time.Time, ended bool) {
 	var players, entities int
-	if n, err := callAs(v, "counting", asIntegers(2), v.sizes); err == nil {
-		players, entities = int(n[0]), int(n[1])
+	if p, e, err := v.sizes(); err == nil {
+		players, entities = p, e
 	}
 	appeared, changed, gone := in.takeDeltaCounts(v)
 	in.mu.Lock()
@@ -120,7 +120,7 @@ func (in *Instance) statsLine(v *vm, now time.Time, ended bool) {
 // snapshotLine writes what the game's serialise returns (the state when it
 // has none).
 func (in *Instance) snapshotLine(v *vm, now time.Time) {
-	state, err := callAs(v, "serialise", asJSON, v.snapshot)
+	state, err := v.snapshot()
 	if err != nil {
 		in.log.Warn("snapshot: serialise failed", "err", err)
 		return
@@ -131,9 +131,6 @@ func (in *Instance) snapshotLine(v *vm, now time.Time) {
 }
 
 func (in *Instance) takeDeltaCounts(v *vm) (int64, int64, int64) {
-	n, err := callAs(v, "counting", asIntegers(3), v.counts)
-	if err != nil {
-		return 0, 0, 0
-	}
+	n := v.eng.takeCounts()
 	return n[0], n[1], n[2]
 }

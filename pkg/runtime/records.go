@@ -1,0 +1,398 @@
+package runtime
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+
+	"github.com/dop251/goja"
+	"github.com/hoster-dev/hoster/pkg/game"
+)
+
+// The declared fields of players and entities live in Go. A schema is a
+// version's field tables, built once from its fields.json files as
+// pkg/game parses them (gen bakes them into the registry; the runtime reads
+// them back with game.ParseFields, nowhere else). The game's players and
+// entities are things: JavaScript objects (goja DynamicObjects) whose
+// declared fields are kept in Go, so that a write marks the field changed
+// where it happens and the send round (engine.go) reads only what changed.
+// Undeclared properties stay plain JavaScript values, private to the server.
+
+// playerType is the type name of players in records and tables.
+const playerType = "player"
+
+// fieldSpec is one declared field.
+type fieldSpec struct {
+	name    string
+	typ     game.FieldType
+	q       float64 // how a number is rounded on the wire: see quantCode
+	private bool
+	interp  bool
+}
+
+// typeSpec is the fields of a player or of one entity type: fields are
+// those every viewer sees, priv a player's private ones (sent only to that
+// player), both in name order; index finds a declared field by name: n for
+// fields[n], len(fields)+n for priv[n].
+type typeSpec struct {
+	name   string
+	fields []fieldSpec
+	priv   []fieldSpec
+	index  map[string]int
+}
+
+// all is the number of declared fields, private ones included.
+func (t *typeSpec) all() int { return len(t.fields) + len(t.priv) }
+
+// spec is the declared field n (of all).
+func (t *typeSpec) spec(n int) *fieldSpec {
+	if n < len(t.fields) {
+		return &t.fields[n]
+	}
+	return &t.priv[n-len(t.fields)]
+}
+
+// schema is a version's field tables.
+type schema struct {
+	player   *typeSpec
+	entities map[string]*typeSpec
+	names    []string // entity types, sorted
+}
+
+// registryFields is the fields part of the registry, as gen writes it.
+type registryFields struct {
+	Player   json.RawMessage            `json:"player"`
+	Entities map[string]json.RawMessage `json:"entities"`
+}
+
+// newSchema parses the registry's fields.
+func newSchema(raw registryFields) (*schema, error) {
+	s := &schema{entities: map[string]*typeSpec{}}
+	var err error
+	if s.player, err = newTypeSpec(playerType, raw.Player); err != nil {
+		return nil, fmt.Errorf("reading the player's fields: %w", err)
+	}
+	for t, f := range raw.Entities {
+		if s.entities[t], err = newTypeSpec(t, f); err != nil {
+			return nil, fmt.Errorf("reading the fields of entity type %s: %w", t, err)
+		}
+		s.names = append(s.names, t)
+	}
+	slices.Sort(s.names)
+	return s, nil
+}
+
+func newTypeSpec(name string, raw json.RawMessage) (*typeSpec, error) {
+	fields, err := game.ParseFields(raw)
+	if err != nil {
+		return nil, err
+	}
+	t := &typeSpec{name: name, index: map[string]int{}}
+	for _, n := range slices.Sorted(func(yield func(string) bool) {
+		for k := range fields {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		f := fields[n]
+		fs := fieldSpec{name: n, typ: f.Type, q: quantCode(f.Precision), private: f.Private, interp: f.Interpolate}
+		if f.Private {
+			t.priv = append(t.priv, fs)
+		} else {
+			t.fields = append(t.fields, fs)
+		}
+	}
+	for n := range t.fields {
+		t.index[t.fields[n].name] = n
+	}
+	for n := range t.priv {
+		t.index[t.priv[n].name] = len(t.fields) + n
+	}
+	return t, nil
+}
+
+// quantCode is how a number of precision p is rounded on the wire: 0 not
+// at all; c > 0 to the nearest 1/c (precision 0.01: c = 100, so the value
+// sent is the short decimal 12.35); c < 0 to the nearest multiple of -c.
+func quantCode(p float64) float64 {
+	if !(p > 0) {
+		return 0
+	}
+	inv := 1 / p
+	r := jsRound(inv)
+	if r >= 1 && math.Abs(inv-r) < 1e-9*inv {
+		return r
+	}
+	return -p
+}
+
+// jsRound is JavaScript's Math.round (halves up), as goja computes it.
+func jsRound(f float64) float64 {
+	if math.IsNaN(f) || f == 0 {
+		return f
+	}
+	t := math.Trunc(f)
+	if f >= 0 {
+		if f-t >= 0.5 {
+			return t + 1
+		}
+	} else if t-f > 0.5 {
+		return t - 1
+	}
+	return t
+}
+
+// quant rounds x by code c (see quantCode).
+func quant(x, c float64) float64 {
+	if c > 0 {
+		return jsRound(x*c) / c
+	}
+	return jsRound(x/-c) * -c
+}
+
+// A val is a field's value as sent: undefined (a field no value was taken
+// for yet), null, a number, a string or a boolean.
+type val struct {
+	k uint8
+	n float64 // a number; a boolean is 0 or 1
+	s string
+}
+
+const (
+	vUndef uint8 = iota
+	vNull
+	vNum
+	vStr
+	vBool
+)
+
+var nullVal = val{k: vNull}
+
+// toVal reads a JavaScript value of a declared field as sent: undefined and
+// numbers that are not finite are null. ok is false for a value that is not
+// of the field's type; such a value is never sent.
+func toVal(x goja.Value, f *fieldSpec) (v val, ok bool) {
+	if x == nil || goja.IsUndefined(x) || goja.IsNull(x) {
+		return nullVal, true
+	}
+	switch e := x.Export().(type) {
+	case int64:
+		v = val{k: vNum, n: float64(e)}
+	case float64:
+		if math.IsNaN(e) || math.IsInf(e, 0) {
+			return nullVal, true
+		}
+		v = val{k: vNum, n: e}
+	case string:
+		return val{k: vStr, s: e}, f.typ == game.String
+	case bool:
+		v = val{k: vBool}
+		if e {
+			v.n = 1
+		}
+		return v, f.typ == game.Boolean
+	default:
+		return val{}, false
+	}
+	switch f.typ {
+	case game.Number:
+		if f.q != 0 {
+			v.n = quant(v.n, f.q)
+		}
+		return v, true
+	case game.Integer:
+		return v, v.n == math.Trunc(v.n)
+	}
+	return v, false
+}
+
+// describe is v as the type error names it.
+func describe(x goja.Value) string {
+	if x == nil || goja.IsUndefined(x) {
+		return "undefined"
+	}
+	if _, ok := x.(*goja.Object); !ok {
+		if b, err := json.Marshal(x.Export()); err == nil {
+			return string(b)
+		}
+		return x.String() // a primitive: no code of the game's runs
+	}
+	if b, err := json.Marshal(x.Export()); err == nil {
+		return string(b)
+	}
+	return kind(x)
+}
+
+// typeError is the message of a field given a value of another type.
+func typeError(f *fieldSpec, owner string, x goja.Value) string {
+	if owner == playerType {
+		owner = "a player"
+	}
+	want := "a " + string(f.typ)
+	if f.typ == game.Integer {
+		want = "an integer"
+	}
+	return "field " + f.name + " of " + owner + " must be " + want + ", not " + describe(x) + ": the value is not sent"
+}
+
+// thing is a player or an entity as hooks see it: a DynamicObject whose
+// declared fields are kept here and whose other properties are plain
+// values. keys keeps the properties' order, as JavaScript's own objects do.
+type thing struct {
+	v     *vm
+	ts    *typeSpec
+	vals  []goja.Value // the declared fields; nil: not set
+	dirty []bool       // written since the send round last read them
+	dirt  bool         // some field is dirty
+	extra map[string]goja.Value
+	keys  []string
+}
+
+var thingType = reflect.TypeOf((*thing)(nil))
+
+// newThing is a thing of type ts in v's runtime, as a JavaScript object.
+func (v *vm) newThing(ts *typeSpec) (*thing, *goja.Object) {
+	t := &thing{v: v, ts: ts, vals: make([]goja.Value, ts.all()), dirty: make([]bool, ts.all())}
+	return t, v.rt.NewDynamicObject(t)
+}
+
+// thingOf is o's thing, nil when o is not one (an object the game made).
+func thingOf(o *goja.Object) *thing {
+	if o.ExportType() != thingType {
+		return nil
+	}
+	t, _ := o.Export().(*thing)
+	return t
+}
+
+func (t *thing) Get(key string) goja.Value {
+	if n, ok := t.ts.index[key]; ok {
+		return t.vals[n]
+	}
+	return t.extra[key]
+}
+
+// Set stores a value; a declared field's write marks it changed, and one
+// of the wrong type is reported at once, with the writer's file:line (it
+// is never sent: the viewers keep the last value of the field's type).
+func (t *thing) Set(key string, x goja.Value) bool {
+	if n, ok := t.ts.index[key]; ok {
+		if t.vals[n] == nil {
+			t.keys = append(t.keys, key)
+		}
+		if x == nil {
+			x = goja.Undefined()
+		}
+		t.vals[n] = x
+		t.dirty[n], t.dirt = true, true
+		if f := t.ts.spec(n); !goja.IsUndefined(x) && !goja.IsNull(x) {
+			if _, ok := toVal(x, f); !ok {
+				t.v.badField(t.ts.name, f, x, callerIn(t.v.rt))
+			}
+		}
+		return true
+	}
+	if t.extra == nil {
+		t.extra = map[string]goja.Value{}
+	}
+	if _, ok := t.extra[key]; !ok {
+		t.keys = append(t.keys, key)
+	}
+	t.extra[key] = x
+	return true
+}
+
+func (t *thing) Has(key string) bool {
+	if n, ok := t.ts.index[key]; ok {
+		return t.vals[n] != nil
+	}
+	_, ok := t.extra[key]
+	return ok
+}
+
+func (t *thing) Delete(key string) bool {
+	if n, ok := t.ts.index[key]; ok {
+		if t.vals[n] == nil {
+			return true
+		}
+		t.vals[n] = nil
+		t.dirty[n], t.dirt = true, true
+	} else if _, ok := t.extra[key]; ok {
+		delete(t.extra, key)
+	} else {
+		return true
+	}
+	t.keys = slices.DeleteFunc(t.keys, func(k string) bool { return k == key })
+	return true
+}
+
+func (t *thing) Keys() []string { return slices.Clone(t.keys) }
+
+// value is declared field n as sent, and whether it is of its type.
+func (t *thing) value(n int) (val, bool) {
+	return toVal(t.vals[n], t.ts.spec(n))
+}
+
+// badField reports, once per field and instance, a value of the wrong type
+// in a declared field; at is the game's file:line that wrote it, if known.
+func (v *vm) badField(owner string, f *fieldSpec, x goja.Value, at string) {
+	key := owner + "." + f.name
+	if v.eng.bad[key] {
+		return
+	}
+	v.eng.bad[key] = true
+	text := typeError(f, owner, x)
+	if at != "" {
+		text += "\n    at " + at + ":0(0)"
+	}
+	v.herrs = append(v.herrs, hookErr{where: "fields", text: text})
+}
+
+// thingMap is instance.players or instance.entities: a DynamicObject that
+// keeps its ids in the order they were added, as JavaScript's objects keep
+// such keys, so that the send round walks it in Go without asking goja
+// for its keys.
+type thingMap struct {
+	ids  []string
+	objs map[string]goja.Value
+}
+
+var thingMapType = reflect.TypeOf((*thingMap)(nil))
+
+func (m *thingMap) Get(key string) goja.Value { return m.objs[key] }
+
+func (m *thingMap) Set(key string, x goja.Value) bool {
+	if _, ok := m.objs[key]; !ok {
+		m.ids = append(m.ids, key)
+	}
+	m.objs[key] = x
+	return true
+}
+
+func (m *thingMap) Has(key string) bool {
+	_, ok := m.objs[key]
+	return ok
+}
+
+func (m *thingMap) Delete(key string) bool {
+	if _, ok := m.objs[key]; ok {
+		delete(m.objs, key)
+		m.ids = slices.DeleteFunc(m.ids, func(k string) bool { return k == key })
+	}
+	return true
+}
+
+func (m *thingMap) Keys() []string { return slices.Clone(m.ids) }
+
+// thingMapOf is o's thingMap, nil when o is not one (the game replaced
+// instance.players or instance.entities with an object of its own).
+func thingMapOf(o *goja.Object) *thingMap {
+	if o.ExportType() != thingMapType {
+		return nil
+	}
+	m, _ := o.Export().(*thingMap)
+	return m
+}
