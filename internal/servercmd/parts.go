@@ -7,6 +7,7 @@ import (
 
 	"github.com/hoster-dev/hoster/pkg/accesslog"
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/fleet"
 	"github.com/hoster-dev/hoster/pkg/game"
 	"github.com/hoster-dev/hoster/pkg/health"
 	"github.com/hoster-dev/hoster/pkg/hostserver"
@@ -25,7 +26,9 @@ type parts struct {
 	stoppers []func(context.Context)
 }
 
-func buildParts(ctx context.Context, o serveOptions, token string, variant api.Variant, log *slog.Logger) (*parts, error) {
+// buildParts builds serve's parts; node, if not nil, is the fleet the
+// server joined.
+func buildParts(ctx context.Context, o serveOptions, token string, variant api.Variant, node *fleet.Node, log *slog.Logger) (*parts, error) {
 	ho := hostserver.Options{
 		HostingRoot: o.HostingRoot, Token: token, Variant: variant,
 		MaxUpload: o.MaxUpload, ReloadDebounce: o.ReloadDebounce, Logger: log,
