@@ -1,6 +1,7 @@
 package servercmd
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,5 +37,38 @@ func TestServeJoinsAOneNodeFleet(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, api.GamesDir, FleetDir)); !os.IsNotExist(err) {
 		t.Fatalf("fleet data in the games root: %v", err)
+	}
+}
+
+// TestFleetSyncReachesEveryNode: a sync through node A is served by B and
+// C, pages and game code, and every node answers the same tree; a second
+// sync's new version too. In both variants of the contract.
+func TestFleetSyncReachesEveryNode(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir()) // not the developer's hoster.json
+	for _, variant := range []int{1, 2} {
+		t.Run(fmt.Sprintf("variant%d", variant), func(t *testing.T) {
+			nodes := startFleet(t, 3, variant)
+			sites := arenaSites(t, 3)
+			arena := filepath.Join(sites, "example.com", "arena")
+			for _, v := range []struct{ tickRate int }{{20}, {30}} {
+				index := fmt.Sprintf("<p>version %d</p>", v.tickRate)
+				writeSite(t, arena, "index.html", index)
+				writeSite(t, arena, "hoster-game.json", fmt.Sprintf(`{"tickRate": %d, "sendRate": 10, "capacity": 16, "origins": ["https://example.com"]}`, v.tickRate))
+				if code, out := hosterSync(t, nodes[0].url(), sites); code != 0 {
+					t.Fatalf("sync through %s: exit %d\n%s", nodes[0].name, code, out)
+				}
+				want := nodes[0].diskTree(t)
+				for _, nd := range nodes[1:] {
+					nd.until(t, fmt.Sprintf("version %d", v.tickRate), func() bool {
+						return nd.page("") == index && nd.tickRate() == v.tickRate && sameTree(nd.diskTree(t), want)
+					})
+				}
+				for _, nd := range nodes {
+					if tree := nd.apiTree(); !sameTree(tree, want) {
+						t.Fatalf("%s's tree is not the fleet's: %d files, want %d", nd.name, len(tree), len(want))
+					}
+				}
+			}
+		})
 	}
 }

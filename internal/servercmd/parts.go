@@ -12,6 +12,7 @@ import (
 	"github.com/hoster-dev/hoster/pkg/health"
 	"github.com/hoster-dev/hoster/pkg/hostserver"
 	"github.com/hoster-dev/hoster/pkg/runtime"
+	"github.com/hoster-dev/hoster/pkg/store"
 	"github.com/hoster-dev/hoster/pkg/tools"
 )
 
@@ -54,12 +55,26 @@ func buildParts(ctx context.Context, o serveOptions, token string, variant api.V
 			return pool, nil
 		}
 	}
+	var fleetSync *fleet.Sync // set below, before any request
+	if node != nil {
+		ho.Publish = func(ch []store.Change) error { return fleetSync.Publish(ch) }
+		ho.Tree = func() (map[string]string, error) { return fleetSync.Tree() }
+	}
 	host, err := hostserver.New(ho)
 	if err != nil {
 		return nil, err
 	}
 	p := &parts{host: host, handler: host.Handler()}
 	p.closers = append(p.closers, func() error { host.Close(); return nil })
+	if node != nil {
+		fleetSync, err = fleet.StartSync(ctx, node, fleet.SyncOptions{Store: host.Store(), Reload: host.Reload,
+			ReloadDebounce: o.ReloadDebounce, Logger: log})
+		if err != nil {
+			p.close()
+			return nil, err
+		}
+		p.closers = append(p.closers, func() error { fleetSync.Close(); return nil })
+	}
 	p.stoppers = append(p.stoppers, host.Shutdown)
 	log.Info("game telemetry", "process", host.Runtime().Process())
 

@@ -248,12 +248,14 @@ func (n *Node) waitJetStream(ctx context.Context) error {
 	}, func(err error) error { return fmt.Errorf("joining the fleet: waiting for JetStream: %w", err) })
 }
 
-// retry calls f until it succeeds or ctx ends, each call bounded by 5s;
-// fail wraps the last error.
+// retry calls f until it succeeds or ctx ends; fail wraps the last error.
+// Each call is bounded, by 1 s at first and up to 5 s: a request JetStream
+// drops (the nodes creating the same bucket at once) is sent again soon,
+// while a slow one gets time.
 func retry(ctx context.Context, f func(context.Context) error, fail func(error) error) error {
-	wait := 50 * time.Millisecond
+	wait, bound := 50*time.Millisecond, time.Second
 	for {
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		cctx, cancel := context.WithTimeout(ctx, bound)
 		err := f(cctx)
 		cancel()
 		if err == nil {
@@ -264,7 +266,7 @@ func retry(ctx context.Context, f func(context.Context) error, fail func(error) 
 			return fail(err)
 		case <-time.After(wait):
 		}
-		wait = min(2*wait, time.Second)
+		wait, bound = min(2*wait, time.Second), min(2*bound, 5*time.Second)
 	}
 }
 

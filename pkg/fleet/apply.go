@@ -1,0 +1,168 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hoster-dev/hoster/pkg/store"
+)
+
+// gameState is what this node knows of one game of the fleet.
+type gameState struct {
+	s            *Sync
+	domain, name string
+	key          string
+
+	// mu is held while this node publishes the game or writes a manifest
+	// to its disk, so that the two never interleave.
+	mu  sync.Mutex
+	rev uint64 // the manifest's revision this disk is at (0: none yet)
+
+	// The group commit of publish.go.
+	qmu        sync.Mutex
+	queue      []*pendingCommit
+	committing bool
+
+	// The latest manifest to write to disk, and the wake-up of the loop
+	// that writes it.
+	wmu    sync.Mutex
+	wanted *manifest
+	kick   chan struct{}
+}
+
+// game is the state of domain/game, made (with its apply loop) on first use.
+func (s *Sync) game(domain, game string) *gameState {
+	key := manifestKey(domain, game)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, ok := s.games[key]
+	if !ok {
+		g = &gameState{s: s, domain: domain, name: game, key: key, kick: make(chan struct{}, 1)}
+		s.games[key] = g
+		s.loops.Add(1)
+		go g.applyLoop()
+	}
+	return g
+}
+
+// want asks for m on disk, unless a newer manifest is wanted already.
+func (g *gameState) want(m manifest) {
+	g.wmu.Lock()
+	if g.wanted == nil || g.wanted.rev < m.rev {
+		g.wanted = &m
+	}
+	g.wmu.Unlock()
+	select {
+	case g.kick <- struct{}{}:
+	default:
+	}
+}
+
+// applyLoop writes each wanted manifest to disk until the sync closes; a
+// failure (a body not yet readable) is tried again, later and later.
+func (g *gameState) applyLoop() {
+	defer g.s.loops.Done()
+	wait := 100 * time.Millisecond
+	for {
+		select {
+		case <-g.s.ctx.Done():
+			return
+		case <-g.kick:
+		}
+		g.wmu.Lock()
+		m := g.wanted
+		g.wanted = nil
+		g.wmu.Unlock()
+		if m == nil {
+			continue
+		}
+		if err := g.apply(*m); err != nil {
+			g.s.log.Warn("fleet: writing a game's published files", "game", g.domain+"/"+g.name, "err", err)
+			g.want(*m)
+			select {
+			case <-g.s.ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, 5*time.Second)
+			continue
+		}
+		wait = 100 * time.Millisecond
+	}
+}
+
+// apply makes this disk's copy of the game what m says: what is not in m
+// is deleted first (a file may stand where a folder goes), then each file
+// this disk lacks or has otherwise is fetched and written atomically. The
+// game reloads once the burst is over, if anything changed.
+func (g *gameState) apply(m manifest) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if m.rev <= g.rev {
+		return nil
+	}
+	s := g.s
+	have, err := s.st.TreeOf(g.domain, g.name)
+	if err != nil {
+		return err
+	}
+	changed := false
+	for p := range have {
+		if _, ok := m.Files[p]; !ok {
+			if err := s.st.Delete(p); err != nil {
+				return err
+			}
+			changed = true
+		}
+	}
+	if len(m.Files) == 0 && len(have) > 0 {
+		if err := s.st.Delete(g.domain + "/" + g.name); err != nil {
+			return err
+		}
+	}
+	var fetch []store.Change
+	for p, h := range m.Files {
+		if have[p] != h {
+			fetch = append(fetch, store.Change{Path: p, SHA256: h})
+		}
+	}
+	if err := s.fetchBodies(fetch); err != nil {
+		return err
+	}
+	g.rev = m.rev
+	if changed || len(fetch) > 0 {
+		s.log.Info("fleet: wrote a game's published files", "game", g.domain+"/"+g.name, "files", len(fetch), "rev", m.rev)
+		s.deb.Mark(g.domain, g.name)
+	}
+	return nil
+}
+
+// fetchBodies writes each of files from the object store, bodyJobs at once.
+func (s *Sync) fetchBodies(files []store.Change) error {
+	if len(files) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, publishTimeout)
+	defer cancel()
+	return eachBody(files, func(c store.Change) error { return s.fetchBody(ctx, c) })
+}
+
+// fetchBody writes one file from the object store, through the store's
+// atomic write, and checks it is the body the manifest names.
+func (s *Sync) fetchBody(ctx context.Context, c store.Change) error {
+	r, err := s.obj.Get(ctx, c.SHA256)
+	if err != nil {
+		return fmt.Errorf("fetching the body of %s: %w", c.Path, err)
+	}
+	defer r.Close()
+	w, err := s.st.Write(c.Path, r, 0)
+	if err != nil {
+		return fmt.Errorf("fetching the body of %s: %w", c.Path, err)
+	}
+	if w.SHA256 != c.SHA256 {
+		return fmt.Errorf("fetching the body of %s: it is %s, not %s", c.Path, w.SHA256, c.SHA256)
+	}
+	return nil
+}
