@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hoster-dev/hoster/pkg/api"
 )
@@ -71,4 +72,63 @@ func TestFleetSyncReachesEveryNode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFleetOutlivesItsNodes: a node killed (-9) in the middle of a sync
+// through another leaves the sync to complete, and, started again, catches
+// up byte-exact without a new sync; the node the client talks to killed
+// in the middle, the client fails cleanly (exit 1), and a rerun through
+// another node completes.
+//
+// It takes tens of seconds: a dead node that led a JetStream group leaves
+// the others to elect a new leader, which NATS starts after 4 to 9 s.
+func TestFleetOutlivesItsNodes(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir()) // not the developer's hoster.json
+	nodes := startFleet(t, 3, 1)
+	a, b, c := nodes[0], nodes[1], nodes[2]
+	sites := arenaSites(t, 300)
+
+	// B dies while a sync goes through A.
+	g := newGate(t, a)
+	done := syncing(t, g.URL, sites)
+	g.waitFirst(t)
+	if !b.out.WaitFor(`msg="fleet: wrote a game's published files"`, 1, 60*time.Second) {
+		t.Fatalf("B never wrote the first batch:\n%s", b.out)
+	}
+	b.kill(t)
+	g.release()
+	if res := <-done; res[0] != "0" {
+		t.Fatalf("the sync through A with B dead: exit %s\n%s", res[0], res[1])
+	}
+	want := a.diskTree(t)
+	c.until(t, "the sync", func() bool { return sameTree(c.diskTree(t), want) })
+	if !sameTree(a.apiTree(), want) || !sameTree(c.apiTree(), want) {
+		t.Fatal("A or C answers another tree than the synced one")
+	}
+	b.start(t)
+	b.waitServing(t)
+	b.until(t, "what it missed", func() bool { return sameTree(b.diskTree(t), want) })
+
+	// A, the node the client talks to, dies in the middle of a sync.
+	arena := filepath.Join(sites, "example.com", "arena")
+	for i := range 300 {
+		writeSite(t, arena, fmt.Sprintf("assets/g%03d.txt", i), strings.Repeat(fmt.Sprintf("second %d ", i), 400))
+	}
+	g = newGate(t, a)
+	done = syncing(t, g.URL, sites)
+	g.waitFirst(t)
+	a.kill(t)
+	g.release()
+	if res := <-done; res[0] != "1" {
+		t.Fatalf("the sync through a node that died: exit %s, want 1\n%s", res[0], res[1])
+	}
+	if code, out := hosterSync(t, c.url(), sites); code != 0 {
+		t.Fatalf("the sync again through C: exit %d\n%s", code, out)
+	}
+	want = c.apiTree()
+	if len(want) < 600 {
+		t.Fatalf("C's tree has %d files after the rerun", len(want))
+	}
+	c.until(t, "the rerun's sync", func() bool { return sameTree(c.diskTree(t), want) })
+	b.until(t, "the rerun's sync", func() bool { return sameTree(b.diskTree(t), want) })
 }

@@ -10,10 +10,15 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -284,4 +289,94 @@ func sameTree(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// gate is a proxy in front of a node that lets a sync's first batch
+// through and holds the rest until opened: a test acts in the middle of
+// the sync. A node gone behind it aborts the client's connections, as the
+// node's own death would.
+type gate struct {
+	URL     string
+	first   chan struct{} // closed once the first batch was answered
+	open    chan struct{}
+	batches atomic.Int32
+	once    sync.Once
+}
+
+func newGate(t *testing.T, nd *fleetNode) *gate {
+	t.Helper()
+	g := &gate{first: make(chan struct{}), open: make(chan struct{})}
+	target, _ := url.Parse(nd.url())
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ErrorHandler = func(http.ResponseWriter, *http.Request, error) { panic(http.ErrAbortHandler) }
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPut || r.URL.Path != api.PathFiles {
+			proxy.ServeHTTP(w, r)
+			return
+		}
+		if g.batches.Add(1) > 1 {
+			<-g.open
+			proxy.ServeHTTP(w, r)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+		g.once.Do(func() { close(g.first) })
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(g.release)
+	g.URL = srv.URL
+	return g
+}
+
+// waitFirst waits until the sync's first batch was answered.
+func (g *gate) waitFirst(t *testing.T) {
+	t.Helper()
+	select {
+	case <-g.first:
+	case <-time.After(60 * time.Second): // a hang guard
+		t.Fatal("the sync's first batch never went through")
+	}
+}
+
+// release lets the held batches go on.
+func (g *gate) release() {
+	select {
+	case <-g.open:
+	default:
+		close(g.open)
+	}
+}
+
+// syncing runs hosterSync in the background; its exit status and output
+// come on the channel.
+func syncing(t *testing.T, server, sites string) <-chan [2]string {
+	t.Helper()
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	os.WriteFile(tokenFile, []byte(fleetToken), 0o600)
+	done := make(chan [2]string, 1)
+	go func() {
+		var out bytes.Buffer
+		code := cli.Main([]string{"sync", "--server", server, "--token-file", tokenFile, sites}, strings.NewReader(""), &out, &out)
+		done <- [2]string{fmt.Sprint(code), out.String()}
+	}()
+	return done
+}
+
+// treeDiff says how got differs from want, for a failure's message.
+func treeDiff(got, want map[string]string) string {
+	var d []string
+	for k, v := range want {
+		if got[k] != v {
+			d = append(d, fmt.Sprintf("%s: %.8s, want %.8s", k, got[k], v))
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			d = append(d, k+": not wanted")
+		}
+	}
+	if len(d) > 10 {
+		d = append(d[:10], fmt.Sprintf("and %d more", len(d)-10))
+	}
+	return strings.Join(d, "; ")
 }

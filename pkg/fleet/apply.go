@@ -19,6 +19,10 @@ type gameState struct {
 	// to its disk, so that the two never interleave.
 	mu  sync.Mutex
 	rev uint64 // the manifest's revision this disk is at (0: none yet)
+	// files is that manifest's files (nil: none yet): what this node may
+	// delete or replace, as against a file a sync through this node has
+	// just written and not yet published.
+	files map[string]string
 
 	// The group commit of publish.go.
 	qmu        sync.Mutex
@@ -93,10 +97,13 @@ func (g *gameState) applyLoop() {
 	}
 }
 
-// apply makes this disk's copy of the game what m says: what is not in m
-// is deleted first (a file may stand where a folder goes), then each file
-// this disk lacks or has otherwise is fetched and written atomically. The
-// game reloads once the burst is over, if anything changed.
+// apply makes this disk's copy of the game what m says: what m no longer
+// has is deleted first (a file may stand where a folder goes), then each
+// file this disk lacks or has otherwise is fetched and written atomically.
+// Only what the last manifest written here holds is deleted or replaced: a
+// file a sync through this node has just written, not yet published, is
+// left to its own publish. The game reloads once the burst is over, if
+// anything changed.
 func (g *gameState) apply(m manifest) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -108,30 +115,26 @@ func (g *gameState) apply(m manifest) error {
 	if err != nil {
 		return err
 	}
+	ours := func(p string) bool { return g.files == nil || have[p] == g.files[p] }
 	changed := false
 	for p := range have {
-		if _, ok := m.Files[p]; !ok {
+		if _, ok := m.Files[p]; !ok && ours(p) {
 			if err := s.st.Delete(p); err != nil {
 				return err
 			}
 			changed = true
 		}
 	}
-	if len(m.Files) == 0 && len(have) > 0 {
-		if err := s.st.Delete(g.domain + "/" + g.name); err != nil {
-			return err
-		}
-	}
 	var fetch []store.Change
 	for p, h := range m.Files {
-		if have[p] != h {
+		if have[p] != h && (have[p] == "" || ours(p)) {
 			fetch = append(fetch, store.Change{Path: p, SHA256: h})
 		}
 	}
 	if err := s.fetchBodies(fetch); err != nil {
 		return err
 	}
-	g.rev = m.rev
+	g.rev, g.files = m.rev, m.Files
 	if changed || len(fetch) > 0 {
 		s.log.Info("fleet: wrote a game's published files", "game", g.domain+"/"+g.name, "files", len(fetch), "rev", m.rev)
 		s.deb.Mark(g.domain, g.name)
@@ -144,14 +147,18 @@ func (s *Sync) fetchBodies(files []store.Change) error {
 	if len(files) == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, publishTimeout)
-	defer cancel()
-	return eachBody(files, func(c store.Change) error { return s.fetchBody(ctx, c) })
+	return eachBody(files, func(c store.Change) error { return s.fetchBody(c) })
 }
+
+// fetchTimeout bounds the fetch of one body: a fetch from a stream whose
+// leader died stalls, and the apply loop tries again (after an election).
+const fetchTimeout = 5 * time.Second
 
 // fetchBody writes one file from the object store, through the store's
 // atomic write, and checks it is the body the manifest names.
-func (s *Sync) fetchBody(ctx context.Context, c store.Change) error {
+func (s *Sync) fetchBody(c store.Change) error {
+	ctx, cancel := context.WithTimeout(s.ctx, fetchTimeout)
+	defer cancel()
 	r, err := s.obj.Get(ctx, c.SHA256)
 	if err != nil {
 		return fmt.Errorf("fetching the body of %s: %w", c.Path, err)

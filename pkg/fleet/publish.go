@@ -159,7 +159,7 @@ func (g *gameState) commit(ctx context.Context, changes []store.Change) error {
 	g.committing = true
 	g.qmu.Unlock()
 	if lead {
-		go g.lead(ctx)
+		go g.lead()
 	}
 	select {
 	case err := <-p.done:
@@ -170,7 +170,9 @@ func (g *gameState) commit(ctx context.Context, changes []store.Change) error {
 }
 
 // lead commits the waiting changes, round after round, until none wait.
-func (g *gameState) lead(ctx context.Context) {
+// Each round has a context of its own: the request that made this leader
+// may be gone, while others wait.
+func (g *gameState) lead() {
 	for {
 		g.qmu.Lock()
 		batch := g.queue
@@ -185,7 +187,9 @@ func (g *gameState) lead(ctx context.Context) {
 		for _, p := range batch {
 			all = append(all, p.changes...)
 		}
+		ctx, cancel := context.WithTimeout(g.s.ctx, publishTimeout)
 		err := g.s.casUpdate(ctx, g, all)
+		cancel()
 		for _, p := range batch {
 			p.done <- err
 		}
@@ -224,7 +228,7 @@ func (s *Sync) casUpdate(ctx context.Context, g *gameState, changes []store.Chan
 		s.remember(g.key, next)
 		if base.rev == g.rev {
 			// This disk had the base and has the changes: it is at next.
-			g.rev = next.rev
+			g.rev, g.files = next.rev, next.Files
 		} else {
 			// Another node's changes came in between: fetch them.
 			g.want(next)
