@@ -1,8 +1,14 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"hash"
+	"io"
 	"sync"
 	"time"
 
@@ -155,16 +161,36 @@ func (s *Sync) fetchBodies(files []store.Change) error {
 const fetchTimeout = 5 * time.Second
 
 // fetchBody writes one file from the object store, through the store's
-// atomic write, and checks it is the body the manifest names.
+// atomic write, and checks it is the body the manifest names. A body of one
+// chunk (most files) is read with a direct get of its chunk, which any copy
+// of the stream answers; a longer one through the store's reader, whose
+// consumer costs the fleet more.
 func (s *Sync) fetchBody(c store.Change) error {
 	ctx, cancel := context.WithTimeout(s.ctx, fetchTimeout)
 	defer cancel()
-	r, err := s.obj.Get(ctx, c.SHA256)
+	info, err := s.obj.GetInfo(ctx, c.SHA256)
 	if err != nil {
 		return fmt.Errorf("fetching the body of %s: %w", c.Path, err)
 	}
-	defer r.Close()
-	w, err := s.st.Write(c.Path, r, 0)
+	var body io.Reader
+	switch {
+	case info.Chunks == 0:
+		body = bytes.NewReader(nil)
+	case info.Chunks == 1:
+		msg, err := s.bodyStream.GetLastMsgForSubject(ctx, "$O."+BodyStore+".C."+info.NUID)
+		if err != nil {
+			return fmt.Errorf("fetching the body of %s: %w", c.Path, err)
+		}
+		body = bytes.NewReader(msg.Data)
+	default:
+		r, err := s.obj.Get(ctx, c.SHA256)
+		if err != nil {
+			return fmt.Errorf("fetching the body of %s: %w", c.Path, err)
+		}
+		defer r.Close()
+		body = r
+	}
+	w, err := s.st.Write(c.Path, &hashCheck{r: body, want: c.SHA256}, 0)
 	if err != nil {
 		return fmt.Errorf("fetching the body of %s: %w", c.Path, err)
 	}
@@ -172,4 +198,24 @@ func (s *Sync) fetchBody(c store.Change) error {
 		return fmt.Errorf("fetching the body of %s: it is %s, not %s", c.Path, w.SHA256, c.SHA256)
 	}
 	return nil
+}
+
+// hashCheck reads r and fails at its end unless its bytes hash to want, so
+// that a body not the manifest's is never renamed into place.
+type hashCheck struct {
+	r    io.Reader
+	want string
+	h    hash.Hash
+}
+
+func (c *hashCheck) Read(p []byte) (int, error) {
+	if c.h == nil {
+		c.h = sha256.New()
+	}
+	n, err := c.r.Read(p)
+	c.h.Write(p[:n])
+	if errors.Is(err, io.EOF) && hex.EncodeToString(c.h.Sum(nil)) != c.want {
+		return n, errors.New("its bytes are not the sha256 the manifest names")
+	}
+	return n, err
 }

@@ -41,6 +41,10 @@ const ClusterName = "hoster"
 // MaxReplicas is the most copies the fleet keeps of each bucket.
 const MaxReplicas = 3
 
+// MaxPayload is the largest message an embedded fleet's NATS takes: room
+// for a game's manifest and for large chunks of the files' bodies.
+const MaxPayload = 8 << 20
+
 // Options configure Join. Either URLs (an external NATS) or Listen (an
 // embedded one) is set.
 type Options struct {
@@ -182,6 +186,7 @@ func (n *Node) embed(o Options) error {
 		Port:          server.RANDOM_PORT,
 		Authorization: token,
 		JetStream:     true,
+		MaxPayload:    MaxPayload,
 		StoreDir:      filepath.Join(o.Dir, "jetstream"),
 		NoSigs:        true,
 	}

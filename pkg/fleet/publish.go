@@ -14,7 +14,7 @@ import (
 )
 
 // bodyJobs is the most bodies one publish puts at once.
-const bodyJobs = 8
+const bodyJobs = 32
 
 // Publish publishes what a request of the Sync API changed on this node's
 // disk: the bodies the object store lacks, then each changed game's
@@ -92,20 +92,14 @@ func eachBody(files []store.Change, f func(store.Change) error) error {
 	return nil
 }
 
-// putBody puts the body of c, read back from this node's disk, unless the
-// object store has it already. A body that is not c's hash any more (the
+// putBody puts the body of c, read back from this node's disk, unless it is
+// known to be in the object store already: named by a manifest this node
+// has seen, or put by this node. (Asking the store first would cost every
+// new body a round trip more.) A body that is not c's hash any more (the
 // file changed since) is taken back and fails the publish.
 func (s *Sync) putBody(ctx context.Context, c store.Change) error {
 	if s.hasBody(c.SHA256) {
 		return nil
-	}
-	_, err := s.obj.GetInfo(ctx, c.SHA256)
-	if err == nil {
-		s.knowBody(c.SHA256)
-		return nil
-	}
-	if !errors.Is(err, jetstream.ErrObjectNotFound) {
-		return fmt.Errorf("publishing %s: asking for its body: %w", c.Path, err)
 	}
 	want, err := bodyDigest(c.SHA256)
 	if err != nil {
@@ -116,7 +110,7 @@ func (s *Sync) putBody(ctx context.Context, c store.Change) error {
 		return fmt.Errorf("publishing %s: %w", c.Path, err)
 	}
 	defer f.Close()
-	info, err := s.obj.Put(ctx, jetstream.ObjectMeta{Name: c.SHA256}, f)
+	info, err := s.obj.Put(ctx, jetstream.ObjectMeta{Name: c.SHA256, Opts: &jetstream.ObjectMetaOptions{ChunkSize: s.chunkSize()}}, f)
 	if err != nil {
 		return fmt.Errorf("publishing %s: storing its body: %w", c.Path, err)
 	}
@@ -126,6 +120,13 @@ func (s *Sync) putBody(ctx context.Context, c store.Change) error {
 	}
 	s.knowBody(c.SHA256)
 	return nil
+}
+
+// chunkSize is the size of a body's chunks in the object store: the
+// largest message the fleet's NATS takes, less room for the headers, and at
+// most 4 MiB (fewer chunks, fewer round trips, than the store's 128 KiB).
+func (s *Sync) chunkSize() uint32 {
+	return uint32(max(128<<10, min(4<<20, s.node.nc.MaxPayload()-64<<10)))
 }
 
 func (s *Sync) hasBody(hash string) bool {

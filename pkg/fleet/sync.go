@@ -58,15 +58,17 @@ type SyncOptions struct {
 // was down gets every game's latest manifest when it comes back, and
 // catches up. GET /api/tree answers Tree: the fleet's published tree.
 type Sync struct {
-	node   *Node
-	kv     jetstream.KeyValue
-	obj    jetstream.ObjectStore
-	st     *store.Store
-	deb    *store.Debouncer
-	log    *slog.Logger
-	ctx    context.Context
-	cancel context.CancelFunc
-	loops  sync.WaitGroup
+	node *Node
+	kv   jetstream.KeyValue
+	obj  jetstream.ObjectStore
+	// bodyStream is the object store's stream, for direct gets.
+	bodyStream jetstream.Stream
+	st         *store.Store
+	deb        *store.Debouncer
+	log        *slog.Logger
+	ctx        context.Context
+	cancel     context.CancelFunc
+	loops      sync.WaitGroup
 
 	mu        sync.Mutex
 	games     map[string]*gameState // by manifest key
@@ -106,6 +108,9 @@ func StartSync(ctx context.Context, n *Node, o SyncOptions) (*Sync, error) {
 	if s.obj, err = n.ObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: BodyStore,
 		Description: "hoster: the games' file bodies, by sha256"}); err != nil {
 		return nil, err
+	}
+	if s.bodyStream, err = n.js.Stream(ctx, "OBJ_"+BodyStore); err != nil {
+		return nil, fmt.Errorf("opening the fleet's object store: %w", err)
 	}
 	s.deb = store.NewDebouncer(o.ReloadDebounce, o.Reload)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
