@@ -25,9 +25,12 @@ type gameState struct {
 	// to its disk, so that the two never interleave.
 	mu  sync.Mutex
 	rev uint64 // the manifest's revision this disk is at (0: none yet)
-	// files is that manifest's files (nil: none yet): what this node may
-	// delete or replace, as against a file a sync through this node has
-	// just written and not yet published.
+	// files is that manifest's files: what this node may delete or replace,
+	// as against a file a sync through this node has just written and not
+	// yet published. nil (a game met in the manifests read at the start,
+	// before this node served) makes the whole disk copy the manifest's to
+	// fix, so that a node back from the dead drops what was deleted
+	// meanwhile.
 	files map[string]string
 
 	// The group commit of publish.go.
@@ -50,6 +53,12 @@ func (s *Sync) game(domain, game string) *gameState {
 	g, ok := s.games[key]
 	if !ok {
 		g = &gameState{s: s, domain: domain, name: game, key: key, kick: make(chan struct{}, 1)}
+		if s.caughtUp.Load() {
+			// A game new since the start: nothing on this disk is a
+			// manifest's yet, and what a sync through this node wrote
+			// is its own to publish.
+			g.files = map[string]string{}
+		}
 		s.games[key] = g
 		s.loops.Add(1)
 		go g.applyLoop()

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hoster-dev/hoster/pkg/store"
 	"github.com/nats-io/nats.go/jetstream"
@@ -110,7 +112,16 @@ func (s *Sync) putBody(ctx context.Context, c store.Change) error {
 		return fmt.Errorf("publishing %s: %w", c.Path, err)
 	}
 	defer f.Close()
-	info, err := s.obj.Put(ctx, jetstream.ObjectMeta{Name: c.SHA256, Opts: &jetstream.ObjectMetaOptions{ChunkSize: s.chunkSize()}}, f)
+	// A put is tried again while JetStream cannot take it (no leader yet, or
+	// one being elected after a node died), from the file's start.
+	var info *jetstream.ObjectInfo
+	err = retry(ctx, func(ctx context.Context) error {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		info, err = s.obj.Put(ctx, jetstream.ObjectMeta{Name: c.SHA256, Opts: &jetstream.ObjectMetaOptions{ChunkSize: s.chunkSize()}}, f)
+		return err
+	}, func(err error) error { return err })
 	if err != nil {
 		return fmt.Errorf("publishing %s: storing its body: %w", c.Path, err)
 	}
@@ -220,7 +231,14 @@ func (s *Sync) casUpdate(ctx context.Context, g *gameState, changes []store.Chan
 		applyChanges(next.Files, changes)
 		next.rev, err = s.write(ctx, g.key, base.rev, next)
 		if isCASLost(err) && round < maxCASRounds {
+			// The read may have come from a copy a moment behind (any copy
+			// answers a read): give it that moment, more each round.
 			s.log.Info("fleet: a concurrent sync changed the game first; merging", "game", g.domain+"/"+g.name)
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("publishing %s/%s: %w", g.domain, g.name, ctx.Err())
+			case <-time.After(time.Duration(round+1) * 5 * time.Millisecond):
+			}
 			continue
 		}
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hoster-dev/hoster/pkg/store"
@@ -69,6 +70,9 @@ type Sync struct {
 	ctx        context.Context
 	cancel     context.CancelFunc
 	loops      sync.WaitGroup
+
+	// caughtUp is set once the manifests at the start were read.
+	caughtUp atomic.Bool
 
 	mu        sync.Mutex
 	games     map[string]*gameState // by manifest key
@@ -145,6 +149,7 @@ func (s *Sync) watch(w jetstream.KeyWatcher, caught chan struct{}) {
 				return
 			}
 			if e == nil {
+				s.caughtUp.Store(true)
 				close(caught)
 				continue
 			}
