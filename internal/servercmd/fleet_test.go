@@ -15,7 +15,7 @@ import (
 // server it always was: no fleet joined, no fleet data written.
 func TestServeAloneStartsNoNATS(t *testing.T) {
 	root := t.TempDir()
-	_, _, logs := startServe(t, serveOptions{HostingRoot: root, Isolation: "none"})
+	_, _, logs := startServe(t, serveOptions{HostingRoot: root, LogsRoot: t.TempDir(), Isolation: "none"})
 	if strings.Contains(logs.String(), "fleet") {
 		t.Fatalf("a lone server spoke of a fleet:\n%s", logs)
 	}
@@ -28,7 +28,7 @@ func TestServeAloneStartsNoNATS(t *testing.T) {
 // whose data goes under the hosting root, beside the games root.
 func TestServeJoinsAOneNodeFleet(t *testing.T) {
 	root := t.TempDir()
-	o := serveOptions{HostingRoot: root, Isolation: "none", Cluster: clusterOptions{Listen: "127.0.0.1:0", Node: "solo"}}
+	o := serveOptions{HostingRoot: root, LogsRoot: t.TempDir(), Isolation: "none", Cluster: clusterOptions{Listen: "127.0.0.1:0", Node: "solo"}}
 	_, _, logs := startServe(t, o)
 	if !strings.Contains(logs.String(), `msg="joined the fleet" node=solo`) {
 		t.Fatalf("serve did not join the fleet:\n%s", logs)
