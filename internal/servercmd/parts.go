@@ -7,9 +7,11 @@ import (
 
 	"github.com/hoster-dev/hoster/pkg/accesslog"
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/fleet"
 	"github.com/hoster-dev/hoster/pkg/health"
 	"github.com/hoster-dev/hoster/pkg/hostserver"
 	"github.com/hoster-dev/hoster/pkg/runtime"
+	"github.com/hoster-dev/hoster/pkg/store"
 	"github.com/hoster-dev/hoster/pkg/tools"
 )
 
@@ -24,7 +26,9 @@ type parts struct {
 	stoppers []func(context.Context)
 }
 
-func buildParts(ctx context.Context, o serveOptions, token string, variant api.Variant, log *slog.Logger) (*parts, error) {
+// buildParts builds serve's parts; node, if not nil, is the fleet the
+// server joined.
+func buildParts(ctx context.Context, o serveOptions, token string, variant api.Variant, node *fleet.Node, log *slog.Logger) (*parts, error) {
 	ho := hostserver.Options{
 		HostingRoot: o.HostingRoot, Token: token, Variant: variant,
 		MaxUpload: o.MaxUpload, ReloadDebounce: o.ReloadDebounce, Logger: log,
@@ -50,12 +54,26 @@ func buildParts(ctx context.Context, o serveOptions, token string, variant api.V
 			return pool, nil
 		}
 	}
+	var fleetSync *fleet.Sync // set below, before any request
+	if node != nil {
+		ho.Publish = func(ch []store.Change) error { return fleetSync.Publish(ch) }
+		ho.Tree = func() (map[string]string, error) { return fleetSync.Tree() }
+	}
 	host, err := hostserver.New(ho)
 	if err != nil {
 		return nil, err
 	}
 	p := &parts{host: host, handler: host.Handler()}
 	p.closers = append(p.closers, func() error { host.Close(); return nil })
+	if node != nil {
+		fleetSync, err = fleet.StartSync(ctx, node, fleet.SyncOptions{Store: host.Store(), Reload: host.Reload,
+			ReloadDebounce: o.ReloadDebounce, Logger: log})
+		if err != nil {
+			p.close()
+			return nil, err
+		}
+		p.closers = append(p.closers, func() error { fleetSync.Close(); return nil })
+	}
 	p.stoppers = append(p.stoppers, host.Shutdown)
 	log.Info("game telemetry", "process", host.Runtime().Process())
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/fleet"
 	"github.com/hoster-dev/hoster/pkg/runtime"
 	"github.com/hoster-dev/hoster/pkg/server"
 	"github.com/spf13/cobra"
@@ -51,6 +52,8 @@ type serveOptions struct {
 	MaxMemory  int
 	CPUs       float64
 	WorkerIdle time.Duration
+	// Cluster joins a fleet of servers (off: no NATS at all).
+	Cluster clusterOptions
 
 	// workerExe is the program run as the game workers; "" is this one.
 	// Not a flag: tests give a built hoster-server.
@@ -116,6 +119,7 @@ HOSTER_SERVER_LISTEN; a flag on the command line wins.`,
 	f.IntVar(&o.MaxMemory, "max-memory", defaultMaxMemory, "the largest memory budget in MiB a game may ask for (--isolation process)")
 	f.Float64Var(&o.CPUs, "cpus", 0, "the most cores one game's worker may use, where a cgroup can bound it (0: every core but one, at least one; --isolation process)")
 	f.DurationVar(&o.WorkerIdle, "worker-idle", defaultWorkerIdle, "how long a game's worker stays with no instance before it ends (--isolation process)")
+	o.Cluster.flags(f)
 	return cmd
 }
 
@@ -154,6 +158,9 @@ func (o serveOptions) validate() error {
 	if o.DefaultInstances > o.MaxInstances {
 		return bad("reading --default-instances: %d is above --max-instances (%d)", o.DefaultInstances, o.MaxInstances)
 	}
+	if err := o.Cluster.validate(); err != nil {
+		return err
+	}
 	return o.validIsolation()
 }
 
@@ -190,7 +197,14 @@ func runServe(ctx context.Context, o serveOptions, log *slog.Logger, ready func(
 	o.Isolation = isolationOn(goruntime.GOOS, o.Isolation, log)
 
 	tuneGC(ctx, os.Getenv, log)
-	parts, err := buildParts(ctx, o, token, variant, log)
+	var node *fleet.Node
+	if o.Cluster.on() {
+		if node, err = o.Cluster.join(ctx, o.HostingRoot, log); err != nil {
+			return err
+		}
+		defer node.Close()
+	}
+	parts, err := buildParts(ctx, o, token, variant, node, log)
 	if err != nil {
 		return err
 	}

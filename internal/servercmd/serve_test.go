@@ -174,6 +174,11 @@ func TestServeFlagErrorsExit2(t *testing.T) {
 		{[]string{"init", "--http-port", "x"}, nil, "invalid argument"},
 		{[]string{"serve"}, map[string]string{"HOSTER_SERVER_STATS_INTERVAL": "soon"}, "HOSTER_SERVER_STATS_INTERVAL"},
 		{[]string{"serve"}, map[string]string{"HOSTER_SERVER_VARIANT": "9"}, "--variant"},
+		{[]string{"serve", "--cluster-listen", "127.0.0.1:0", "--cluster-nats", "nats://x:4222"}, nil, "exclude each other"},
+		{[]string{"serve", "--cluster-peers", "127.0.0.1:6222"}, nil, "need --cluster-listen or --cluster-nats"},
+		{[]string{"serve", "--cluster-nats", "nats://x:4222", "--cluster-peers", "127.0.0.1:6222"}, nil, "embedded NATS's"},
+		{[]string{"serve", "--cluster-listen", "127.0.0.1:0", "--cluster-tls-cert", "c"}, nil, "go together"},
+		{[]string{"serve"}, map[string]string{"HOSTER_SERVER_CLUSTER_REPLICAS": "-1"}, "--cluster-replicas"},
 	} {
 		for k, v := range tc.env {
 			t.Setenv(k, v)

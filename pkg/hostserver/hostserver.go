@@ -52,6 +52,11 @@ type Options struct {
 	// OnReload, if set, is called after a synced game was reloaded;
 	// loaded is whether it now runs (false: it was deleted, or is broken).
 	OnReload func(domain, name string, loaded bool)
+	// Publish and Tree, if set, are the Sync API's (server.Options has their
+	// meaning): serve's fleet publishes every sync's changes and answers
+	// the fleet's tree.
+	Publish func([]store.Change) error
+	Tree    func() (map[string]string, error)
 	// Logger receives every part's lines; nil discards them.
 	Logger *slog.Logger
 }
@@ -130,7 +135,8 @@ func New(o Options) (*Host, error) {
 	h.srv, err = server.New(server.Options{
 		GamesRoot: gamesRoot, Store: h.store, Token: o.Token, Variant: o.Variant,
 		MaxUpload: o.MaxUpload, ReloadDebounce: o.ReloadDebounce,
-		OnReload: h.reload, Routes: o.Routes, Games: h.files.Route(h.rt), Logger: o.Logger,
+		OnReload: h.Reload, Routes: o.Routes, Games: h.files.Route(h.rt), Logger: o.Logger,
+		Publish: o.Publish, Tree: o.Tree,
 	})
 	if err != nil {
 		h.Close()
@@ -139,8 +145,10 @@ func New(o Options) (*Host, error) {
 	return h, nil
 }
 
-// reload follows a synced game in every part, then tells OnReload.
-func (h *Host) reload(domain, name string) {
+// Reload follows a changed game in every part, then tells OnReload: the
+// Sync API calls it once a sync's writes went quiet, a fleet once it wrote
+// what another node published.
+func (h *Host) Reload(domain, name string) {
 	h.rt.Reload(domain, name)
 	h.files.Forget(domain, name)
 	if h.iso != nil {
@@ -157,6 +165,9 @@ func (h *Host) Handler() http.Handler { return h.srv.Handler() }
 
 // AskHandler is the ask gate for Caddy's on-demand TLS.
 func (h *Host) AskHandler() http.Handler { return h.rt.AskHandler() }
+
+// Store is the games mirror on disk.
+func (h *Host) Store() *store.Store { return h.store }
 
 // Runtime is the game runtime.
 func (h *Host) Runtime() *runtime.Runtime { return h.rt }

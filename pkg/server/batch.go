@@ -60,6 +60,9 @@ func (s *Server) putFiles(w http.ResponseWriter, r *http.Request) error {
 	changed := s.debouncer.Batch()
 	defer changed.Release()
 	res, err := s.readBatch(w, r, changed)
+	if perr := s.publish("write", batchChanges(res)); perr != nil && err == nil {
+		err = perr
+	}
 	if err != nil {
 		// Whatever is left of the body is not read: the answer goes now,
 		// and the connection closes after it.
@@ -69,7 +72,7 @@ func (s *Server) putFiles(w http.ResponseWriter, r *http.Request) error {
 	}
 	if r.URL.Query().Get(api.QueryTree) == "1" {
 		// Without it the client reads the tree itself, and hears why.
-		if tree, err := s.store.Tree(); err == nil {
+		if tree, err := s.gamesTree(); err == nil {
 			res.Tree = (*api.Tree)(&tree)
 		} else {
 			s.log.Warn("the tree after a batch", "err", err)
@@ -77,6 +80,17 @@ func (s *Server) putFiles(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, res)
 	return nil
+}
+
+// batchChanges are the files a batch wrote.
+func batchChanges(res api.BatchResult) []store.Change {
+	var ch []store.Change
+	for _, f := range res.Files {
+		if f.Error == "" {
+			ch = append(ch, store.Change{Path: f.Path, SHA256: f.SHA256})
+		}
+	}
+	return ch
 }
 
 // readBatch writes the files of a batch's body, marking their games

@@ -55,6 +55,14 @@ type Options struct {
 	Games http.Handler
 	// Logger receives request failures; nil discards them.
 	Logger *slog.Logger
+	// Publish, if set, is given what a write, a delete or a batch changed,
+	// once it is on disk and before the answer: a fleet of servers publishes
+	// it to every node (pkg/fleet). Its error fails the request as a failed
+	// write or delete does.
+	Publish func([]store.Change) error
+	// Tree, if set, answers GET /api/tree (and a batch's tree=1) in place
+	// of the tree on disk: a fleet's published tree.
+	Tree func() (map[string]string, error)
 	// BodyStall is how long an authenticated upload's body may send
 	// nothing before the upload is cut off; 0 means 60 s. It replaces the
 	// listener's ReadTimeout for that request, so a large upload over a
@@ -208,11 +216,33 @@ func (s *Server) version(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) tree(w http.ResponseWriter, r *http.Request) error {
-	tree, err := s.store.Tree()
+	tree, err := s.gamesTree()
 	if err != nil {
 		return fmt.Errorf("hashing the games tree: %w", err)
 	}
 	writeJSON(w, http.StatusOK, api.Tree(tree))
+	return nil
+}
+
+// gamesTree is the tree GET /api/tree answers: Options.Tree's, or the
+// disk's.
+func (s *Server) gamesTree() (map[string]string, error) {
+	if s.opts.Tree != nil {
+		return s.opts.Tree()
+	}
+	return s.store.Tree()
+}
+
+// publish gives Options.Publish what a request changed; op is "write" or
+// "delete", for the failure's answer.
+func (s *Server) publish(op string, changes []store.Change) error {
+	if s.opts.Publish == nil || len(changes) == 0 {
+		return nil
+	}
+	if err := s.opts.Publish(changes); err != nil {
+		s.log.Warn("publishing to the fleet failed", "err", err)
+		return &opError{op: op, status: http.StatusInternalServerError, msg: "publishing to the fleet: " + err.Error(), cause: err}
+	}
 	return nil
 }
 
@@ -245,6 +275,9 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request) error {
 		return writeFailed(http.StatusInternalServerError, err)
 	}
 	markChanged(s.debouncer, rel)
+	if err := s.publish("write", []store.Change{{Path: rel, SHA256: wr.SHA256}}); err != nil {
+		return err
+	}
 	res := api.WriteResult{Size: wr.Size}
 	if s.opts.Variant == api.Variant2 {
 		res.OK = api.Bool(true)
@@ -283,6 +316,9 @@ func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) error {
 		return deleteFailed(err)
 	}
 	markChanged(s.debouncer, rel)
+	if err := s.publish("delete", []store.Change{{Path: rel}}); err != nil {
+		return err
+	}
 	if s.opts.Variant == api.Variant2 {
 		writeJSON(w, http.StatusOK, api.DeleteResult{OK: api.Bool(true)})
 		return nil

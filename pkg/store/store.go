@@ -201,3 +201,30 @@ func (s *Store) removeEmptyParents(rel string) {
 		s.dirs.drop(dir)
 	}
 }
+
+// Change is one change a sync made to the games mirror: the file at Path
+// written with the bytes of hash SHA256, or, when SHA256 is "", the file or
+// the whole subtree at Path deleted.
+type Change struct {
+	Path   string
+	SHA256 string
+}
+
+// Open opens the regular file at rel (at least <domain>/<game>/<file>) for
+// reading, confined to its game's folder.
+func (s *Store) Open(rel string) (*os.File, error) {
+	segs, err := checkDepth(rel, MinWriteDepth)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.OpenGame(segs[0], segs[1])
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	f, err := r.Open(strings.Join(segs[2:], "/"))
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", rel, err)
+	}
+	return f, nil
+}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -31,9 +32,30 @@ type cached struct {
 // stat'ed relative to it: one fstatat per file, where a stat of the full path
 // through the games root would open and close every parent directory again.
 func (s *Store) Tree() (map[string]string, error) {
+	return s.treeUnder(s.root, "", 0)
+}
+
+// TreeOf is Tree of one game's folder, <domain>/<game>: its files, keyed by
+// their path under the games root. An absent game has an empty tree.
+func (s *Store) TreeOf(domain, game string) (map[string]string, error) {
+	r, err := s.OpenGame(domain, game)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return s.treeUnder(r, domain+"/"+game+"/", 2)
+}
+
+// treeUnder is Tree of the folder top, whose path under the games root is
+// prefix and whose depth is depth.
+func (s *Store) treeUnder(top *os.Root, prefix string, depth int) (map[string]string, error) {
 	tree := map[string]string{}
 	var misses []string
 	var walk func(dir *os.Root, prefix string, depth int) error
+	first := depth
 	walk = func(dir *os.Root, prefix string, depth int) error {
 		if depth >= MaxDepth {
 			// Nothing this deep can be written; only a directory swapped for
@@ -47,7 +69,7 @@ func (s *Store) Tree() (map[string]string, error) {
 			d.Close()
 		}
 		if err != nil {
-			if depth == 0 {
+			if depth == first {
 				return err
 			}
 			return nil // unreadable or vanished below the root: not part of the tree
@@ -82,7 +104,7 @@ func (s *Store) Tree() (map[string]string, error) {
 		}
 		return nil
 	}
-	if err := walk(s.root, "", 0); err != nil {
+	if err := walk(top, prefix, depth); err != nil {
 		return nil, fmt.Errorf("walking the games root: %w", err)
 	}
 

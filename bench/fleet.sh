@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# A sync's run time against a three-node fleet (NATS embedded, on loopback)
+# beside the same sync against a lone server, in one run: first push, no-op,
+# and 1% modified + 1% deleted. The goal is a fleet at most 1.3x the lone
+# server. The sync goes through node A; the fleet's time is the client's,
+# until the fleet has published every change (the nodes' own writes follow
+# within milliseconds, and are checked below).
+#
+#   bench/fleet.sh [FILES MIB]       default 2000 200
+#
+# Builds hoster and hoster-server itself; needs curl.
+set -euo pipefail
+FILES=${1:-2000}
+MIB=${2:-200}
+cd "$(dirname "$0")/.."
+go build -o bin/hoster ./cmd/hoster
+go build -o bin/hoster-server ./cmd/hoster-server
+W=$(mktemp -d /tmp/hoster-bench-fleet.XXXXXX)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$W"; }
+trap cleanup EXIT
+
+go run ./bench/gentree -dir "$W/src" -files "$FILES" -mib "$MIB"
+bin/hoster gen "$W/src" >/dev/null
+token=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+
+# serve NAME PORT [FLAGS...]: a hoster-server on 127.0.0.1:PORT.
+serve() {
+	local name=$1 port=$2; shift 2
+	mkdir -p "$W/$name/srv"
+	printf '%s' "$token" > "$W/$name/srv/hoster-token"
+	bin/hoster-server serve --isolation none --hosting-root "$W/$name/srv" --logs-root "$W/$name/logs" \
+		--listen 127.0.0.1:$port --ask-listen 127.0.0.1:$((port + 1)) "$@" >"$W/$name/server.log" 2>&1 &
+	pids+=($!)
+	printf '{"hoster-config-server": "http://127.0.0.1:%s", "hoster-config-apiToken": "%s"}' "$port" "$token" > "$W/$name/hoster.json"
+}
+serve lone 18800
+routes=(127.0.0.1:18911 127.0.0.1:18912 127.0.0.1:18913)
+for i in 0 1 2; do
+	peers=$(printf '%s\n' "${routes[@]}" | grep -v "${routes[$i]}" | paste -sd,)
+	serve node$i $((18810 + 2 * i)) --cluster-listen "${routes[$i]}" --cluster-peers "$peers" --cluster-node node$i
+done
+for port in 18800 18810 18812 18814; do   # a fleet node answers once a majority is up
+	for _ in $(seq 600); do curl -sf -o /dev/null http://127.0.0.1:$port/api/version && break; sleep 0.1; done
+done
+
+now() { date +%s.%N; }
+timeit() { local s e; s=$(now); "$@" >"$W/last.out" 2>&1 || { echo "failed: $*" >&2; cat "$W/last.out" >&2; return 1; }; e=$(now); echo "$e - $s" | bc; }
+run_lone()  { timeit bin/hoster --config "$W/lone/hoster.json" -q sync "$W/src"; }
+run_fleet() { timeit bin/hoster --config "$W/node0/hoster.json" -q sync "$W/src"; }
+
+declare -A first noop change
+for t in lone fleet; do first[$t]=$(run_$t); done
+for t in lone fleet; do noop[$t]=$(run_$t); done
+go run ./bench/gentree -dir "$W/src" -modify
+for t in lone fleet; do change[$t]=$(run_$t); done
+
+# Every node must hold what the lone server holds (the others within
+# moments of the sync's end).
+sleep 2
+for dest in lone node0 node1 node2; do
+	if d=$(diff -r -x hoster-env.d.ts "$W/src" "$W/$dest/srv/hoster-games" 2>&1); then echo "$dest: identical"; else echo "$dest DIFFERS:"; echo "$d" | head -5; fi
+done
+
+printf '\n%s files, %s MiB, %s cores (%s), load average %s\n' "$FILES" "$MIB" "$(nproc)" \
+	"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)" "$(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-14s %12s %12s %12s\n' target "first push" "no-op" "1% change"
+printf '%-14s %11.2fs %11.2fs %11.2fs\n' "lone server" "${first[lone]}" "${noop[lone]}" "${change[lone]}"
+printf '%-14s %11.2fs %11.2fs %11.2fs\n' "3-node fleet" "${first[fleet]}" "${noop[fleet]}" "${change[fleet]}"
+printf '%-14s %11.2fx %11.2fx %11.2fx\n' "fleet / lone" \
+	"$(echo "${first[fleet]} / ${first[lone]}" | bc -l)" "$(echo "${noop[fleet]} / ${noop[lone]}" | bc -l)" \
+	"$(echo "${change[fleet]} / ${change[lone]}" | bc -l)"

@@ -1,0 +1,230 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/hoster-dev/hoster/pkg/store"
+)
+
+// gameState is what this node knows of one game of the fleet.
+type gameState struct {
+	s            *Sync
+	domain, name string
+	key          string
+
+	// mu is held while this node publishes the game or writes a manifest
+	// to its disk, so that the two never interleave.
+	mu  sync.Mutex
+	rev uint64 // the manifest's revision this disk is at (0: none yet)
+	// files is that manifest's files: what this node may delete or replace,
+	// as against a file a sync through this node has just written and not
+	// yet published. nil (a game met in the manifests read at the start,
+	// before this node served) makes the whole disk copy the manifest's to
+	// fix, so that a node back from the dead drops what was deleted
+	// meanwhile.
+	files map[string]string
+
+	// The group commit of publish.go.
+	qmu        sync.Mutex
+	queue      []*pendingCommit
+	committing bool
+
+	// The latest manifest to write to disk, and the wake-up of the loop
+	// that writes it.
+	wmu    sync.Mutex
+	wanted *manifest
+	kick   chan struct{}
+}
+
+// game is the state of domain/game, made (with its apply loop) on first use.
+func (s *Sync) game(domain, game string) *gameState {
+	key := manifestKey(domain, game)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, ok := s.games[key]
+	if !ok {
+		g = &gameState{s: s, domain: domain, name: game, key: key, kick: make(chan struct{}, 1)}
+		if s.caughtUp.Load() {
+			// A game new since the start: nothing on this disk is a
+			// manifest's yet, and what a sync through this node wrote
+			// is its own to publish.
+			g.files = map[string]string{}
+		}
+		s.games[key] = g
+		s.loops.Add(1)
+		go g.applyLoop()
+	}
+	return g
+}
+
+// want asks for m on disk, unless a newer manifest is wanted already.
+func (g *gameState) want(m manifest) {
+	g.wmu.Lock()
+	if g.wanted == nil || g.wanted.rev < m.rev {
+		g.wanted = &m
+	}
+	g.wmu.Unlock()
+	select {
+	case g.kick <- struct{}{}:
+	default:
+	}
+}
+
+// applyLoop writes each wanted manifest to disk until the sync closes; a
+// failure (a body not yet readable) is tried again, later and later.
+func (g *gameState) applyLoop() {
+	defer g.s.loops.Done()
+	wait := 100 * time.Millisecond
+	for {
+		select {
+		case <-g.s.ctx.Done():
+			return
+		case <-g.kick:
+		}
+		g.wmu.Lock()
+		m := g.wanted
+		g.wanted = nil
+		g.wmu.Unlock()
+		if m == nil {
+			continue
+		}
+		if err := g.apply(*m); err != nil {
+			g.s.log.Warn("fleet: writing a game's published files", "game", g.domain+"/"+g.name, "err", err)
+			g.want(*m)
+			select {
+			case <-g.s.ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, 5*time.Second)
+			continue
+		}
+		wait = 100 * time.Millisecond
+	}
+}
+
+// apply makes this disk's copy of the game what m says: what m no longer
+// has is deleted first (a file may stand where a folder goes), then each
+// file this disk lacks or has otherwise is fetched and written atomically.
+// Only what the last manifest written here holds is deleted or replaced: a
+// file a sync through this node has just written, not yet published, is
+// left to its own publish. The game reloads once the burst is over, if
+// anything changed.
+func (g *gameState) apply(m manifest) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if m.rev <= g.rev {
+		return nil
+	}
+	s := g.s
+	have, err := s.st.TreeOf(g.domain, g.name)
+	if err != nil {
+		return err
+	}
+	ours := func(p string) bool { return g.files == nil || have[p] == g.files[p] }
+	changed := false
+	for p := range have {
+		if _, ok := m.Files[p]; !ok && ours(p) {
+			if err := s.st.Delete(p); err != nil {
+				return err
+			}
+			changed = true
+		}
+	}
+	var fetch []store.Change
+	for p, h := range m.Files {
+		if have[p] != h && (have[p] == "" || ours(p)) {
+			fetch = append(fetch, store.Change{Path: p, SHA256: h})
+		}
+	}
+	if err := s.fetchBodies(fetch); err != nil {
+		return err
+	}
+	g.rev, g.files = m.rev, m.Files
+	if changed || len(fetch) > 0 {
+		s.log.Info("fleet: wrote a game's published files", "game", g.domain+"/"+g.name, "files", len(fetch), "rev", m.rev)
+		s.deb.Mark(g.domain, g.name)
+	}
+	return nil
+}
+
+// fetchBodies writes each of files from the object store, bodyJobs at once.
+func (s *Sync) fetchBodies(files []store.Change) error {
+	if len(files) == 0 {
+		return nil
+	}
+	return eachBody(files, func(c store.Change) error { return s.fetchBody(c) })
+}
+
+// fetchTimeout bounds the fetch of one body: a fetch from a stream whose
+// leader died stalls, and the apply loop tries again (after an election).
+const fetchTimeout = 5 * time.Second
+
+// fetchBody writes one file from the object store, through the store's
+// atomic write, and checks it is the body the manifest names. A body of one
+// chunk (most files) is read with a direct get of its chunk, which any copy
+// of the stream answers; a longer one through the store's reader, whose
+// consumer costs the fleet more.
+func (s *Sync) fetchBody(c store.Change) error {
+	ctx, cancel := context.WithTimeout(s.ctx, fetchTimeout)
+	defer cancel()
+	info, err := s.obj.GetInfo(ctx, c.SHA256)
+	if err != nil {
+		return fmt.Errorf("fetching the body of %s: %w", c.Path, err)
+	}
+	var body io.Reader
+	switch {
+	case info.Chunks == 0:
+		body = bytes.NewReader(nil)
+	case info.Chunks == 1:
+		msg, err := s.bodyStream.GetLastMsgForSubject(ctx, "$O."+BodyStore+".C."+info.NUID)
+		if err != nil {
+			return fmt.Errorf("fetching the body of %s: %w", c.Path, err)
+		}
+		body = bytes.NewReader(msg.Data)
+	default:
+		r, err := s.obj.Get(ctx, c.SHA256)
+		if err != nil {
+			return fmt.Errorf("fetching the body of %s: %w", c.Path, err)
+		}
+		defer r.Close()
+		body = r
+	}
+	w, err := s.st.Write(c.Path, &hashCheck{r: body, want: c.SHA256}, 0)
+	if err != nil {
+		return fmt.Errorf("fetching the body of %s: %w", c.Path, err)
+	}
+	if w.SHA256 != c.SHA256 {
+		return fmt.Errorf("fetching the body of %s: it is %s, not %s", c.Path, w.SHA256, c.SHA256)
+	}
+	return nil
+}
+
+// hashCheck reads r and fails at its end unless its bytes hash to want, so
+// that a body not the manifest's is never renamed into place.
+type hashCheck struct {
+	r    io.Reader
+	want string
+	h    hash.Hash
+}
+
+func (c *hashCheck) Read(p []byte) (int, error) {
+	if c.h == nil {
+		c.h = sha256.New()
+	}
+	n, err := c.r.Read(p)
+	c.h.Write(p[:n])
+	if errors.Is(err, io.EOF) && hex.EncodeToString(c.h.Sum(nil)) != c.want {
+		return n, errors.New("its bytes are not the sha256 the manifest names")
+	}
+	return n, err
+}

@@ -1,0 +1,243 @@
+package fleet
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hoster-dev/hoster/pkg/store"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The fleet's buckets of the sync.
+const (
+	// ManifestBucket is the key-value bucket of the games' manifests: one
+	// key a game, its tree as the last sync left it.
+	ManifestBucket = "hoster-manifests"
+	// BodyStore is the object store of the files' bodies, each named by the
+	// sha256 (hex) of its bytes: a body already there is not stored again.
+	BodyStore = "hoster-bodies"
+)
+
+// publishTimeout bounds one publish (its bodies and its manifests), long
+// enough for JetStream to elect a new leader when a node died.
+const publishTimeout = 30 * time.Second
+
+// SyncOptions configure StartSync.
+type SyncOptions struct {
+	// Store is this node's games mirror, which the sync keeps in step with
+	// the fleet's manifests.
+	Store *store.Store
+	// Reload follows a game whose files another node's sync changed here,
+	// once per burst (after ReloadDebounce of quiet, 500 ms when 0).
+	Reload         func(domain, game string)
+	ReloadDebounce time.Duration
+	// Logger receives the sync's lines; nil discards them.
+	Logger *slog.Logger
+}
+
+// Sync is one sync for the whole fleet. The Sync API of the node a client
+// talks to writes each file to its own disk as a lone server does, then
+// hands the change to Publish before it answers: the bodies go to the
+// object store (BodyStore), and the game's manifest in the key-value bucket
+// (ManifestBucket) is rewritten by compare-and-set, which is the atomic
+// publish; a lost compare-and-set (another node's sync changed the game in
+// between) is read again and merged, so no change is lost and the client's
+// check of the tree afterwards reports what the other sync changed, as it
+// does against a lone server. Every node watches the manifests, fetches the
+// bodies its disk lacks, writes them atomically through its store, deletes
+// what the manifest no longer has, and reloads the game once. A node that
+// was down gets every game's latest manifest when it comes back, and
+// catches up. GET /api/tree answers Tree: the fleet's published tree.
+type Sync struct {
+	node *Node
+	kv   jetstream.KeyValue
+	obj  jetstream.ObjectStore
+	// bodyStream is the object store's stream, for direct gets.
+	bodyStream jetstream.Stream
+	st         *store.Store
+	deb        *store.Debouncer
+	log        *slog.Logger
+	ctx        context.Context
+	cancel     context.CancelFunc
+	loops      sync.WaitGroup
+
+	// caughtUp is set once the manifests at the start were read.
+	caughtUp atomic.Bool
+
+	mu        sync.Mutex
+	games     map[string]*gameState // by manifest key
+	published map[string]manifest   // the latest manifest seen of each game, by key
+	bodies    map[string]bool       // hashes known to be in the object store
+}
+
+// manifest is a game's published tree.
+type manifest struct {
+	Domain string `json:"domain"`
+	Game   string `json:"game"`
+	// Files maps each file's path under the games root to its sha256.
+	Files map[string]string `json:"files"`
+	// rev is the manifest's revision in the bucket; deleted, whether the
+	// game was deleted.
+	rev     uint64
+	deleted bool
+}
+
+// StartSync opens the fleet's buckets, reads every game's latest manifest
+// (Tree answers from then on) and keeps this node's games in step with
+// them until Close.
+func StartSync(ctx context.Context, n *Node, o SyncOptions) (*Sync, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.ReloadDebounce <= 0 {
+		o.ReloadDebounce = 500 * time.Millisecond
+	}
+	s := &Sync{node: n, st: o.Store, log: o.Logger, games: map[string]*gameState{},
+		published: map[string]manifest{}, bodies: map[string]bool{}}
+	var err error
+	if s.kv, err = n.KeyValue(ctx, jetstream.KeyValueConfig{Bucket: ManifestBucket, History: 1,
+		Description: "hoster: each game's published tree"}); err != nil {
+		return nil, err
+	}
+	if s.obj, err = n.ObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: BodyStore,
+		Description: "hoster: the games' file bodies, by sha256"}); err != nil {
+		return nil, err
+	}
+	if s.bodyStream, err = n.js.Stream(ctx, "OBJ_"+BodyStore); err != nil {
+		return nil, fmt.Errorf("opening the fleet's object store: %w", err)
+	}
+	s.deb = store.NewDebouncer(o.ReloadDebounce, o.Reload)
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	w, err := s.kv.WatchAll(s.ctx)
+	if err != nil {
+		s.cancel()
+		return nil, fmt.Errorf("watching the fleet's manifests: %w", err)
+	}
+	caught := make(chan struct{})
+	s.loops.Add(1)
+	go s.watch(w, caught)
+	select {
+	case <-caught:
+		return s, nil
+	case <-ctx.Done():
+		s.Close()
+		return nil, fmt.Errorf("reading the fleet's manifests: %w", ctx.Err())
+	}
+}
+
+// watch follows the manifests until Close; caught is closed once every
+// game's latest manifest was read.
+func (s *Sync) watch(w jetstream.KeyWatcher, caught chan struct{}) {
+	defer s.loops.Done()
+	defer w.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case e, ok := <-w.Updates():
+			if !ok {
+				return
+			}
+			if e == nil {
+				s.caughtUp.Store(true)
+				close(caught)
+				continue
+			}
+			s.seen(e)
+		}
+	}
+}
+
+// seen takes a manifest's new revision: it is the published tree from now
+// on, and this node's disk follows it.
+func (s *Sync) seen(e jetstream.KeyValueEntry) {
+	m := manifest{rev: e.Revision()}
+	if e.Operation() != jetstream.KeyValuePut {
+		m.deleted = true
+		domain, game, ok := gameOfKey(e.Key())
+		if !ok {
+			return
+		}
+		m.Domain, m.Game = domain, game
+	} else if err := json.Unmarshal(e.Value(), &m); err != nil || manifestKey(m.Domain, m.Game) != e.Key() {
+		s.log.Warn("fleet: a manifest that is not one", "key", e.Key(), "err", err)
+		return
+	}
+	s.remember(e.Key(), m)
+	g := s.game(m.Domain, m.Game)
+	g.want(m)
+}
+
+// remember makes m the published manifest of its game, unless a newer one
+// is known already.
+func (s *Sync) remember(key string, m manifest) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.published[key]; ok && old.rev >= m.rev {
+		return
+	}
+	s.published[key] = m
+	for _, h := range m.Files {
+		s.bodies[h] = true
+	}
+}
+
+// Tree is the fleet's published tree: every game's latest manifest this
+// node has seen, which holds every change this node published.
+func (s *Sync) Tree() (map[string]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tree := map[string]string{}
+	for _, m := range s.published {
+		for p, h := range m.Files {
+			tree[p] = h
+		}
+	}
+	return tree, nil
+}
+
+// Close stops following the manifests and fires the pending reloads.
+func (s *Sync) Close() {
+	s.cancel()
+	s.loops.Wait()
+	s.deb.Close()
+}
+
+// manifestKey is the bucket's key of a game: its <domain>/<game> in
+// unpadded base64url (a key's characters are few, and a domain has dots).
+func manifestKey(domain, game string) string {
+	return "g." + base64.RawURLEncoding.EncodeToString([]byte(domain+"/"+game))
+}
+
+// gameOfKey is the game of a manifest's key.
+func gameOfKey(key string) (domain, game string, ok bool) {
+	b, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(key, "g."))
+	if err != nil || !strings.HasPrefix(key, "g.") {
+		return "", "", false
+	}
+	return store.GameOf(string(b))
+}
+
+// bodyDigest is the object store's digest of a body whose sha256 is hash.
+func bodyDigest(hash string) (string, error) {
+	sum, err := hex.DecodeString(hash)
+	if err != nil || len(sum) != sha256.Size {
+		return "", fmt.Errorf("%q is not a sha256", hash)
+	}
+	return "SHA-256=" + base64.URLEncoding.EncodeToString(sum), nil
+}
+
+// isCASLost reports whether err is a compare-and-set lost to another write.
+func isCASLost(err error) bool {
+	return errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch)
+}
