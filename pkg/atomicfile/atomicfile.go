@@ -16,7 +16,8 @@
 //     from its sources (the generator's): a crash may lose it, never leave
 //     half of it, and the syncs would double the generator's time.
 //   - [Copy] writes what a reader gives, for downloads, and keeps the file
-//     only if its size is accepted.
+//     only if its size is accepted; [CopyIn] does it through a folder handle
+//     the caller keeps open for many files.
 //   - [CreateFile] writes only where nothing is.
 //
 // A temporary file is named "." + the target's name + ".tmp-" + digits
@@ -60,6 +61,17 @@ func WriteFileUnsynced(path string, data []byte, perm fs.FileMode) error {
 // download leaves the target as it was. It returns the bytes received.
 func Copy(path string, r io.Reader, perm fs.FileMode, accept func(n int64) error) (int64, error) {
 	return write(path, r, perm, (*Pending).Commit, false, accept)
+}
+
+// CopyIn is Copy for name, a path inside root: a caller writing many files
+// into a folder opens its handle once, not once a file.
+func CopyIn(root *os.Root, name string, r io.Reader, perm fs.FileMode, accept func(n int64) error) (n int64, err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("writing %s: %w", name, err)
+		}
+	}()
+	return writeIn(root, name, r, perm, (*Pending).Commit, false, accept)
 }
 
 // CreateFile writes data to path with mode perm only if nothing is there: it
@@ -213,23 +225,38 @@ func write(path string, r io.Reader, perm fs.FileMode, place func(*Pending, bool
 		return 0, err
 	}
 	defer root.Close()
-	p, err := CreateIn(root, filepath.Base(path), perm)
+	return writeIn(root, filepath.Base(path), r, perm, place, durable, accept)
+}
+
+// writeIn writes what r gives to name inside root through a Pending.
+func writeIn(root *os.Root, name string, r io.Reader, perm fs.FileMode, place func(*Pending, bool) (fs.FileInfo, error), durable bool, accept func(int64) error) (int64, error) {
+	p, err := CreateIn(root, name, perm)
 	if err != nil {
 		return 0, err
 	}
 	defer p.Discard()
-	n, err = io.Copy(p, r)
+	n, err := io.Copy(p, r)
 	if err == nil && accept != nil {
 		err = accept(n)
 	}
 	if err == nil {
-		err = p.f.Chmod(perm) // the mode asked for, whatever the umask
+		err = p.setMode(perm)
 	}
 	if err != nil {
 		return n, err
 	}
 	_, err = place(p, durable)
 	return n, err
+}
+
+// setMode gives the temporary file the mode asked for, whatever the umask:
+// a chmod only where the umask took a bit away, since a chmod dirties the
+// inode (a journal write on ext4) and a stat of the open file does not.
+func (p *Pending) setMode(perm fs.FileMode) error {
+	if fi, err := p.f.Stat(); err == nil && perm == perm.Perm() && fi.Mode().Perm() == perm {
+		return nil
+	}
+	return p.f.Chmod(perm)
 }
 
 // syncDir makes a folder's entries last.
