@@ -121,9 +121,10 @@ func tempFor(name string) string {
 type Pending struct {
 	f      *os.File
 	root   *os.Root
-	dir    string // the target's folder inside root: "" or ending in a separator
-	name   string // the target's name inside root
-	tmp    string // the temporary's name inside root
+	dir    string   // the target's folder inside root: "" or ending in a separator
+	name   string   // the target's name inside root
+	tmp    string   // the temporary's name inside root; "" while f has no name
+	folder *os.File // the target's folder, where f has no name yet: it is linked there
 	closed bool
 }
 
@@ -132,11 +133,8 @@ type Pending struct {
 // target that exists and is not a regular file, and never leads out of
 // root: a symlink on the way that points outside fails. Defer Discard.
 func CreateIn(root *os.Root, name string, perm fs.FileMode) (*Pending, error) {
-	if fi, err := root.Lstat(name); err == nil && !fi.Mode().IsRegular() {
-		if fi.IsDir() {
-			return nil, fmt.Errorf("%w (%w)", ErrNotRegular, syscall.EISDIR)
-		}
-		return nil, ErrNotRegular
+	if err := refuseNonRegular(root, name); err != nil {
+		return nil, err
 	}
 	dir, base := filepath.Split(name)
 	for range 10000 {
@@ -151,6 +149,93 @@ func CreateIn(root *os.Root, name string, perm fs.FileMode) (*Pending, error) {
 		return &Pending{f: f, root: root, dir: dir, name: name, tmp: tmp}, nil
 	}
 	return nil, fmt.Errorf("making a temporary file beside %s: %w", name, fs.ErrExist)
+}
+
+// startIn starts writing name inside root with a file that has no name
+// until it is complete, where the system offers that (createUnnamed), and
+// with a named temporary file (CreateIn) where not.
+func startIn(root *os.Root, name string, perm fs.FileMode) (*Pending, error) {
+	dir := filepath.Dir(name)
+	if f, folder := createUnnamed(root, dir, perm); f != nil {
+		dir, _ := filepath.Split(name)
+		return &Pending{f: f, root: root, dir: dir, name: name, folder: folder}, nil
+	}
+	return CreateIn(root, name, perm)
+}
+
+// nameUnnamed puts a file that has no name yet in place where nothing is
+// at its target, with one link (placed). Where a regular file is there, it
+// gives it a temporary name instead, for the caller to place it as it
+// places a named one; anything else there is refused, as CreateIn refuses
+// it. Where linking does not work here, the file is copied into a named
+// temporary file, and the files after it are named from the start.
+func (p *Pending) nameUnnamed() (placed bool, err error) {
+	dir, base := filepath.Split(p.name)
+	err = linkAt(p.f, p.folder, base)
+	if err == nil {
+		return true, nil
+	}
+	if !errors.Is(err, fs.ErrExist) {
+		noUnnamed.Store(true)
+		return false, p.copyNamed()
+	}
+	if err := refuseNonRegular(p.root, p.name); err != nil {
+		return false, err
+	}
+	for range 10000 {
+		tmp := tempFor(base)
+		err = linkAt(p.f, p.folder, tmp)
+		if !errors.Is(err, fs.ErrExist) {
+			if err == nil {
+				p.tmp = dir + tmp
+			}
+			return false, err
+		}
+	}
+	return false, fmt.Errorf("making a temporary file beside %s: %w", p.name, fs.ErrExist)
+}
+
+// copyNamed copies the unnamed file into a named temporary file
+// (CreateIn), which takes its place in p.
+func (p *Pending) copyNamed() error {
+	named, err := CreateIn(p.root, p.name, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(named.f, io.NewSectionReader(p.f, 0, 1<<62))
+	if err == nil {
+		err = named.setModeOf(p.f)
+	}
+	if err != nil {
+		named.Discard()
+		return err
+	}
+	p.f.Close()
+	p.folder.Close()
+	p.f, p.tmp, p.folder = named.f, named.tmp, nil
+	return nil
+}
+
+// setModeOf gives p's file the mode of f.
+func (p *Pending) setModeOf(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	return p.f.Chmod(fi.Mode().Perm())
+}
+
+// refuseNonRegular is the error for a target that exists and is not a
+// regular file; nil for a regular file or nothing.
+func refuseNonRegular(root *os.Root, name string) error {
+	fi, err := root.Lstat(name)
+	switch {
+	case err != nil || fi.Mode().IsRegular():
+		return nil
+	case fi.IsDir():
+		return fmt.Errorf("%w (%w)", ErrNotRegular, syscall.EISDIR)
+	}
+	return ErrNotRegular
 }
 
 // Write writes to the temporary file.
@@ -174,7 +259,9 @@ func (p *Pending) Commit(durable bool) (fs.FileInfo, error) {
 // is there, and removes the temporary's name.
 func (p *Pending) link(durable bool) (fs.FileInfo, error) {
 	fi, err := p.finish(p.root.Link, durable)
-	p.root.Remove(p.tmp)
+	if p.tmp != "" {
+		p.root.Remove(p.tmp)
+	}
 	return fi, err
 }
 
@@ -183,7 +270,11 @@ func (p *Pending) finish(place func(tmp, name string) error, durable bool) (fs.F
 	if durable {
 		err = p.f.Sync()
 	}
-	if err == nil {
+	placed := false
+	if err == nil && p.tmp == "" {
+		placed, err = p.nameUnnamed()
+	}
+	if err == nil && !placed {
 		err = place(p.tmp, p.name)
 	}
 	if err != nil {
@@ -196,6 +287,9 @@ func (p *Pending) finish(place func(tmp, name string) error, durable bool) (fs.F
 	}
 	p.closed = true
 	err = p.f.Close()
+	if p.folder != nil {
+		p.folder.Close()
+	}
 	if err == nil && durable {
 		err = syncDir(p.root, p.dir)
 	}
@@ -210,7 +304,12 @@ func (p *Pending) Discard() {
 	}
 	p.closed = true
 	p.f.Close()
-	p.root.Remove(p.tmp)
+	if p.folder != nil {
+		p.folder.Close()
+	}
+	if p.tmp != "" {
+		p.root.Remove(p.tmp)
+	}
 }
 
 // write writes what r gives to path through a Pending in its folder.
@@ -230,7 +329,7 @@ func write(path string, r io.Reader, perm fs.FileMode, place func(*Pending, bool
 
 // writeIn writes what r gives to name inside root through a Pending.
 func writeIn(root *os.Root, name string, r io.Reader, perm fs.FileMode, place func(*Pending, bool) (fs.FileInfo, error), durable bool, accept func(int64) error) (int64, error) {
-	p, err := CreateIn(root, name, perm)
+	p, err := startIn(root, name, perm)
 	if err != nil {
 		return 0, err
 	}
