@@ -16,7 +16,7 @@
 //     from its sources (the generator's): a crash may lose it, never leave
 //     half of it, and the syncs would double the generator's time.
 //   - [Copy] writes what a reader gives, for downloads, and keeps the file
-//     only if its size is accepted; [CopyIn] does it through a folder handle
+//     only if its size is accepted; [Folder.Copy] does it through a folder
 //     the caller keeps open for many files.
 //   - [CreateFile] writes only where nothing is.
 //
@@ -63,15 +63,46 @@ func Copy(path string, r io.Reader, perm fs.FileMode, accept func(n int64) error
 	return write(path, r, perm, (*Pending).Commit, false, accept)
 }
 
-// CopyIn is Copy for name, a path inside root: a caller writing many files
-// into a folder opens its handle once, not once a file.
-func CopyIn(root *os.Root, name string, r io.Reader, perm fs.FileMode, accept func(n int64) error) (n int64, err error) {
+// Folder is a folder open for writing many files into it (a pull's): its
+// os.Root, which no name inside leads out of, and where files are written
+// with no name until complete (Linux), the folder's own handle they are
+// linked in. Methods may be called at once from many goroutines.
+type Folder struct {
+	root *os.Root
+	self *os.File // nil where files are not written unnamed
+}
+
+// OpenFolder opens the folder at path for writing files into it; close it
+// when done.
+func OpenFolder(path string) (*Folder, error) {
+	root, err := os.OpenRoot(path)
+	if err != nil {
+		return nil, err
+	}
+	f := &Folder{root: root}
+	if unnamedOK() {
+		f.self, _ = root.Open(".") // nil: each file opens it
+	}
+	return f, nil
+}
+
+// Close closes the folder's handles.
+func (f *Folder) Close() error {
+	if f.self != nil {
+		f.self.Close()
+	}
+	return f.root.Close()
+}
+
+// Copy is [Copy] for name, a path inside the folder, written through the
+// folder's handles.
+func (f *Folder) Copy(name string, r io.Reader, perm fs.FileMode, accept func(n int64) error) (n int64, err error) {
 	defer func() {
 		if err != nil {
 			err = fmt.Errorf("writing %s: %w", name, err)
 		}
 	}()
-	return writeIn(root, name, r, perm, (*Pending).Commit, false, accept)
+	return writeIn(f.root, f.self, name, r, perm, (*Pending).Commit, false, accept)
 }
 
 // CreateFile writes data to path with mode perm only if nothing is there: it
@@ -119,13 +150,17 @@ func tempFor(name string) string {
 // puts it in place of its target, [Pending.Discard] removes it. Write to it
 // (it is an [io.Writer]) between the two.
 type Pending struct {
-	f      *os.File
-	root   *os.Root
-	dir    string   // the target's folder inside root: "" or ending in a separator
-	name   string   // the target's name inside root
-	tmp    string   // the temporary's name inside root; "" while f has no name
-	folder *os.File // the target's folder, where f has no name yet: it is linked there
-	closed bool
+	f    *os.File
+	root *os.Root
+	dir  string // the target's folder inside root: "" or ending in a separator
+	name string // the target's name inside root
+	tmp  string // the temporary's name inside root; "" while f has no name
+	// folder is the target's folder, where f has no name yet: it is linked
+	// there; ownFolder, when it was opened for f alone.
+	folder    *os.File
+	ownFolder bool
+	noStat    bool // no caller wants the stat Commit returns
+	closed    bool
 }
 
 // CreateIn starts writing name, a path inside root, with a temporary file
@@ -153,14 +188,36 @@ func CreateIn(root *os.Root, name string, perm fs.FileMode) (*Pending, error) {
 
 // startIn starts writing name inside root with a file that has no name
 // until it is complete, where the system offers that (createUnnamed), and
-// with a named temporary file (CreateIn) where not.
-func startIn(root *os.Root, name string, perm fs.FileMode) (*Pending, error) {
-	dir := filepath.Dir(name)
-	if f, folder := createUnnamed(root, dir, perm); f != nil {
+// with a named temporary file (CreateIn) where not. self, when not nil, is
+// root's own folder, for a name in it.
+func startIn(root *os.Root, self *os.File, name string, perm fs.FileMode) (*Pending, error) {
+	if unnamedOK() {
 		dir, _ := filepath.Split(name)
-		return &Pending{f: f, root: root, dir: dir, name: name, folder: folder}, nil
+		folder, own := self, false
+		if dir != "" || folder == nil {
+			folder, own = openDir(root, dir), true
+		}
+		if f := createUnnamed(folder, perm); f != nil {
+			return &Pending{f: f, root: root, dir: dir, name: name, folder: folder, ownFolder: own}, nil
+		}
+		if own && folder != nil {
+			folder.Close()
+		}
 	}
 	return CreateIn(root, name, perm)
+}
+
+// openDir opens dir ("" or ending in a separator), a folder inside root;
+// nil where it cannot (the named temporary then tells why).
+func openDir(root *os.Root, dir string) *os.File {
+	if dir == "" {
+		dir = "."
+	}
+	d, err := root.Open(dir)
+	if err != nil {
+		return nil
+	}
+	return d
 }
 
 // nameUnnamed puts a file that has no name yet in place where nothing is
@@ -211,8 +268,8 @@ func (p *Pending) copyNamed() error {
 		return err
 	}
 	p.f.Close()
-	p.folder.Close()
-	p.f, p.tmp, p.folder = named.f, named.tmp, nil
+	p.closeFolder()
+	p.f, p.tmp = named.f, named.tmp
 	return nil
 }
 
@@ -281,19 +338,28 @@ func (p *Pending) finish(place func(tmp, name string) error, durable bool) (fs.F
 		p.Discard()
 		return nil, err
 	}
-	fi, statErr := p.f.Stat() // after placing it, which may move its ctime
-	if statErr != nil {
-		fi = nil
+	var fi fs.FileInfo
+	if !p.noStat {
+		var statErr error
+		if fi, statErr = p.f.Stat(); statErr != nil { // after placing it, which may move its ctime
+			fi = nil
+		}
 	}
 	p.closed = true
 	err = p.f.Close()
-	if p.folder != nil {
-		p.folder.Close()
-	}
+	p.closeFolder()
 	if err == nil && durable {
 		err = syncDir(p.root, p.dir)
 	}
 	return fi, err
+}
+
+// closeFolder closes the folder's handle if it was opened for this file.
+func (p *Pending) closeFolder() {
+	if p.ownFolder && p.folder != nil {
+		p.folder.Close()
+	}
+	p.folder = nil
 }
 
 // Discard closes and removes the temporary file, unless it was put in
@@ -304,9 +370,7 @@ func (p *Pending) Discard() {
 	}
 	p.closed = true
 	p.f.Close()
-	if p.folder != nil {
-		p.folder.Close()
-	}
+	p.closeFolder()
 	if p.tmp != "" {
 		p.root.Remove(p.tmp)
 	}
@@ -324,15 +388,17 @@ func write(path string, r io.Reader, perm fs.FileMode, place func(*Pending, bool
 		return 0, err
 	}
 	defer root.Close()
-	return writeIn(root, filepath.Base(path), r, perm, place, durable, accept)
+	return writeIn(root, nil, filepath.Base(path), r, perm, place, durable, accept)
 }
 
-// writeIn writes what r gives to name inside root through a Pending.
-func writeIn(root *os.Root, name string, r io.Reader, perm fs.FileMode, place func(*Pending, bool) (fs.FileInfo, error), durable bool, accept func(int64) error) (int64, error) {
-	p, err := startIn(root, name, perm)
+// writeIn writes what r gives to name inside root through a Pending; self,
+// when not nil, is root's own folder.
+func writeIn(root *os.Root, self *os.File, name string, r io.Reader, perm fs.FileMode, place func(*Pending, bool) (fs.FileInfo, error), durable bool, accept func(int64) error) (int64, error) {
+	p, err := startIn(root, self, name, perm)
 	if err != nil {
 		return 0, err
 	}
+	p.noStat = true
 	defer p.Discard()
 	n, err := io.Copy(p, r)
 	if err == nil && accept != nil {

@@ -14,13 +14,13 @@ import (
 // takes bits away (a chmod) and where it takes none (none needed).
 func TestModeWhateverTheUmask(t *testing.T) {
 	dir := t.TempDir()
-	root := openRoot(t, dir)
+	folder := openFolder(t, dir)
 	for _, c := range []struct {
 		umask int
 		perm  os.FileMode
 	}{{0o077, 0o644}, {0o022, 0o644}, {0, 0o640}, {0o022, 0o666}} {
 		old := syscall.Umask(c.umask)
-		_, err := CopyIn(root, "f", strings.NewReader("x"), c.perm, nil)
+		_, err := folder.Copy("f", strings.NewReader("x"), c.perm, nil)
 		_, err2 := Copy(filepath.Join(dir, "g"), strings.NewReader("x"), c.perm, nil)
 		syscall.Umask(old)
 		if err != nil || err2 != nil {

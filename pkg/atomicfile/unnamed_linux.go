@@ -1,7 +1,6 @@
 package atomicfile
 
 import (
-	"errors"
 	"io/fs"
 	"os"
 	"strconv"
@@ -19,29 +18,23 @@ var noUnnamed atomic.Bool
 // an ordinary user lacks).
 var procFD = "/proc/self/fd/"
 
-// createUnnamed opens a file with no name (O_TMPFILE) in dir, a folder
-// inside root, and dir itself, to link the file there once it is
-// complete: a crash leaves nothing behind, and putting it in place is one
-// link, not a create and a rename of a named temporary. Both are nil where
-// the file system offers no unnamed files, or dir cannot be opened (the
-// named temporary then tells why).
-func createUnnamed(root *os.Root, dir string, perm fs.FileMode) (f, folder *os.File) {
-	if noUnnamed.Load() {
-		return nil, nil
+// unnamedOK reports whether files are written with no name until complete.
+func unnamedOK() bool { return !noUnnamed.Load() }
+
+// createUnnamed opens a file with no name (O_TMPFILE) in folder, to link
+// it there once it is complete: a crash leaves nothing behind, and putting
+// it in place is one link, not a create and a rename of a named temporary.
+// It is nil where the file system offers no unnamed files, or folder is.
+func createUnnamed(folder *os.File, perm fs.FileMode) *os.File {
+	if folder == nil {
+		return nil
 	}
-	folder, err := root.Open(dir)
+	fd, err := unix.Openat(int(folder.Fd()), ".", unix.O_RDWR|unix.O_TMPFILE|unix.O_CLOEXEC, uint32(perm.Perm()))
 	if err != nil {
-		return nil, nil
+		noUnnamed.Store(true) // not offered here: not asked again
+		return nil
 	}
-	f, err = root.OpenFile(dir, os.O_RDWR|unix.O_TMPFILE, perm)
-	if err != nil {
-		folder.Close()
-		if !errors.Is(err, fs.ErrNotExist) {
-			noUnnamed.Store(true) // not offered here: not asked again
-		}
-		return nil, nil
-	}
-	return f, folder
+	return os.NewFile(uintptr(fd), folder.Name())
 }
 
 // linkAt gives the unnamed file f the name name in folder; it fails with

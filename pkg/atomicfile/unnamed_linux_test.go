@@ -16,8 +16,8 @@ import (
 // and left as it was, nothing left behind either way.
 func TestUnnamedFilesLinkedInPlace(t *testing.T) {
 	dir := t.TempDir()
-	root := openRoot(t, dir)
-	p, err := startIn(root, "new", 0o644)
+	folder := openFolder(t, dir)
+	p, err := startIn(folder.root, folder.self, "new", 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestUnnamedFilesLinkedInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantContent(t, filepath.Join(dir, "new"), "one")
-	if _, err := CopyIn(root, "new", strings.NewReader("two"), 0o644, nil); err != nil {
+	if _, err := folder.Copy("new", strings.NewReader("two"), 0o644, nil); err != nil {
 		t.Fatal(err)
 	}
 	wantContent(t, filepath.Join(dir, "new"), "two")
@@ -40,8 +40,8 @@ func TestUnnamedFilesLinkedInPlace(t *testing.T) {
 	os.Mkdir(filepath.Join(dir, "folder"), 0o755)
 	os.Symlink("new", filepath.Join(dir, "link"))
 	for _, name := range []string{"folder", "link"} {
-		if _, err := CopyIn(root, name, strings.NewReader("x"), 0o644, nil); !errors.Is(err, ErrNotRegular) {
-			t.Fatalf("CopyIn onto %s = %v", name, err)
+		if _, err := folder.Copy(name, strings.NewReader("x"), 0o644, nil); !errors.Is(err, ErrNotRegular) {
+			t.Fatalf("Copy onto %s = %v", name, err)
 		}
 	}
 	if fi, err := os.Lstat(filepath.Join(dir, "link")); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
@@ -54,7 +54,7 @@ func TestUnnamedFilesLinkedInPlace(t *testing.T) {
 		t.Fatalf("mode %o", fi.Mode().Perm())
 	}
 	wantEntries(t, dir, 4) // new, folder, link, durable
-	p, _ = startIn(root, "dropped", 0o644)
+	p, _ = startIn(folder.root, nil, "dropped", 0o644) // its folder opened for it alone
 	p.Write([]byte("x"))
 	p.Discard()
 	wantEntries(t, dir, 4)
@@ -70,7 +70,7 @@ func TestUnnamedFilesFallBack(t *testing.T) {
 	procFD = filepath.Join(dir, "no-proc") + "/"
 	t.Cleanup(func() { procFD = old; noUnnamed.Store(false) })
 	os.WriteFile(filepath.Join(dir, "f"), []byte("old"), 0o644)
-	p, err := startIn(root, "f", 0o640)
+	p, err := startIn(root, nil, "f", 0o640)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestUnnamedFilesFallBack(t *testing.T) {
 	if !noUnnamed.Load() {
 		t.Fatal("a failed link did not turn unnamed files off")
 	}
-	if p, _ := startIn(root, "g", 0o644); p.tmp == "" {
+	if p, _ := startIn(root, nil, "g", 0o644); p.tmp == "" {
 		t.Fatal("an unnamed file after a failed link")
 	} else {
 		p.Discard()

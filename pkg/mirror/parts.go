@@ -61,8 +61,8 @@ func scanLocal(list []*fileJob) {
 }
 
 // folders are the local folders a pull writes whole files into, each made
-// and opened (an os.Root, which no name inside leads out of) once for all
-// its files, not once a file.
+// and opened (pkg/atomicfile's Folder, which no name inside leads out of)
+// once for all its files, not once a file.
 type folders struct {
 	mu   sync.Mutex
 	open map[string]*folder
@@ -70,12 +70,12 @@ type folders struct {
 
 type folder struct {
 	once sync.Once
-	root *os.Root
+	f    *atomicfile.Folder
 	err  error
 }
 
-// root is dir's handle, dir made first if it is not there.
-func (f *folders) root(dir string) (*os.Root, error) {
+// folder is dir, made first if it is not there.
+func (f *folders) folder(dir string) (*atomicfile.Folder, error) {
 	f.mu.Lock()
 	if f.open == nil {
 		f.open = map[string]*folder{}
@@ -88,17 +88,17 @@ func (f *folders) root(dir string) (*os.Root, error) {
 	f.mu.Unlock()
 	d.once.Do(func() {
 		if d.err = os.MkdirAll(dir, 0o755); d.err == nil {
-			d.root, d.err = os.OpenRoot(dir)
+			d.f, d.err = atomicfile.OpenFolder(dir)
 		}
 	})
-	return d.root, d.err
+	return d.f, d.err
 }
 
 // close closes every folder's handle, once no file is being written.
 func (f *folders) close() {
 	for _, d := range f.open {
-		if d.root != nil {
-			d.root.Close()
+		if d.f != nil {
+			d.f.Close()
 		}
 	}
 }

@@ -461,7 +461,7 @@ type fetched struct {
 
 // syncFile brings one local file up to date.
 func syncFile(ctx context.Context, remote LogsRemote, j *fileJob, dirs *folders) (fetched, error) {
-	if _, err := dirs.root(filepath.Dir(j.dst)); err != nil {
+	if _, err := dirs.folder(filepath.Dir(j.dst)); err != nil {
 		return fetched{}, err
 	}
 	local := int64(-1)
@@ -498,7 +498,7 @@ func receive(j *fileJob, body io.Reader, length int64, dirs *folders) (fetched, 
 	if !j.growing {
 		limit++ // one byte more tells a longer body
 	}
-	root, err := dirs.root(filepath.Dir(j.dst))
+	folder, err := dirs.folder(filepath.Dir(j.dst))
 	if err != nil {
 		return fetched{}, err
 	}
@@ -515,7 +515,7 @@ func receive(j *fileJob, body io.Reader, length int64, dirs *folders) (fetched, 
 	var got fetched
 	var aside string
 	var refused error
-	n, err := atomicfile.CopyIn(root, filepath.Base(j.dst), r, 0o644, func(n int64) error {
+	n, err := folder.Copy(filepath.Base(j.dst), r, 0o644, func(n int64) error {
 		switch {
 		case n > j.size:
 			refused = fmt.Errorf("the server sent more than the %d bytes it listed (nothing was written)", j.size)
