@@ -121,7 +121,7 @@ func (c *rootCache) opener(ref *fileRef) func() (*os.File, error) {
 		if err != nil {
 			return nil, err
 		}
-		return r.Open(path.Base(ref.name))
+		return openIn(r, path.Base(ref.name))
 	}
 }
 
