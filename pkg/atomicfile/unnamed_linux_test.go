@@ -53,7 +53,7 @@ func TestUnnamedFilesLinkedInPlace(t *testing.T) {
 	if fi, _ := os.Stat(filepath.Join(dir, "durable")); fi.Mode().Perm() != 0o600 {
 		t.Fatalf("mode %o", fi.Mode().Perm())
 	}
-	wantEntries(t, dir, 4) // new, folder, link, durable
+	wantEntries(t, dir, 4)                             // new, folder, link, durable
 	p, _ = startIn(folder.root, nil, "dropped", 0o644) // its folder opened for it alone
 	p.Write([]byte("x"))
 	p.Discard()
