@@ -53,8 +53,10 @@ func TestUnnamedFilesLinkedInPlace(t *testing.T) {
 	if fi, _ := os.Stat(filepath.Join(dir, "durable")); fi.Mode().Perm() != 0o600 {
 		t.Fatalf("mode %o", fi.Mode().Perm())
 	}
-	wantEntries(t, dir, 4)                             // new, folder, link, durable
-	p, _ = startIn(folder.root, nil, "dropped", 0o644) // its folder opened for it alone
+	wantEntries(t, dir, 4) // new, folder, link, durable
+
+	// A file whose folder is opened for it alone, dropped: nothing left.
+	p, _ = startIn(folder.root, nil, "dropped", 0o644)
 	p.Write([]byte("x"))
 	p.Discard()
 	wantEntries(t, dir, 4)
