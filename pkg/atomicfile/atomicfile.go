@@ -22,6 +22,13 @@
 //
 // A temporary file is named "." + the target's name + ".tmp-" + digits
 // ([TargetOf] reads such a name back), so a crash's leftovers can be found.
+// On Linux the functions above (not [CreateIn]) write a file with no name
+// instead (O_TMPFILE), which a crash leaves nothing of, and link it at the
+// target where nothing is there: one link, not a create and a rename. Where
+// something is, it is given a temporary name and placed as above, a
+// non-regular target refused then; where linking fails (no /proc), the file
+// is copied into a named one, and the files after it are named from the
+// start.
 package atomicfile
 
 import (

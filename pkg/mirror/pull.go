@@ -104,7 +104,13 @@ func (j *fileJob) bytes() int64 {
 // place only when the byte count is the listed size; a tail is appended only
 // from a 206 that starts at the local size, and cut back to that size if the
 // transfer fails. Local files the server no longer lists are kept: the
-// mirror is an archive.
+// mirror is an archive. No file is synced to disk (pkg/atomicfile's Copy):
+// a crash may lose what was not yet written back, never put a part in
+// place on a running machine, and on file systems that set a file's size
+// on disk only once its data is there (ext4's default ordered mode, XFS)
+// what it loses leaves a file shorter than listed, or none, which the next
+// run fetches again, whole or as a tail; a sync a file would cost a journal
+// commit each, 29,000 on a first pull.
 
 // Part is one folder of a mirror and the listing it follows: PartLogs,
 // PartStats or PartGameLogs.
