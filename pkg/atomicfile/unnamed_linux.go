@@ -14,9 +14,13 @@ import (
 var noUnnamed atomic.Bool
 
 // procFD is where a process's open files are named, which linking an
-// unnamed file goes through (linkat with AT_EMPTY_PATH needs a capability
-// an ordinary user lacks).
+// unnamed file goes through where linkat with AT_EMPTY_PATH is refused (it
+// needs a capability an ordinary user lacks before Linux 6.10).
 var procFD = "/proc/self/fd/"
+
+// noEmptyPath is set once linkat refused AT_EMPTY_PATH: the links after it
+// go through procFD.
+var noEmptyPath atomic.Bool
 
 // unnamedOK reports whether files are written with no name until complete.
 func unnamedOK() bool { return !noUnnamed.Load() }
@@ -40,5 +44,12 @@ func createUnnamed(folder *os.File, perm fs.FileMode) *os.File {
 // linkAt gives the unnamed file f the name name in folder; it fails with
 // an error wrapping fs.ErrExist where something has that name.
 func linkAt(f, folder *os.File, name string) error {
+	if !noEmptyPath.Load() {
+		err := unix.Linkat(int(f.Fd()), "", int(folder.Fd()), name, unix.AT_EMPTY_PATH)
+		if err != unix.ENOENT && err != unix.EPERM && err != unix.EINVAL {
+			return err // done, or failed as the other way would
+		}
+		noEmptyPath.Store(true)
+	}
 	return unix.Linkat(unix.AT_FDCWD, procFD+strconv.Itoa(int(f.Fd())), int(folder.Fd()), name, unix.AT_SYMLINK_FOLLOW)
 }

@@ -15,6 +15,18 @@ import (
 // placed as a named one is: a regular file replaced, anything else refused
 // and left as it was, nothing left behind either way.
 func TestUnnamedFilesLinkedInPlace(t *testing.T) {
+	// Linked with AT_EMPTY_PATH (where it is refused, as through /proc),
+	// and through /proc.
+	for _, viaProc := range []bool{false, true} {
+		t.Run(map[bool]string{false: "AT_EMPTY_PATH", true: "/proc"}[viaProc], func(t *testing.T) {
+			noEmptyPath.Store(viaProc)
+			t.Cleanup(func() { noEmptyPath.Store(false) })
+			testUnnamedLinkedInPlace(t)
+		})
+	}
+}
+
+func testUnnamedLinkedInPlace(t *testing.T) {
 	dir := t.TempDir()
 	folder := openFolder(t, dir)
 	p, err := startIn(folder.root, folder.self, "new", 0o644)
@@ -70,7 +82,8 @@ func TestUnnamedFilesFallBack(t *testing.T) {
 	root := openRoot(t, dir)
 	old := procFD
 	procFD = filepath.Join(dir, "no-proc") + "/"
-	t.Cleanup(func() { procFD = old; noUnnamed.Store(false) })
+	noEmptyPath.Store(true)
+	t.Cleanup(func() { procFD = old; noUnnamed.Store(false); noEmptyPath.Store(false) })
 	os.WriteFile(filepath.Join(dir, "f"), []byte("old"), 0o644)
 	p, err := startIn(root, nil, "f", 0o640)
 	if err != nil {
