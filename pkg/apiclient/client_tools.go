@@ -2,6 +2,7 @@ package apiclient
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -108,6 +109,9 @@ func (c *Client) FetchFiles(ctx context.Context, files []api.FetchFile, each fun
 	return nil
 }
 
+// batchReadBuffer is what a batch download's answer is read in.
+const batchReadBuffer = 256 << 10
+
 // fetchBatch is one request of FetchFiles.
 func (c *Client) fetchBatch(ctx context.Context, files []api.FetchFile, each func(i int, body io.Reader, length int64)) error {
 	op := fmt.Sprintf("fetching %d files at once", len(files))
@@ -126,7 +130,10 @@ func (c *Client) fetchBatch(ctx context.Context, files []api.FetchFile, each fun
 		if resp.StatusCode != http.StatusOK {
 			return &Error{Op: op, Status: resp.StatusCode, Msg: "the answer is not a 200 with the files"}
 		}
-		tr := tar.NewReader(resp.Body)
+		// Read in big pieces: HTTP/2 sends the server a window update for
+		// every read of 4 KiB or more, and the tar reader reads a file's
+		// header and body apart.
+		tr := tar.NewReader(bufio.NewReaderSize(resp.Body, batchReadBuffer))
 		for i := range files {
 			h, err := tr.Next()
 			if err != nil {

@@ -297,3 +297,44 @@ func TestTemporaryNamesFit(t *testing.T) {
 		}
 	}
 }
+
+// TestFolderCopy: a Folder kept open for many files writes each, keeps
+// only what is accepted, refuses a non-regular target, and never leads out
+// of the folder.
+func TestFolderCopy(t *testing.T) {
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "sub"), 0o755)
+	os.Mkdir(filepath.Join(dir, "folder"), 0o755)
+	os.Symlink(t.TempDir(), filepath.Join(dir, "out"))
+	root := openFolder(t, dir)
+	for i, name := range []string{"a", "sub/b", "c"} {
+		if n, err := root.Copy(name, strings.NewReader(name), 0o644, nil); err != nil || n != int64(len(name)) {
+			t.Fatalf("file %d: CopyIn = %d, %v", i, n, err)
+		}
+		wantContent(t, filepath.Join(dir, name), name)
+	}
+	short := errors.New("short")
+	if _, err := root.Copy("a", strings.NewReader("new"), 0o644, func(int64) error { return short }); !errors.Is(err, short) {
+		t.Fatalf("Copy, refused = %v", err)
+	}
+	wantContent(t, filepath.Join(dir, "a"), "a")
+	if _, err := root.Copy("folder", strings.NewReader("x"), 0o644, nil); !errors.Is(err, ErrNotRegular) {
+		t.Fatalf("Copy onto a folder = %v", err)
+	}
+	if _, err := root.Copy("out/f", strings.NewReader("x"), 0o644, nil); err == nil {
+		t.Fatal("Copy through a symlink out of the root succeeded")
+	}
+	wantEntries(t, dir, 5) // a, c, sub, folder, out, and no temporary
+	wantEntries(t, filepath.Join(dir, "sub"), 1)
+}
+
+// openFolder opens dir as a Folder, closed when the test ends.
+func openFolder(t *testing.T, dir string) *Folder {
+	t.Helper()
+	f, err := OpenFolder(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}

@@ -104,7 +104,13 @@ func (j *fileJob) bytes() int64 {
 // place only when the byte count is the listed size; a tail is appended only
 // from a 206 that starts at the local size, and cut back to that size if the
 // transfer fails. Local files the server no longer lists are kept: the
-// mirror is an archive.
+// mirror is an archive. No file is synced to disk (pkg/atomicfile's Copy):
+// a crash may lose what was not yet written back, never put a part in
+// place on a running machine, and on file systems that set a file's size
+// on disk only once its data is there (ext4's default ordered mode, XFS)
+// what it loses leaves a file shorter than listed, or none, which the next
+// run fetches again, whole or as a tail; a sync a file would cost a journal
+// commit each, 29,000 on a first pull.
 
 // Part is one folder of a mirror and the listing it follows: PartLogs,
 // PartStats or PartGameLogs.
@@ -338,16 +344,13 @@ func runJobs(ctx context.Context, remote LogsRemote, list []*fileJob, jobs int, 
 	if dup != nil {
 		sum.add(reportBad(rep, []Failure{*dup}))
 	}
-	removeStaleParts(list)
+	scanLocal(list)
 	var todo []*fileJob
 	var total int64
 	for _, j := range list {
-		j.local = -1
-		if fi, err := os.Stat(j.dst); err == nil {
-			if j.local = fi.Size(); j.local == j.size {
-				sum.Unchanged++
-				continue
-			}
+		if j.local == j.size {
+			sum.Unchanged++
+			continue
 		}
 		todo = append(todo, j)
 		total += j.bytes()
@@ -355,13 +358,15 @@ func runJobs(ctx context.Context, remote LogsRemote, list []*fileJob, jobs int, 
 	if len(todo) > 0 {
 		rep.Begin("fetch", len(todo), total)
 	}
+	dirs := &folders{}
+	defer dirs.close()
 	var batch func([]*fileJob, bool) []error
 	if b, ok := remote.(BatchFetcher); ok && b.CanFetchBatch() {
-		batch = func(js []*fileJob, _ bool) []error { return fetchBatch(ctx, b, js) }
+		batch = func(js []*fileJob, _ bool) []error { return fetchBatch(ctx, b, js, dirs) }
 	}
 	var mu sync.Mutex
 	run(ctx, todo, fetches, jobs, func(j *fileJob) (err error) {
-		j.got, err = syncFile(ctx, remote, j)
+		j.got, err = syncFile(ctx, remote, j, dirs)
 		return err
 	}, batch, func(j *fileJob, err error) {
 		if err != nil {
@@ -389,23 +394,16 @@ func runJobs(ctx context.Context, remote LogsRemote, list []*fileJob, jobs int, 
 // local paths are the listing's, checked; the answer names none), a body
 // longer than a frozen file's listed size refused, a growing one's taken
 // up to it.
-func fetchBatch(ctx context.Context, b BatchFetcher, js []*fileJob) []error {
+func fetchBatch(ctx context.Context, b BatchFetcher, js []*fileJob, dirs *folders) []error {
 	files := make([]api.FetchFile, len(js))
 	for i, j := range js {
 		files[i] = api.FetchFile{Route: j.route, Which: j.query.Get(api.QueryWhich), Name: j.query.Get(api.QueryName), Path: j.query.Get(api.QueryPath)}
 	}
 	errs := make([]error, len(js))
 	called := make([]bool, len(js))
-	made := map[string]bool{} // the folders made: a batch's files are mostly in one
 	err := b.FetchFiles(ctx, files, func(i int, body io.Reader, length int64) {
 		called[i] = true
-		if dir := filepath.Dir(js[i].dst); !made[dir] {
-			if errs[i] = os.MkdirAll(dir, 0o755); errs[i] != nil {
-				return
-			}
-			made[dir] = true
-		}
-		js[i].got, errs[i] = receive(js[i], body, length)
+		js[i].got, errs[i] = receive(js[i], body, length, dirs)
 	})
 	for i := range js {
 		if !called[i] {
@@ -468,8 +466,8 @@ type fetched struct {
 }
 
 // syncFile brings one local file up to date.
-func syncFile(ctx context.Context, remote LogsRemote, j *fileJob) (fetched, error) {
-	if err := os.MkdirAll(filepath.Dir(j.dst), 0o755); err != nil {
+func syncFile(ctx context.Context, remote LogsRemote, j *fileJob, dirs *folders) (fetched, error) {
+	if _, err := dirs.folder(filepath.Dir(j.dst)); err != nil {
 		return fetched{}, err
 	}
 	local := int64(-1)
@@ -477,14 +475,14 @@ func syncFile(ctx context.Context, remote LogsRemote, j *fileJob) (fetched, erro
 		local = fi.Size()
 	}
 	if j.growing && local <= j.size {
-		return fetchTail(ctx, remote, j, max(local, 0))
+		return fetchTail(ctx, remote, j, max(local, 0), dirs)
 	}
 	f, err := remote.Fetch(ctx, j.route, j.query, 0)
 	if err != nil {
 		return fetched{}, err
 	}
 	defer f.Body.Close()
-	return receive(j, f.Body, f.Length)
+	return receive(j, f.Body, f.Length, dirs)
 }
 
 // receive writes body, whose length is given (-1: not known), whole in
@@ -498,7 +496,7 @@ func syncFile(ctx context.Context, remote LogsRemote, j *fileJob) (fetched, erro
 // server's copy shrank, or was rewritten) is first set aside (keepAside),
 // so the mirror loses none of its bytes. On any failure, nothing is
 // written.
-func receive(j *fileJob, body io.Reader, length int64) (fetched, error) {
+func receive(j *fileJob, body io.Reader, length int64, dirs *folders) (fetched, error) {
 	if !j.growing && length > j.size {
 		return fetched{}, fmt.Errorf("the server sent %d bytes where it listed %d (nothing was written)", length, j.size)
 	}
@@ -506,9 +504,12 @@ func receive(j *fileJob, body io.Reader, length int64) (fetched, error) {
 	if !j.growing {
 		limit++ // one byte more tells a longer body
 	}
+	folder, err := dirs.folder(filepath.Dir(j.dst))
+	if err != nil {
+		return fetched{}, err
+	}
 	var old *prefixCheck
 	if j.local >= 0 { // there was a local copy when the run began
-		var err error
 		if old, err = archivedCopy(j.dst); err != nil {
 			return fetched{}, err
 		}
@@ -520,7 +521,7 @@ func receive(j *fileJob, body io.Reader, length int64) (fetched, error) {
 	var got fetched
 	var aside string
 	var refused error
-	n, err := atomicfile.Copy(j.dst, r, 0o644, func(n int64) error {
+	n, err := folder.Copy(filepath.Base(j.dst), r, 0o644, func(n int64) error {
 		switch {
 		case n > j.size:
 			refused = fmt.Errorf("the server sent more than the %d bytes it listed (nothing was written)", j.size)
@@ -633,7 +634,7 @@ func keepAside(dst string) (string, error) {
 // Range, and the whole body replaces the file (receive); an empty 200 means
 // there is nothing new. If the transfer fails part-way, the file is cut
 // back to from.
-func fetchTail(ctx context.Context, remote LogsRemote, j *fileJob, from int64) (fetched, error) {
+func fetchTail(ctx context.Context, remote LogsRemote, j *fileJob, from int64, dirs *folders) (fetched, error) {
 	f, err := remote.Fetch(ctx, j.route, j.query, from)
 	if err != nil {
 		return fetched{}, err
@@ -647,7 +648,7 @@ func fetchTail(ctx context.Context, remote LogsRemote, j *fileJob, from int64) (
 			}
 			return fetched{}, nil
 		}
-		return receive(j, f.Body, f.Length)
+		return receive(j, f.Body, f.Length, dirs)
 	}
 	if f.Start != from {
 		return fetched{}, fmt.Errorf("the server sent bytes from %d, not from %d; nothing was written", f.Start, from)

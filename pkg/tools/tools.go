@@ -35,6 +35,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/hoster-dev/hoster/pkg/api"
@@ -259,8 +260,17 @@ func (f *fileRef) opener() func() (*os.File, error) {
 			return nil, err
 		}
 		defer root.Close()
-		return root.Open(f.name)
+		return openIn(root, f.name)
 	}
+}
+
+// openIn opens name inside root to read it. O_NONBLOCK: a fifo planted
+// where a log file goes opens at once (and is then no regular file, an
+// empty answer) rather than hanging the request until a writer comes; and
+// Go, which clears the flag on the files it opens without it, makes two
+// syscalls fewer an open (a batch download opens a thousand).
+func openIn(root *os.Root, name string) (*os.File, error) {
+	return root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 }
 
 // serveFile streams a file by the contract's rules; open == nil, or a file
