@@ -54,13 +54,31 @@ func buildParts(ctx context.Context, o serveOptions, token string, variant api.V
 			return pool, nil
 		}
 	}
+	var rooms *fleet.Rooms
+	if node != nil {
+		var err error
+		if rooms, err = o.Cluster.rooms(ctx, node); err != nil {
+			return nil, err
+		}
+		ho.Runtime.Rooms = rooms
+	}
 	host, err := hostserver.New(ho)
 	if err != nil {
+		if rooms != nil {
+			rooms.Close()
+		}
 		return nil, err
 	}
 	p := &parts{host: host, handler: host.Handler()}
 	p.closers = append(p.closers, func() error { host.Close(); return nil })
 	p.stoppers = append(p.stoppers, host.Shutdown)
+	if rooms != nil {
+		// Relayed sockets are the node's own, served without the access
+		// log: the relaying node logs them. A stop releases the rooms once
+		// their players were told.
+		go rooms.Serve(host.Handler())
+		p.stoppers = append(p.stoppers, func(context.Context) { rooms.Close() })
+	}
 	log.Info("game telemetry", "process", host.Runtime().Process())
 
 	// Machine health every --stats-interval, with retention at start and daily.
