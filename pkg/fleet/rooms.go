@@ -149,8 +149,10 @@ func (rs *Rooms) Addr() net.Addr { return rs.relay.Addr() }
 func (rs *Rooms) Serve(h http.Handler) error {
 	rs.mu.Lock()
 	rs.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
-		ConnContext: func(ctx context.Context, _ net.Conn) context.Context { return context.WithValue(ctx, relayedKey{}, true) },
-		ErrorLog:    slog.NewLogLogger(rs.log.Handler(), slog.LevelWarn)}
+		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
+			return context.WithValue(ctx, relayedKey{}, true)
+		},
+		ErrorLog: slog.NewLogLogger(rs.log.Handler(), slog.LevelWarn)}
 	srv := rs.srv
 	rs.mu.Unlock()
 	err := srv.Serve(rs.relay)
