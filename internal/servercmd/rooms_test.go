@@ -2,16 +2,19 @@ package servercmd
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/hoster-dev/hoster/internal/waitbuf"
 )
 
@@ -97,11 +100,33 @@ func startFleet(t *testing.T, n int) []*fleetNode {
 }
 
 // roomPlayer is a player of the arena's room, with what it saw: each
-// other player appearing ("appear:<name>") and moving ("move:<name>").
+// other player appearing ("appear:<name>") and moving ("move:<name>"), and
+// at its socket's end, its close ("close:<code>").
 type roomPlayer struct {
 	*testPlayer
 	name string
 	seen chan string
+}
+
+// closed waits for the player's socket to end and returns its close code
+// (0: none).
+func (p *roomPlayer) closed(t *testing.T) int {
+	t.Helper()
+	guard := time.After(30 * time.Second) // a hang guard
+	for {
+		select {
+		case s, ok := <-p.seen:
+			if !ok {
+				return 0
+			}
+			if code, ok := strings.CutPrefix(s, "close:"); ok {
+				n, _ := strconv.Atoi(code)
+				return n
+			}
+		case <-guard:
+			t.Fatalf("%s's socket never ended", p.name)
+		}
+	}
 }
 
 // joinRoom opens a socket of the arena's room on the node at listen, for a
@@ -134,7 +159,11 @@ func (p *roomPlayer) read() {
 				F  map[string]any
 			}
 		}
-		if p.ws.ReadJSON(&m) != nil {
+		if err := p.ws.ReadJSON(&m); err != nil {
+			var ce *websocket.CloseError
+			if errors.As(err, &ce) {
+				p.seen <- fmt.Sprintf("close:%d", ce.Code)
+			}
 			return
 		}
 		for _, a := range m.Appear {
@@ -203,16 +232,18 @@ func TestFleetPrivateRoomFromAnyNode(t *testing.T) {
 	// alice's node made the room: it is the owner.
 	died := time.Now()
 	nodes[0].kill()
-	if code, text := bob.closeCode(t); code != 1001 {
-		t.Errorf("the relayed player got %d %q when the room's node died, want 1001", code, text)
+	if code := bob.closed(t); code != 1001 {
+		t.Errorf("the relayed player got %d when the room's node died, want 1001", code)
 	}
-	alice.closeCode(t)
+	alice.closed(t)
 	back := make(chan *roomPlayer, 2)
 	go func() { back <- joinRoom(t, nodes[2].listen, "alice", "198.51.100.1", "r1") }()
 	go func() { back <- joinRoom(t, nodes[1].listen, "bob", "198.51.100.2", "r1") }()
 	a, b := <-back, <-back
+	welcomed := time.Since(died)
 	playTogether(t, a, b)
-	t.Logf("both players were back in one room %v after the owner died", time.Since(died).Round(time.Millisecond))
+	t.Logf("after the owner died: both players welcomed again in %v, seeing each other move in %v",
+		welcomed.Round(time.Millisecond), time.Since(died).Round(time.Millisecond))
 }
 
 // A relay connection without the node's secret is refused: closed before

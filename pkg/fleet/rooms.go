@@ -1,7 +1,9 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
@@ -14,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -70,7 +73,9 @@ type Rooms struct {
 	tls    *tls.Config
 	relay  *relayListener
 	srv    *http.Server
-	log    *slog.Logger
+	// presence answers on presenceSubject while this node is in the fleet.
+	presence, nodes *nats.Subscription
+	log             *slog.Logger
 
 	mu    sync.Mutex
 	owned map[string]*owned // the rooms this node holds, by key
@@ -118,6 +123,14 @@ func (n *Node) Rooms(ctx context.Context, o RoomsOptions) (*Rooms, error) {
 	rs := &Rooms{node: n, kv: kv, ttl: o.TTL, secret: []byte(secret), tls: o.TLS, log: n.log,
 		owned: map[string]*owned{}, stop: make(chan struct{}), done: make(chan struct{})}
 	rs.value, _ = json.Marshal(claim{Node: n.name, Relay: advertise, Secret: secret})
+	answer := func(m *nats.Msg) { m.Respond(rs.value) }
+	if rs.presence, err = n.nc.Subscribe(presenceSubject(n.name), answer); err == nil {
+		rs.nodes, err = n.nc.Subscribe(nodesSubject, answer)
+	}
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("starting the rooms' relay: %w", err)
+	}
 	rs.relay = newRelayListener(ln, rs.secret, n.log)
 	go rs.refresh()
 	n.log.Info("fleet: rooms relay listening", "addr", ln.Addr().String(), "advertise", advertise)
@@ -165,34 +178,52 @@ func (rs *Rooms) Serve(h http.Handler) error {
 // relayedKey marks the context of a request that came over the relay.
 type relayedKey struct{}
 
+// opTimeout bounds each of Enter's questions to the bucket: while the
+// bucket's stream elects a new leader (its leader's node died), writes wait
+// for seconds; Enter asks again, or decides without the bucket.
+const opTimeout = time.Second
+
 // Enter is the runtime's question for a socket of a private room: a room
 // this node holds, or may claim, is served here; else the socket is relayed
-// to the owner. While the owner does not answer (it died: its claim lives
-// on until its time to live ends), Enter tries again until the room can be
-// claimed here or the wait is over (twice the time to live and 5 s: 503).
+// to the owner. An owner whose relay does not answer and that has left the
+// fleet (it died) is succeeded at once by one live node, the same for
+// every node (succeed); an owner still in the fleet is waited for, up to
+// twice the time to live and 5 s (then 503).
 func (rs *Rooms) Enter(w http.ResponseWriter, r *http.Request, key string, linger time.Duration) (func(), bool) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*rs.ttl+5*time.Second)
 	defer cancel()
 	relayed := r.Context().Value(relayedKey{}) != nil
 	wait := 25 * time.Millisecond
 	for {
-		c, err := rs.claim(ctx, key)
+		c, rev, err := rs.claim(ctx, key)
 		switch {
 		case err != nil:
 			rs.log.Warn("fleet: claiming a room", "room", key, "err", err)
 		case c == nil:
 			return rs.leave(key, linger), false
-		case relayed:
-			// The relaying node read a claim that has moved on since: its
-			// client tries again.
-			http.Error(w, "this room moved to another server: try again", http.StatusServiceUnavailable)
+		case !relayed && rs.carry(w, r, *c) == nil:
 			return nil, true
-		default:
-			err := rs.carry(w, r, *c)
-			if err == nil {
+		case rs.present(ctx, c.Node):
+			if relayed {
+				// The relaying node read a claim that has moved on
+				// since: its client tries again.
+				http.Error(w, "this room moved to another server: try again", http.StatusServiceUnavailable)
 				return nil, true
 			}
-			rs.log.Debug("fleet: a room's node does not answer", "room", key, "node", c.Node, "err", err)
+			rs.log.Debug("fleet: a room's node does not answer its relay", "room", key, "node", c.Node)
+		default:
+			next, err := rs.succeed(ctx, key, rev)
+			switch {
+			case err != nil:
+				rs.log.Warn("fleet: succeeding a room's node that left", "room", key, "node", c.Node, "err", err)
+			case next == nil:
+				return rs.leave(key, linger), false
+			case relayed:
+				http.Error(w, "this room moved to another server: try again", http.StatusServiceUnavailable)
+				return nil, true
+			case rs.carry(w, r, *next) == nil:
+				return nil, true
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -205,38 +236,120 @@ func (rs *Rooms) Enter(w http.ResponseWriter, r *http.Request, key string, linge
 }
 
 // claim holds the room key here when this node has it or can claim it
-// (nil), else returns the owner's claim.
-func (rs *Rooms) claim(ctx context.Context, key string) (*claim, error) {
+// (nil), else returns the owner's claim and its revision.
+func (rs *Rooms) claim(ctx context.Context, key string) (*claim, uint64, error) {
 	if rs.hold(key, 0) {
-		return nil, nil
+		return nil, 0, nil
 	}
-	rev, err := rs.kv.Create(ctx, key, rs.value)
-	if err == nil {
+	octx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	rev, cerr := rs.kv.Create(octx, key, rs.value)
+	if cerr == nil {
 		rs.hold(key, rev)
-		return nil, nil
+		return nil, 0, nil
 	}
-	if !errors.Is(err, jetstream.ErrKeyExists) {
-		return nil, fmt.Errorf("claiming %s: %w", key, err)
-	}
-	e, err := rs.kv.Get(ctx, key)
+	// Read even when the write failed for want of a leader: a replica
+	// answers reads, and an owner gone can be succeeded without a write.
+	gctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	e, err := rs.kv.Get(gctx, key)
 	if err != nil {
-		return nil, fmt.Errorf("reading the claim of %s: %w", key, err)
+		return nil, 0, fmt.Errorf("claiming %s: %w; reading its claim: %w", key, cerr, err)
 	}
 	var c claim
 	if err := json.Unmarshal(e.Value(), &c); err != nil || c.Node == "" {
-		return nil, fmt.Errorf("reading the claim of %s: not a claim", key)
+		return nil, 0, fmt.Errorf("reading the claim of %s: not a claim", key)
 	}
 	if c.Node != rs.node.name {
-		return &c, nil
+		return &c, e.Revision(), nil
 	}
 	// This node's, from an earlier run of it (its relay has moved), or
 	// from another socket's claim a moment ago: taken over.
-	if rev, err = rs.kv.Update(ctx, key, rs.value, e.Revision()); err != nil {
-		return nil, fmt.Errorf("claiming %s: %w", key, err)
+	if rev, err = rs.kv.Update(octx, key, rs.value, e.Revision()); err != nil {
+		return nil, 0, fmt.Errorf("claiming %s: %w", key, err)
 	}
 	rs.hold(key, rev)
+	return nil, 0, nil
+}
+
+// present reports whether node is in the fleet: its presence subject has
+// an answer (a node that died has none as soon as its connection is gone).
+// In doubt (no answer in time), it is.
+func (rs *Rooms) present(ctx context.Context, node string) bool {
+	pctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	_, err := rs.node.nc.RequestWithContext(pctx, presenceSubject(node), nil)
+	return !errors.Is(err, nats.ErrNoResponders)
+}
+
+// succeed chooses the room key's node after its owner, last claimed at rev,
+// left the fleet: of the live nodes, the one that ranks first for the key
+// (rendezvous hashing), so that every node chooses the same without the
+// bucket, whose writes may wait for a new leader. This node, when chosen,
+// holds the room (nil): its claim replaces the dead owner's now, or at the
+// next renewal. Another node chosen is returned, to carry the socket to.
+func (rs *Rooms) succeed(ctx context.Context, key string, rev uint64) (*claim, error) {
+	nodes, err := rs.liveNodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var best *claim
+	var bestRank [32]byte
+	for _, c := range nodes {
+		rank := sha256.Sum256([]byte(key + "\n" + c.Node))
+		if best == nil || bytes.Compare(rank[:], bestRank[:]) > 0 {
+			best, bestRank = &c, rank
+		}
+	}
+	if best == nil || best.Node != rs.node.name {
+		return best, nil
+	}
+	octx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	if next, err := rs.kv.Update(octx, key, rs.value, rev); err == nil {
+		rev = next
+	} else if errors.Is(err, jetstream.ErrKeyExists) {
+		return nil, fmt.Errorf("another node claimed %s first", key)
+	}
+	rs.hold(key, rev)
+	rs.log.Info("fleet: a room taken over from a node that left the fleet", "room", key)
 	return nil, nil
 }
+
+// liveNodes asks every node with rooms for its claim, gathering the answers
+// for a moment: the fleet's live nodes, this one among them.
+func (rs *Rooms) liveNodes(ctx context.Context) ([]claim, error) {
+	inbox := nats.NewInbox()
+	sub, err := rs.node.nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil, fmt.Errorf("asking for the live nodes: %w", err)
+	}
+	defer sub.Unsubscribe()
+	if err := rs.node.nc.PublishRequest(nodesSubject, inbox, nil); err != nil {
+		return nil, fmt.Errorf("asking for the live nodes: %w", err)
+	}
+	var nodes []claim
+	ctx, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
+	defer cancel()
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return nodes, nil
+		}
+		var c claim
+		if json.Unmarshal(m.Data, &c) == nil && c.Node != "" {
+			nodes = append(nodes, c)
+		}
+	}
+}
+
+// presenceSubject is where a node with rooms answers while it is in the
+// fleet; nodesSubject is where they all do.
+func presenceSubject(node string) string {
+	return "hoster.rooms.node." + hex.EncodeToString([]byte(node))
+}
+
+const nodesSubject = "hoster.rooms.nodes"
 
 // hold counts one more socket of the room key here: with rev, the claim
 // just made or renewed; with 0, only if the room is already held (it
@@ -360,6 +473,8 @@ func (rs *Rooms) Close() error {
 	rs.once.Do(func() {
 		close(rs.stop)
 		<-rs.done
+		rs.presence.Unsubscribe()
+		rs.nodes.Unsubscribe()
 		rs.relay.Close()
 		rs.mu.Lock()
 		srv := rs.srv
