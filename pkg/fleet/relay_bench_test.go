@@ -234,7 +234,7 @@ func benchRelay(b *testing.B, addr string) {
 	b.StopTimer()
 	frames := float64(per * benchSockets)
 	b.ReportMetric(float64(rtt.Microseconds())/frames, "µs-rtt/frame")
-	b.ReportMetric(float64((cpuTime() - cpu).Nanoseconds())/frames, "cpu-ns/frame")
+	b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/frames, "cpu-ns/frame")
 }
 
 // cpuTime is the process's CPU time so far, user and system.
