@@ -71,14 +71,15 @@ func buildParts(ctx context.Context, o serveOptions, token string, variant api.V
 	}
 	p := &parts{host: host, handler: host.Handler()}
 	p.closers = append(p.closers, func() error { host.Close(); return nil })
-	p.stoppers = append(p.stoppers, host.Shutdown)
 	if rooms != nil {
 		// Relayed sockets are the node's own, served without the access
-		// log: the relaying node logs them. A stop releases the rooms once
-		// their players were told.
+		// log: the relaying node logs them. A stop releases the rooms
+		// before their players are told, so that those joining again make
+		// them on another node.
 		go rooms.Serve(host.Handler())
 		p.stoppers = append(p.stoppers, func(context.Context) { rooms.Close() })
 	}
+	p.stoppers = append(p.stoppers, host.Shutdown)
 	log.Info("game telemetry", "process", host.Runtime().Process())
 
 	// Machine health every --stats-interval, with retention at start and daily.
