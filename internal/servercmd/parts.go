@@ -43,11 +43,16 @@ func buildParts(ctx context.Context, o serveOptions, token string, variant api.V
 			LoadLater: true,
 		},
 	}
+	nodeName := ""
+	if node != nil {
+		nodeName = node.Name()
+		ho.Runtime.Node = nodeName
+	}
 	if o.Isolation == "process" {
 		// The parent loads each game (its pages, its browser library, the
 		// ask gate); its instances run in the game's worker.
 		ho.Isolate = func(config func(domain, name string) (game.Config, bool)) (hostserver.Isolation, error) {
-			pool, err := workerPool(o, config, log)
+			pool, err := workerPool(o, nodeName, config, log)
 			if err != nil {
 				return nil, err
 			}

@@ -2,12 +2,14 @@ package servercmd
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/hoster-dev/hoster/internal/waitbuf"
+	"github.com/hoster-dev/hoster/pkg/api"
 )
 
 // Private rooms across a fleet of three serve processes (this test
@@ -271,5 +274,27 @@ func TestFleetRelayRefusesAStranger(t *testing.T) {
 	}
 	if !nd.logs.WaitFor(`msg="fleet: a relay connection refused"`, 2, 20*time.Second) {
 		t.Fatalf("the refusals are not logged:\n%s", nd.logs)
+	}
+}
+
+// A fleet node's game workers name the node in their telemetry lines.
+func TestFleetTelemetryNamesTheNode(t *testing.T) {
+	o := serveOptions{HostingRoot: exampleGames(t, "example.com"), LogsRoot: t.TempDir(),
+		Cluster: clusterOptions{Listen: "127.0.0.1:0", Relay: "127.0.0.1:0", Node: "solo"}}
+	listen, _, _, stop := startServeStoppable(t, o)
+	if _, err := dialArena(t, listen, "example.com", "198.51.100.1", ""); err != nil {
+		t.Fatal(err)
+	}
+	stop() // the workers write their instances' last lines first
+	files, _ := filepath.Glob(filepath.Join(o.LogsRoot, api.GameLogsDir, "example.com", "arena", api.ProcessesDir, "*", "stats-*.jsonl"))
+	var last api.GameStatsLine
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			json.Unmarshal([]byte(l), &last)
+		}
+	}
+	if !last.Ended || last.Node != "solo" {
+		t.Fatalf("the stats files %v end with %+v, want the instance's last line, naming node solo", files, last)
 	}
 }

@@ -37,6 +37,7 @@ func newWorkerCmd(_, errOut io.Writer) *cobra.Command {
 	var gameKey string
 	var memory int64
 	var idle time.Duration
+	var node string
 	cmd := &cobra.Command{
 		Use:    "worker",
 		Short:  "Run one game's instances for hoster-server serve (started by serve, never by hand)",
@@ -48,7 +49,7 @@ func newWorkerCmd(_, errOut io.Writer) *cobra.Command {
 				Control: os.NewFile(3, "control"),
 				Runtime: runtime.Options{
 					Game: gameKey, GamesRoot: filepath.Join(o.HostingRoot, api.GamesDir), Logger: log,
-					LogsRoot: o.LogsRoot, GamelogInterval: o.GamelogInterval,
+					LogsRoot: o.LogsRoot, GamelogInterval: o.GamelogInterval, Node: node,
 					MaxInstances: o.MaxInstances, Instances: o.DefaultInstances,
 					// serve counts every game's sockets per address,
 					// before it hands them over.
@@ -63,6 +64,7 @@ func newWorkerCmd(_, errOut io.Writer) *cobra.Command {
 	f.StringVar(&o.HostingRoot, "hosting-root", "", "the hosting root")
 	f.StringVar(&o.LogsRoot, "logs-root", "", "the logs root")
 	f.DurationVar(&o.GamelogInterval, "gamelog-interval", time.Minute, "interval of the game stats lines")
+	f.StringVar(&node, "node", "", "the fleet node's name, for the telemetry lines")
 	f.Int64Var(&memory, "memory", 0, "the memory budget in bytes")
 	f.DurationVar(&idle, "idle", time.Minute, "how long the worker stays with no instance")
 	f.IntVar(&o.MaxInstances, "max-instances", runtime.DefaultMaxInstances, "")
@@ -73,8 +75,10 @@ func newWorkerCmd(_, errOut io.Writer) *cobra.Command {
 
 // workerPool is serve's pool of game workers (--isolation process): the
 // same program, run as hoster-server worker with serve's settings. config
-// is a loaded game's configuration, whose memory budget it follows.
-func workerPool(o serveOptions, config func(domain, name string) (game.Config, bool), log *slog.Logger) (*worker.Pool, error) {
+// is a loaded game's configuration, whose memory budget it follows; node is
+// the fleet node's name ("": no fleet), which the workers' telemetry lines
+// carry.
+func workerPool(o serveOptions, node string, config func(domain, name string) (game.Config, bool), log *slog.Logger) (*worker.Pool, error) {
 	exe := o.workerExe
 	if exe == "" {
 		var err error
@@ -86,6 +90,9 @@ func workerPool(o serveOptions, config func(domain, name string) (game.Config, b
 		"--gamelog-interval", o.GamelogInterval.String(), "--idle", o.WorkerIdle.String(),
 		"--max-instances", strconv.Itoa(o.MaxInstances), "--default-instances", strconv.Itoa(o.DefaultInstances),
 		"--rooms-per-minute", strconv.Itoa(o.RoomsPerMinute)}
+	if node != "" {
+		cmd = append(cmd, "--node", node)
+	}
 	return worker.New(worker.Options{
 		Command:  cmd,
 		LogsRoot: o.LogsRoot,

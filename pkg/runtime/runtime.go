@@ -146,6 +146,9 @@ type Options struct {
 	// LogsRoot is {logs_root}: game telemetry goes to hoster-logs/ below it.
 	// Empty writes none.
 	LogsRoot string
+	// Node, in a fleet, is this node's name, written in each telemetry
+	// line.
+	Node string
 	// GamelogInterval is the period of the stats lines: 60 s.
 	GamelogInterval time.Duration
 	// Now is the clock of the telemetry; nil is the schedule's clock (the
