@@ -413,6 +413,9 @@ func (rs *Rooms) release(key string, gen int) {
 	}
 }
 
+// renewals is how many claims a node renews at once.
+const renewals = 64
+
 // refresh renews every held claim each third of the time to live, until
 // Close.
 func (rs *Rooms) refresh() {
@@ -431,9 +434,19 @@ func (rs *Rooms) refresh() {
 			revs[k] = o.rev
 		}
 		rs.mu.Unlock()
+		// Each renewal waits for the bucket's quorum: many at once, so
+		// that a node with many rooms renews them all within a round.
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, renewals)
 		for k, rev := range revs {
-			rs.renew(k, rev)
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				rs.renew(k, rev)
+			}()
 		}
+		wg.Wait()
 	}
 }
 
