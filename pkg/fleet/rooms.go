@@ -194,6 +194,7 @@ func (rs *Rooms) Enter(w http.ResponseWriter, r *http.Request, key string, linge
 	defer cancel()
 	relayed := r.Context().Value(relayedKey{}) != nil
 	wait := 25 * time.Millisecond
+	waited := "" // the owner in the fleet whose relay did not answer
 	for {
 		c, rev, err := rs.claim(ctx, key)
 		switch {
@@ -210,7 +211,7 @@ func (rs *Rooms) Enter(w http.ResponseWriter, r *http.Request, key string, linge
 				http.Error(w, "this room moved to another server: try again", http.StatusServiceUnavailable)
 				return nil, true
 			}
-			rs.log.Debug("fleet: a room's node does not answer its relay", "room", key, "node", c.Node)
+			waited = c.Node
 		default:
 			next, err := rs.succeed(ctx, key, rev)
 			switch {
@@ -227,6 +228,12 @@ func (rs *Rooms) Enter(w http.ResponseWriter, r *http.Request, key string, linge
 		}
 		select {
 		case <-ctx.Done():
+			if waited != "" {
+				// In the fleet, yet its relay refuses or does not
+				// answer: its --cluster-relay or --cluster-advertise,
+				// or a firewall between the nodes.
+				rs.log.Warn("fleet: a room's node is in the fleet but its relay does not answer; the socket got 503", "room", key, "node", waited)
+			}
 			http.Error(w, "the room's server does not answer: try again", http.StatusServiceUnavailable)
 			return nil, true
 		case <-time.After(wait):
