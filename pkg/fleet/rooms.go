@@ -243,40 +243,48 @@ func (rs *Rooms) Enter(w http.ResponseWriter, r *http.Request, key string, linge
 }
 
 // claim holds the room key here when this node has it or can claim it
-// (nil), else returns the owner's claim and its revision.
+// (nil), else returns the owner's claim and its revision. The claim is read
+// first: a replica answers a read, so that a room whose owner died is
+// found even while the bucket waits for a new leader to take writes.
 func (rs *Rooms) claim(ctx context.Context, key string) (*claim, uint64, error) {
 	if rs.hold(key, 0) {
 		return nil, 0, nil
 	}
 	octx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	rev, cerr := rs.kv.Create(octx, key, rs.value)
-	if cerr == nil {
+	for range 2 {
+		e, err := rs.kv.Get(octx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			rev, err := rs.kv.Create(octx, key, rs.value)
+			if errors.Is(err, jetstream.ErrKeyExists) {
+				continue // claimed in between: read whose it is
+			}
+			if err != nil {
+				return nil, 0, fmt.Errorf("claiming %s: %w", key, err)
+			}
+			rs.hold(key, rev)
+			return nil, 0, nil
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("reading the claim of %s: %w", key, err)
+		}
+		var c claim
+		if err := json.Unmarshal(e.Value(), &c); err != nil || c.Node == "" {
+			return nil, 0, fmt.Errorf("reading the claim of %s: not a claim", key)
+		}
+		if c.Node != rs.node.name {
+			return &c, e.Revision(), nil
+		}
+		// This node's, from an earlier run of it (its relay has moved),
+		// or from another socket's claim a moment ago: taken over.
+		rev, err := rs.kv.Update(octx, key, rs.value, e.Revision())
+		if err != nil {
+			return nil, 0, fmt.Errorf("claiming %s: %w", key, err)
+		}
 		rs.hold(key, rev)
 		return nil, 0, nil
 	}
-	// Read even when the write failed for want of a leader: a replica
-	// answers reads, and an owner gone can be succeeded without a write.
-	gctx, cancel := context.WithTimeout(ctx, opTimeout)
-	defer cancel()
-	e, err := rs.kv.Get(gctx, key)
-	if err != nil {
-		return nil, 0, fmt.Errorf("claiming %s: %w; reading its claim: %w", key, cerr, err)
-	}
-	var c claim
-	if err := json.Unmarshal(e.Value(), &c); err != nil || c.Node == "" {
-		return nil, 0, fmt.Errorf("reading the claim of %s: not a claim", key)
-	}
-	if c.Node != rs.node.name {
-		return &c, e.Revision(), nil
-	}
-	// This node's, from an earlier run of it (its relay has moved), or
-	// from another socket's claim a moment ago: taken over.
-	if rev, err = rs.kv.Update(octx, key, rs.value, e.Revision()); err != nil {
-		return nil, 0, fmt.Errorf("claiming %s: %w", key, err)
-	}
-	rs.hold(key, rev)
-	return nil, 0, nil
+	return nil, 0, fmt.Errorf("claiming %s: it was claimed and released while read", key)
 }
 
 // present reports whether node is in the fleet: its presence subject has
@@ -311,14 +319,10 @@ func (rs *Rooms) succeed(ctx context.Context, key string, rev uint64) (*claim, e
 	if best == nil || best.Node != rs.node.name {
 		return best, nil
 	}
-	octx, cancel := context.WithTimeout(ctx, opTimeout)
-	defer cancel()
-	if next, err := rs.kv.Update(octx, key, rs.value, rev); err == nil {
-		rev = next
-	} else if errors.Is(err, jetstream.ErrKeyExists) {
-		return nil, fmt.Errorf("another node claimed %s first", key)
-	}
+	// Held at once; the claim is written in place of the dead one's now,
+	// or by the next renewal if the bucket has no leader yet.
 	rs.hold(key, rev)
+	go rs.renew(key, rev)
 	rs.log.Info("fleet: a room taken over from a node that left the fleet", "room", key)
 	return nil, nil
 }
@@ -464,18 +468,27 @@ func (rs *Rooms) renew(key string, rev uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), rs.ttl/3)
 	defer cancel()
 	next, err := rs.kv.Update(ctx, key, rs.value, rev)
+	lost := false
 	if err != nil {
-		// Expired (a slow round): made again if nobody else has.
-		next, err = rs.kv.Create(ctx, key, rs.value)
+		// Expired (a slow round): made again if nobody else has; renewed
+		// in between by this node (a takeover's own renewal): kept.
+		var e jetstream.KeyValueEntry
+		if e, err = rs.kv.Get(ctx, key); errors.Is(err, jetstream.ErrKeyNotFound) {
+			next, err = rs.kv.Create(ctx, key, rs.value)
+		} else if err == nil {
+			var c claim
+			json.Unmarshal(e.Value(), &c)
+			next, lost = e.Revision(), c.Node != rs.node.name
+		}
 	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	o := rs.owned[key]
 	switch {
-	case o == nil || o.rev != rev:
-	case err == nil:
-		o.rev = next
-	case errors.Is(err, jetstream.ErrKeyExists):
+	case o == nil:
+	case err == nil && !lost:
+		o.rev = max(o.rev, next)
+	case lost || errors.Is(err, jetstream.ErrKeyExists):
 		rs.log.Warn("fleet: a room's claim was taken by another node; new sockets go there", "room", key)
 		delete(rs.owned, key)
 		if o.release != nil {
