@@ -73,7 +73,8 @@ type Rooms struct {
 	tls    *tls.Config
 	relay  *relayListener
 	srv    *http.Server
-	// presence answers on presenceSubject while this node is in the fleet.
+	// presence and nodes answer on presenceSubject and nodesSubject while
+	// this node is in the fleet.
 	presence, nodes *nats.Subscription
 	log             *slog.Logger
 
@@ -194,12 +195,13 @@ func (rs *Rooms) Enter(w http.ResponseWriter, r *http.Request, key string, linge
 	defer cancel()
 	relayed := r.Context().Value(relayedKey{}) != nil
 	wait := 25 * time.Millisecond
-	waited := "" // the owner in the fleet whose relay did not answer
+	waited := ""     // the owner in the fleet whose relay did not answer
+	var failed error // the bucket's or the fleet's last failure
 	for {
 		c, rev, err := rs.claim(ctx, key)
 		switch {
 		case err != nil:
-			rs.log.Warn("fleet: claiming a room", "room", key, "err", err)
+			failed = err
 		case c == nil:
 			return rs.leave(key, linger), false
 		case !relayed && rs.carry(w, r, *c) == nil:
@@ -216,7 +218,7 @@ func (rs *Rooms) Enter(w http.ResponseWriter, r *http.Request, key string, linge
 			next, err := rs.succeed(ctx, key, rev)
 			switch {
 			case err != nil:
-				rs.log.Warn("fleet: succeeding a room's node that left", "room", key, "node", c.Node, "err", err)
+				failed = fmt.Errorf("succeeding node %s, which left: %w", c.Node, err)
 			case next == nil:
 				return rs.leave(key, linger), false
 			case relayed:
@@ -228,11 +230,14 @@ func (rs *Rooms) Enter(w http.ResponseWriter, r *http.Request, key string, linge
 		}
 		select {
 		case <-ctx.Done():
-			if waited != "" {
+			switch {
+			case waited != "":
 				// In the fleet, yet its relay refuses or does not
 				// answer: its --cluster-relay or --cluster-advertise,
 				// or a firewall between the nodes.
 				rs.log.Warn("fleet: a room's node is in the fleet but its relay does not answer; the socket got 503", "room", key, "node", waited)
+			case failed != nil:
+				rs.log.Warn("fleet: a room's node could not be found; the socket got 503", "room", key, "err", failed)
 			}
 			http.Error(w, "the room's server does not answer: try again", http.StatusServiceUnavailable)
 			return nil, true
