@@ -298,3 +298,14 @@ func TestFleetTelemetryNamesTheNode(t *testing.T) {
 		t.Fatalf("the stats files %v end with %+v, want the instance's last line, naming node solo", files, last)
 	}
 }
+
+// --cluster-relay and --cluster-advertise belong to a fleet: alone, they
+// are a usage error.
+func TestRelayFlagsNeedAFleet(t *testing.T) {
+	for _, c := range []clusterOptions{{Relay: "127.0.0.1:6223"}, {Advertise: "10.0.0.1"}} {
+		var ue usageError
+		if err := c.validate(); !errors.As(err, &ue) || !strings.Contains(err.Error(), "--cluster-relay, --cluster-advertise") {
+			t.Errorf("%+v without a fleet: %v", c, err)
+		}
+	}
+}
