@@ -58,6 +58,62 @@ func TestPullCommands(t *testing.T) {
 	}
 }
 
+// With several servers configured (a fleet's nodes), pull mirrors each
+// into a folder of its name, each node's own files there; a single-part
+// pull with a DIR writes DIR/<node>.
+func TestPullEveryNode(t *testing.T) {
+	e := newCLIEnv(t, api.Variant1)
+	servers := map[string]string{}
+	for _, name := range []string{"n1", "n2", "n3"} {
+		s := contracttest.Start(t, contracttest.Options{Variant: api.Variant1, Token: testToken, Routes: func(s *contracttest.Env) map[string]http.Handler {
+			return tools.Routes(tools.Options{LogsRoot: s.LogsRoot, Variant: s.Variant})
+		}})
+		servers[name] = s.URL
+		for rel, body := range map[string]string{
+			"web-logs/access.log":            name + " a\n",
+			"server-logs/cpu-2026-11-22.log": name + " c\n",
+			"hoster-logs/a.com/g/hoster-processes/0123456789ab/stats-2026-11-22-10.jsonl": `{"node": "` + name + `"}` + "\n",
+		} {
+			p := filepath.Join(s.LogsRoot, rel)
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			os.WriteFile(p, []byte(body), 0o644)
+		}
+	}
+	b, _ := json.Marshal(map[string]any{"hoster-config-servers": servers, "hoster-config-apiToken": testToken})
+	os.WriteFile(filepath.Join(e.dir, "hoster.json"), b, 0o600)
+
+	out, errOut, code := e.run(false, "--json", "pull")
+	var rep struct {
+		Fetched int
+		Nodes   map[string]struct{ Fetched int }
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || rep.Fetched != 9 || len(rep.Nodes) != 3 || rep.Nodes["n2"].Fetched != 3 {
+		t.Fatalf("pull from three nodes: exit %d %s %s", code, out, errOut)
+	}
+	for _, name := range []string{"n1", "n2", "n3"} {
+		for p, want := range map[string]string{
+			"web-logs/access.log":            name + " a\n",
+			"server-logs/cpu-2026-11-22.log": name + " c\n",
+			"hoster-logs/a.com/g/hoster-processes/0123456789ab/stats-2026-11-22-10.jsonl": `{"node": "` + name + `"}` + "\n",
+		} {
+			if got, _ := os.ReadFile(filepath.Join(e.dir, "hoster-mirror", name, p)); string(got) != want {
+				t.Errorf("hoster-mirror/%s/%s holds %q, want %q", name, p, got, want)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "hoster-mirror", "web-logs")); !os.IsNotExist(err) {
+		t.Errorf("a pull of several nodes wrote the one-server layout too: %v", err)
+	}
+	if _, errOut, code := e.run(false, "pull-stats", "elsewhere"); code != 0 {
+		t.Fatalf("pull-stats DIR from three nodes: exit %d %s", code, errOut)
+	}
+	for _, name := range []string{"n1", "n2", "n3"} {
+		if _, err := os.Stat(filepath.Join(e.dir, "elsewhere", name, "cpu-2026-11-22.log")); err != nil {
+			t.Errorf("pull-stats DIR did not write DIR/%s: %v", name, err)
+		}
+	}
+}
+
 func TestPullVariant2(t *testing.T) {
 	e := newCLIEnv(t, api.Variant2)
 	pullServer(t, e, api.Variant2)
@@ -128,5 +184,31 @@ func TestPullOddNamesAndKeptCopies(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(e.dir, "hoster-mirror/web-logs", name+".kept-1")); string(b) != "a long rotated log\n" {
 		t.Fatalf("the archived copy holds %q", b)
+	}
+}
+
+// hoster-config-servers names each node once, by a name that can be a
+// folder of the mirror; its environment's and flag's form is
+// <node>=<URL>,..., and the file's an object.
+func TestServersConfig(t *testing.T) {
+	got, err := parseServers(" b=https://b.example , a=http://127.0.0.1:1,")
+	if err != nil || len(got) != 2 || got[0] != (node{"a", "http://127.0.0.1:1"}) || got[1].Name != "b" {
+		t.Fatalf("parseServers: %v, %v", got, err)
+	}
+	for _, bad := range []string{"a", "a=", "../x=http://h", "a/b=http://h", ".=http://h", "a=http://h,a=http://i", strings.Repeat("x", 65) + "=http://h"} {
+		if _, err := parseServers(bad); err == nil {
+			t.Errorf("parseServers(%q) took it", bad)
+		}
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "hoster.json")
+	os.WriteFile(file, []byte(`{"hoster-config-servers": {"n2": "http://b", "n1": "http://a"}}`), 0o600)
+	cfg, err := loadConfig(&globals{ConfigFile: file})
+	if err != nil || len(cfg.Servers) != 2 || cfg.Servers[0].Name != "n1" || cfg.Server != "http://a" {
+		t.Fatalf("from the file: %+v, %v", cfg, err)
+	}
+	os.WriteFile(file, []byte(`{"hoster-config-servers": ["http://a"]}`), 0o600)
+	if _, err := loadConfig(&globals{ConfigFile: file}); err == nil || !strings.Contains(err.Error(), "must be an object") {
+		t.Fatalf("a list of servers: %v", err)
 	}
 }

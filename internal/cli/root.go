@@ -69,6 +69,7 @@ type globals struct {
 	Quiet      bool
 	ConfigFile string
 	Server     string
+	Servers    string // --servers: <node>=<URL>,...
 	TokenFile  string
 	CertSHA256 string
 	// InsecureSkipVerify accepts a server certificate that does not
@@ -100,6 +101,7 @@ named); 2 usage or configuration error; 3 API version mismatch.`,
 	f.BoolVarP(&g.Quiet, "quiet", "q", false, "print only failures")
 	f.StringVar(&g.ConfigFile, "config", "", "config file (default ./hoster.json, then $XDG_CONFIG_HOME/hoster/hoster.json)")
 	f.StringVar(&g.Server, "server", "", "server base URL (hoster-config-server)")
+	f.StringVar(&g.Servers, "servers", "", "a fleet's servers, <node>=<URL> comma-separated: pull mirrors each into <mirror>/<node>/ (hoster-config-servers)")
 	f.StringVar(&g.TokenFile, "token-file", "", "file holding the API token (hoster-config-apiToken)")
 	f.StringVar(&g.CertSHA256, "cert-sha256", "", "pin of the server certificate's SHA-256 (hoster-config-certSha256)")
 	f.BoolVar(&g.InsecureSkipVerify, "insecure-skip-verify", false, "with no pin, accept a server certificate that does not verify (the token goes to whichever server answers)")

@@ -91,17 +91,22 @@ func dial(g *globals, out *output, conns int) (client *apiclient.Client, check f
 	if err != nil {
 		return nil, nil, "", err
 	}
-	check = func(ctx context.Context) error {
+	return client, versionCheck(client, cfg.Server), cfg.Server, nil
+}
+
+// versionCheck asks server's version through client: a failure to connect
+// or an API mismatch, placed at the server.
+func versionCheck(client *apiclient.Client, server string) func(context.Context) error {
+	return func(ctx context.Context) error {
 		v, err := client.Version(ctx)
 		if err != nil {
 			if errors.Is(err, apiclient.ErrNotFound) {
-				err = fmt.Errorf("%w; or %s is not a hoster-server", err, cfg.Server)
+				err = fmt.Errorf("%w; or %s is not a hoster-server", err, server)
 			}
-			return failAt(ExitFailed, "connect", cfg.Server, err)
+			return failAt(ExitFailed, "connect", server, err)
 		}
-		return atServer(apiMismatch(v.API), cfg.Server)
+		return atServer(apiMismatch(v.API), server)
 	}
-	return client, check, cfg.Server, nil
 }
 
 func newClient(cfg config, out *output, conns int) (*apiclient.Client, error) {

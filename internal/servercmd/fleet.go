@@ -6,8 +6,10 @@ import (
 	"crypto/x509"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/hoster-dev/hoster/pkg/fleet"
 	"github.com/spf13/pflag"
@@ -18,18 +20,24 @@ import (
 // the games root, never in it.
 const FleetDir = "hoster-fleet"
 
+// defaultRelayPort is the rooms' relay's port when --cluster-relay is not
+// given.
+const defaultRelayPort = "6223"
+
 // clusterOptions are serve's --cluster-* flags: with neither --cluster-listen
 // nor --cluster-nats, the server is alone and starts no NATS.
 type clusterOptions struct {
-	Listen   string   // --cluster-listen: the embedded NATS's route address
-	Peers    []string // --cluster-peers: the other nodes' route addresses
-	NATS     []string // --cluster-nats: an external NATS's URLs
-	Node     string   // --cluster-node: this node's name
-	Dir      string   // --cluster-dir: the embedded NATS's data
-	Replicas int      // --cluster-replicas: 0 is fleet.Options' default
-	TLSCert  string   // --cluster-tls-cert
-	TLSKey   string   // --cluster-tls-key
-	TLSCA    string   // --cluster-tls-ca
+	Listen    string   // --cluster-listen: the embedded NATS's route address
+	Peers     []string // --cluster-peers: the other nodes' route addresses
+	NATS      []string // --cluster-nats: an external NATS's URLs
+	Node      string   // --cluster-node: this node's name
+	Dir       string   // --cluster-dir: the embedded NATS's data
+	Replicas  int      // --cluster-replicas: 0 is fleet.Options' default
+	TLSCert   string   // --cluster-tls-cert
+	TLSKey    string   // --cluster-tls-key
+	TLSCA     string   // --cluster-tls-ca
+	Relay     string   // --cluster-relay: the rooms' relay address
+	Advertise string   // --cluster-advertise: the host the other nodes reach this one at
 }
 
 func (c *clusterOptions) flags(f *pflag.FlagSet) {
@@ -41,6 +49,8 @@ func (c *clusterOptions) flags(f *pflag.FlagSet) {
 	f.IntVar(&c.Replicas, "cluster-replicas", 0, "copies JetStream keeps of the fleet's data (default 3, or the node count below three nodes; 1 with --cluster-nats)")
 	f.StringVar(&c.TLSCert, "cluster-tls-cert", "", "TLS between the nodes (NATS's own): this node's certificate (PEM)")
 	f.StringVar(&c.TLSKey, "cluster-tls-key", "", "the key of --cluster-tls-cert (PEM)")
+	f.StringVar(&c.Relay, "cluster-relay", "", "the address the rooms' relay listens on: the other nodes carry the sockets of this node's private rooms to it (default the --cluster-listen address with its port plus one, e.g. 6223; 0.0.0.0:"+defaultRelayPort+" with --cluster-nats)")
+	f.StringVar(&c.Advertise, "cluster-advertise", "", "the host name or address the other nodes reach this node's relay at (default the --cluster-relay host, or the host name when that is 0.0.0.0)")
 	f.StringVar(&c.TLSCA, "cluster-tls-ca", "", "the CA (PEM) the other nodes' certificates must chain to (with --cluster-tls-cert)")
 }
 
@@ -52,8 +62,8 @@ func (c clusterOptions) validate() error {
 	switch {
 	case c.Listen != "" && len(c.NATS) > 0:
 		return bad("--cluster-listen (an embedded NATS) and --cluster-nats (an external one) exclude each other")
-	case !c.on() && (len(c.Peers) > 0 || c.TLSCert != "" || c.Replicas != 0):
-		return bad("--cluster-peers, --cluster-replicas and --cluster-tls-* need --cluster-listen or --cluster-nats")
+	case !c.on() && (len(c.Peers) > 0 || c.TLSCert != "" || c.Replicas != 0 || c.Relay != "" || c.Advertise != ""):
+		return bad("--cluster-peers, --cluster-replicas, --cluster-relay, --cluster-advertise and --cluster-tls-* need --cluster-listen or --cluster-nats")
 	case len(c.NATS) > 0 && (len(c.Peers) > 0 || c.TLSCert != ""):
 		return bad("--cluster-peers and --cluster-tls-* are the embedded NATS's: an external NATS has its own configuration")
 	case (c.TLSCert == "") != (c.TLSKey == "") || (c.TLSCA != "" && c.TLSCert == ""):
@@ -79,6 +89,35 @@ func (c clusterOptions) join(ctx context.Context, hostingRoot string, log *slog.
 	}
 	log.Info("joining the fleet", "node", c.Node, "listen", c.Listen, "peers", c.Peers, "nats", c.NATS)
 	return fleet.Join(ctx, o)
+}
+
+// rooms opens the node's rooms: their claims and the relay --cluster-relay
+// names.
+func (c clusterOptions) rooms(ctx context.Context, node *fleet.Node) (*fleet.Rooms, error) {
+	o := fleet.RoomsOptions{Listen: c.Relay, Advertise: c.Advertise}
+	if o.Listen == "" {
+		o.Listen = "0.0.0.0:" + defaultRelayPort
+		if c.Listen != "" {
+			// Beside the routes: their port plus one (a random one for
+			// a random route port).
+			host, port, _ := net.SplitHostPort(c.Listen)
+			p, err := strconv.Atoi(port)
+			if err != nil {
+				return nil, usageError{fmt.Errorf("reading --cluster-listen %q: the port is not a number", c.Listen)}
+			}
+			if p > 0 {
+				p++
+			}
+			o.Listen = net.JoinHostPort(host, strconv.Itoa(p))
+		}
+	}
+	if c.TLSCert != "" {
+		var err error
+		if o.TLS, err = c.tlsConfig(); err != nil {
+			return nil, err
+		}
+	}
+	return node.Rooms(ctx, o)
 }
 
 // tlsConfig is the routes' TLS: each node shows its certificate and

@@ -104,7 +104,6 @@ func (nd *fleetNode) start(t *testing.T) {
 		"--listen", nd.listen, "--ask-listen", "127.0.0.1:0", "--reload-debounce", "50ms",
 		"--stats-interval", "1h", "--gamelog-interval", "1h",
 		"--cluster-listen", nd.route, "--cluster-peers", strings.Join(nd.peers, ","), "--cluster-node", nd.name)
-	nd.cmd.Env = append(os.Environ(), "HOSTER_TEST_SERVER=1")
 	nd.out = waitbuf.New()
 	nd.cmd.Stdout, nd.cmd.Stderr = nd.out, nd.out
 	if err := nd.cmd.Start(); err != nil {

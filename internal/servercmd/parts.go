@@ -43,11 +43,16 @@ func buildParts(ctx context.Context, o serveOptions, token string, variant api.V
 			LoadLater: true,
 		},
 	}
+	nodeName := ""
+	if node != nil {
+		nodeName = node.Name()
+		ho.Runtime.Node = nodeName
+	}
 	if o.Isolation == "process" {
 		// The parent loads each game (its pages, its browser library, the
 		// ask gate); its instances run in the game's worker.
 		ho.Isolate = func(parent hostserver.Parent) (hostserver.Isolation, error) {
-			pool, err := workerPool(o, parent, log)
+			pool, err := workerPool(o, nodeName, parent, log)
 			if err != nil {
 				return nil, err
 			}
@@ -55,12 +60,21 @@ func buildParts(ctx context.Context, o serveOptions, token string, variant api.V
 		}
 	}
 	var fleetSync *fleet.Sync // set below, before any request
+	var rooms *fleet.Rooms
 	if node != nil {
 		ho.Publish = func(ch []store.Change) error { return fleetSync.Publish(ch) }
 		ho.Tree = func() (map[string]string, error) { return fleetSync.Tree() }
+		var err error
+		if rooms, err = o.Cluster.rooms(ctx, node); err != nil {
+			return nil, err
+		}
+		ho.Runtime.Rooms = rooms
 	}
 	host, err := hostserver.New(ho)
 	if err != nil {
+		if rooms != nil {
+			rooms.Close()
+		}
 		return nil, err
 	}
 	p := &parts{host: host, handler: host.Handler()}
@@ -73,6 +87,14 @@ func buildParts(ctx context.Context, o serveOptions, token string, variant api.V
 			return nil, err
 		}
 		p.closers = append(p.closers, func() error { fleetSync.Close(); return nil })
+	}
+	if rooms != nil {
+		// Relayed sockets are the node's own, served without the access
+		// log: the relaying node logs them. A stop releases the rooms
+		// before their players are told, so that those joining again make
+		// them on another node.
+		go rooms.Serve(host.Handler())
+		p.stoppers = append(p.stoppers, func(context.Context) { rooms.Close() })
 	}
 	p.stoppers = append(p.stoppers, host.Shutdown)
 	log.Info("game telemetry", "process", host.Runtime().Process())

@@ -43,6 +43,7 @@ func newWorkerCmd(_, errOut io.Writer) *cobra.Command {
 	var memory int64
 	var cgroups []string
 	var idle time.Duration
+	var node string
 	cmd := &cobra.Command{
 		Use:    "worker",
 		Short:  "Run one game's instances for hoster-server serve (started by serve, never by hand)",
@@ -60,7 +61,7 @@ func newWorkerCmd(_, errOut io.Writer) *cobra.Command {
 				Control: os.NewFile(3, "control"),
 				Runtime: runtime.Options{
 					Game: gameKey, GamesRoot: filepath.Join(o.HostingRoot, api.GamesDir), Logger: log,
-					LogsRoot: o.LogsRoot, GamelogInterval: o.GamelogInterval,
+					LogsRoot: o.LogsRoot, GamelogInterval: o.GamelogInterval, Node: node,
 					MaxInstances: o.MaxInstances, Instances: o.DefaultInstances,
 					// serve counts every game's sockets per address,
 					// before it hands them over.
@@ -76,6 +77,7 @@ func newWorkerCmd(_, errOut io.Writer) *cobra.Command {
 	f.StringVar(&o.HostingRoot, "hosting-root", "", "the hosting root")
 	f.StringVar(&o.LogsRoot, "logs-root", "", "the logs root")
 	f.DurationVar(&o.GamelogInterval, "gamelog-interval", time.Minute, "interval of the game stats lines")
+	f.StringVar(&node, "node", "", "the fleet node's name, for the telemetry lines")
 	f.Int64Var(&memory, "memory", 0, "the memory budget in bytes")
 	f.StringArrayVar(&cgroups, "cgroup", nil, "a cgroup v1 group to join before the game loads")
 	f.DurationVar(&idle, "idle", time.Minute, "how long the worker stays with no instance")
@@ -89,8 +91,9 @@ func newWorkerCmd(_, errOut io.Writer) *cobra.Command {
 // same program, run as hoster-server worker with serve's settings. parent
 // is serve's runtime: a loaded game's configuration, whose memory budget
 // it follows, the version its worker runs, and the server's count of new
-// rooms per address.
-func workerPool(o serveOptions, parent hostserver.Parent, log *slog.Logger) (*worker.Pool, error) {
+// rooms per address. node is the fleet node's name ("": no fleet), which
+// the workers' telemetry lines carry.
+func workerPool(o serveOptions, node string, parent hostserver.Parent, log *slog.Logger) (*worker.Pool, error) {
 	exe := o.workerExe
 	if exe == "" {
 		var err error
@@ -102,6 +105,9 @@ func workerPool(o serveOptions, parent hostserver.Parent, log *slog.Logger) (*wo
 		"--gamelog-interval", o.GamelogInterval.String(), "--idle", o.WorkerIdle.String(),
 		"--max-instances", strconv.Itoa(o.MaxInstances), "--default-instances", strconv.Itoa(o.DefaultInstances),
 		"--rooms-per-minute", strconv.Itoa(o.RoomsPerMinute)}
+	if node != "" {
+		cmd = append(cmd, "--node", node)
+	}
 	return worker.New(worker.Options{
 		Command:  cmd,
 		LogsRoot: o.LogsRoot,

@@ -279,6 +279,10 @@ type GameStatsLine struct {
 	T int64 `json:"t"`
 	// Process is the id (6-byte hex) of the process that wrote the line.
 	Process string `json:"process"`
+	// Node is the name of the fleet's node that wrote the line (absent
+	// from a server alone), so that a game's lines of every node join.
+	// hoster-server's extension.
+	Node string `json:"node,omitempty"`
 	// Instance is the instance id (6-byte hex).
 	Instance string `json:"instance"`
 	// Players in the instance at the sample.
@@ -315,6 +319,8 @@ type GameSnapshotLine struct {
 	T int64 `json:"t"`
 	// Process is the process id (6-byte hex).
 	Process string `json:"process"`
+	// Node is the fleet node's name, as in GameStatsLine.
+	Node string `json:"node,omitempty"`
 	// Instance is the instance id (6-byte hex).
 	Instance string `json:"instance"`
 	// State is what the game's serialise hook returned (the instance state

@@ -11,7 +11,7 @@ import (
 )
 
 // freeAddrs are n loopback addresses free a moment ago.
-func freeAddrs(t *testing.T, n int) []string {
+func freeAddrs(t testing.TB, n int) []string {
 	t.Helper()
 	var addrs []string
 	for range n {
@@ -38,7 +38,7 @@ func others(addrs []string, i int) []string {
 
 // joinFleet joins n embedded nodes on loopback, each with a data folder of
 // its own, and closes them at the test's end.
-func joinFleet(t *testing.T, n int) []*Node {
+func joinFleet(t testing.TB, n int) []*Node {
 	t.Helper()
 	addrs := freeAddrs(t, n)
 	nodes := make([]*Node, n)

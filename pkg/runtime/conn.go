@@ -102,7 +102,8 @@ func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) 
 		http.NotFound(w, r)
 		return
 	}
-	if room := r.URL.Query().Get("room"); !validRoom(room) {
+	room := r.URL.Query().Get("room")
+	if !validRoom(room) {
 		http.Error(w, "room must be letters and digits, up to 32", http.StatusBadRequest)
 		return
 	}
@@ -110,6 +111,13 @@ func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) 
 	held := rt.takeSocket(addr)
 	if held {
 		defer rt.dropSocket(addr)
+		if room != "" && rt.o.Rooms != nil {
+			leave, served := rt.o.Rooms.Enter(w, r, g.Key()+"/"+room, rt.roomLinger(g))
+			if served {
+				return
+			}
+			defer leave()
+		}
 		if rt.o.HandOff != nil {
 			rt.o.HandOff(w, r, g.Domain, g.Name)
 			return
@@ -141,6 +149,21 @@ func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) 
 		return
 	}
 	c.readLoop()
+}
+
+// roomLinger is how long a fleet keeps a private room of g claimed after
+// its last socket ended: its seats' resume grace and its empty instance's
+// grace.
+func (rt *Runtime) roomLinger(g *Game) time.Duration {
+	cfg := g.current().cfg
+	resume, empty := rt.o.ResumeGrace, rt.o.EmptyGrace
+	if resume <= 0 {
+		resume = time.Duration(cfg.ResumeGrace * float64(time.Second))
+	}
+	if empty <= 0 {
+		empty = time.Duration(cfg.EmptyGrace * float64(time.Second))
+	}
+	return resume + empty
 }
 
 // seatNew places a new player on c (room and params from its socket's

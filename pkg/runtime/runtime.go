@@ -110,6 +110,11 @@ type Options struct {
 	// which this runtime holds for every game: it returns when the worker
 	// is done with the socket, which counts for its address until then.
 	HandOff func(w http.ResponseWriter, r *http.Request, domain, game string)
+	// Rooms, if set, says where each private room (?room=) lives in a
+	// fleet of servers (pkg/fleet): it is asked before a private room's
+	// socket is served here or handed off, once it passed the same checks
+	// and holds its address's place.
+	Rooms Rooms
 	// WriteTimeout bounds one socket write: 10 s.
 	WriteTimeout time.Duration
 	// MaxFrame is the largest frame a player may send: 16 KiB.
@@ -148,6 +153,9 @@ type Options struct {
 	// LogsRoot is {logs_root}: game telemetry goes to hoster-logs/ below it.
 	// Empty writes none.
 	LogsRoot string
+	// Node, in a fleet, is this node's name, written in each telemetry
+	// line.
+	Node string
 	// GamelogInterval is the period of the stats lines: 60 s.
 	GamelogInterval time.Duration
 	// Now is the clock of the telemetry; nil is the schedule's clock (the
@@ -163,6 +171,17 @@ type Options struct {
 	// graces, empty instances' ends); nil is the wall clock. Tests, and
 	// hoster test's TestGame, give another to step them without sleeping.
 	clock clock
+}
+
+// Rooms places private rooms across a fleet of servers.
+type Rooms interface {
+	// Enter is asked for a socket of the private room key
+	// ("<domain>/<game>/<code>"). When the room lives on another server,
+	// Enter carries the socket there (or answers it) and returns served;
+	// else the room is this server's, kept while its sockets last and for
+	// linger after the last (the seats' resume grace and the empty
+	// instance's grace), and leave is called when the socket ends.
+	Enter(w http.ResponseWriter, r *http.Request, key string, linger time.Duration) (leave func(), served bool)
 }
 
 // Runtime is the game side of hoster-server.

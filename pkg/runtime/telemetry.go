@@ -103,7 +103,7 @@ func (in *Instance) statsLine(v *vm, now time.Time, ended bool) {
 	in.tel.reset()
 	in.mu.Unlock()
 	line := api.GameStatsLine{
-		T: now.Unix(), Process: in.rt.process, Instance: in.id,
+		T: now.Unix(), Process: in.rt.process, Node: in.rt.o.Node, Instance: in.id,
 		Players: players, Entities: entities,
 		Arrivals: c.arrivals, Departures: c.departures, Playtime: c.playtime,
 		Commands: c.commands, CmdBytes: c.cmdBytes, UpdBytes: c.updBytes,
@@ -125,7 +125,7 @@ func (in *Instance) snapshotLine(v *vm, now time.Time) {
 		in.log.Warn("snapshot: serialise failed", "err", err)
 		return
 	}
-	line := api.GameSnapshotLine{T: now.Unix(), Process: in.rt.process, Instance: in.id, State: state}
+	line := api.GameSnapshotLine{T: now.Unix(), Process: in.rt.process, Node: in.rt.o.Node, Instance: in.id, State: state}
 	b, _ := json.Marshal(line)
 	in.rt.emit(logLine{domain: in.domain, game: in.name, family: layout.GameLogSnapshot, at: now, data: b})
 }

@@ -286,3 +286,24 @@ func TestShutdownWritesThePartialInterval(t *testing.T) {
 		t.Fatalf("stats line\n%s\nwant\n%s", lines[0], wb)
 	}
 }
+
+// In a fleet, each telemetry line names its node, so one game's lines of
+// every node join; a server alone writes none.
+func TestTelemetryNamesItsNode(t *testing.T) {
+	logs := t.TempDir()
+	e := startWith(t, map[string]map[string]string{"a.example/lab": lab(4)}, func(o *Options) {
+		o.LogsRoot, o.Node = logs, "n1"
+	})
+	a := e.join(t, "a.example", "lab", "a")
+	if err := e.rt.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(logs, "hoster-logs", "a.example", "lab", "hoster-processes", e.rt.Process(), "stats-*.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("stats files %v, want one", files)
+	}
+	var line api.GameStatsLine
+	if err := json.Unmarshal([]byte(readLines(t, files[0])[0]), &line); err != nil || line.Node != "n1" || line.Instance != a.inst {
+		t.Fatalf("the stats line %+v (%v) does not name node n1", line, err)
+	}
+}
