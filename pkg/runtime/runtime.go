@@ -171,6 +171,11 @@ type Options struct {
 	// graces, empty instances' ends); nil is the wall clock. Tests, and
 	// hoster test's TestGame, give another to step them without sleeping.
 	clock clock
+	// manual: the instances are stepped by a TestGame, not by the
+	// scheduler's workers.
+	manual bool
+	// workers is how many goroutines step the instances; 0 is GOMAXPROCS.
+	workers int
 }
 
 // Rooms places private rooms across a fleet of servers.
@@ -200,7 +205,7 @@ type Runtime struct {
 	closed bool
 
 	loadMu     sync.Mutex // one Reload at a time: the last to run reads the newest files
-	manual     bool       // instances are stepped by a TestGame, not by their own goroutine
+	sched      *scheduler // steps the instances
 	refusals   refusals   // sockets refused, for a rate-limited log
 	bounds     addrBounds // what each address holds, for its bounds
 	process    string     // this process's id, minted at start
@@ -258,6 +263,7 @@ func New(o Options) (*Runtime, error) {
 	if _, err := os.ReadDir(o.GamesRoot); err != nil && !os.IsNotExist(err) {
 		return nil, fmt.Errorf("reading the games root: %w", err)
 	}
+	rt.sched = newScheduler(o.clock, o.Observe, o.workers, o.manual)
 	go rt.writeLogs()
 	if !o.LoadLater && o.Game == "" {
 		rt.LoadGames()
@@ -501,6 +507,7 @@ func (rt *Runtime) Shutdown(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+	rt.sched.stop()
 	// Every line queued so far reaches its file before Shutdown returns.
 	rt.logsMu.Lock()
 	if !rt.logsClosed {
