@@ -147,8 +147,10 @@ type Options struct {
 	// round ("send") took, and, with a zero duration, of each viewer passed
 	// over in a send round because its earlier updates were still waiting
 	// for its socket ("skip"), and of how late an instance was when it gave up catching up
-	// and restarted its schedule ("stall"); from the instance goroutines:
-	// keep it cheap.
+	// and restarted its schedule ("stall"), of each instance's create
+	// ("start"), and of a scheduler worker set aside because one step held
+	// it for detachAfter ("detach", how long it had run); from the
+	// scheduler's goroutines: keep it cheap.
 	Observe func(kind string, d time.Duration)
 	// LogsRoot is {logs_root}: game telemetry goes to hoster-logs/ below it.
 	// Empty writes none.

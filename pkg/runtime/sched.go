@@ -196,6 +196,7 @@ func (s *scheduler) take(sl *slot) {
 func (s *scheduler) run(sl *slot) {
 	in := sl.in
 	if sl.l == nil {
+		began := time.Now()
 		l, err := in.begin(s.clk.Now())
 		if err != nil {
 			in.fail(err)
@@ -207,6 +208,9 @@ func (s *scheduler) run(sl *slot) {
 		s.mu.Lock()
 		s.pushLocked(sl)
 		s.mu.Unlock()
+		if s.observe != nil {
+			s.observe("start", time.Since(began))
+		}
 		return
 	}
 	if in.ended() || !s.turn(sl, s.clk.Now()) {
@@ -304,6 +308,9 @@ func (s *scheduler) detachStuck() time.Duration {
 		if ran := now.Sub(w.since); ran >= detachAfter {
 			w.detached = true
 			s.startWorkerLocked()
+			if s.observe != nil {
+				s.observe("detach", ran)
+			}
 		} else {
 			wait = min(wait, detachAfter-ran)
 		}
