@@ -21,9 +21,10 @@ const maxCatchUp = 5
 const detachAfter = 10 * time.Millisecond
 
 // scheduler steps the instances on one clock with a bounded set of worker
-// goroutines (GOMAXPROCS, by default), instead of a goroutine and a timer
-// per instance: one dispatcher goroutine waits on one timer for the
-// earliest instance due and hands it to a free worker. Each instance keeps
+// goroutines (workersPerProc per GOMAXPROCS, by default), instead of a
+// goroutine and a timer per instance: a free worker takes the earliest instance due off one queue
+// and steps it; when none is due, one of them waits on one timer for the
+// earliest. Each instance keeps
 // its own fixed-step schedule (slot); an instance is only ever stepped by
 // one worker at a time. hoster test's TestGame drives the same schedule on
 // its virtual clock, from its own goroutine and without workers (next,
@@ -32,14 +33,19 @@ type scheduler struct {
 	clk     clock
 	observe func(kind string, d time.Duration)
 
-	mu      sync.Mutex
-	queue   slotHeap // the instances waiting for their next step, earliest first
-	seq     int      // slots made so far: equal due times run in the order the instances started
-	busy    []*worker
-	stopped bool
+	mu       sync.Mutex
+	queue    slotHeap // the instances waiting for their next step, earliest first
+	seq      int      // slots made so far: equal due times run in the order the instances started
+	busy     []*worker
+	stopped  bool
+	timer    timer       // the sleeper's, set for the earliest due
+	armed    time.Time   // what timer is set for; zero: not set
+	sleeping bool        // an idle worker waits on timer
+	guard    *time.Timer // runs detachStuck while every worker is busy
+	guarded  bool        // guard is set
 
-	wake  chan struct{} // the queue's earliest changed
-	ready chan *slot    // to the free workers
+	wake  chan struct{} // to the sleeper: the queue's earliest changed
+	turnC chan struct{} // to an idle worker: be the sleeper, or take what is due
 	quit  chan struct{}
 }
 
@@ -62,20 +68,34 @@ type worker struct {
 	detached bool
 }
 
-// newScheduler starts the dispatcher and workers (GOMAXPROCS when workers
-// is 0); a manual one starts none: its TestGame steps the instances.
+// workersPerProc is how many workers run per GOMAXPROCS. Measured with 50
+// rooms of bench/load's game beside a room whose every tick spins for
+// 200 ms, on a 2-core machine shared with other work (BenchmarkRooms/
+// spinning): with one worker per core the 50 rooms kept 11–16 of their 20
+// ticks a second, as Go's scheduler shared the cores between the spinner
+// and only two workers; with four per core, 20, as with a goroutine per
+// instance (19–19.6). Idle workers cost nothing but their stacks.
+const workersPerProc = 4
+
+// newScheduler starts the workers (workersPerProc per GOMAXPROCS when
+// workers is 0); a manual one starts none: its TestGame steps the
+// instances.
 func newScheduler(clk clock, observe func(string, time.Duration), workers int, manual bool) *scheduler {
-	s := &scheduler{clk: clk, observe: observe, wake: make(chan struct{}, 1), ready: make(chan *slot), quit: make(chan struct{})}
+	s := &scheduler{clk: clk, observe: observe, wake: make(chan struct{}, 1), turnC: make(chan struct{}, 1), quit: make(chan struct{})}
 	if manual {
 		return s
 	}
 	if workers <= 0 {
-		workers = goruntime.GOMAXPROCS(0)
+		workers = workersPerProc * goruntime.GOMAXPROCS(0)
 	}
+	s.timer = clk.NewTimer()
+	s.guard = time.AfterFunc(time.Hour, s.detachStuck)
+	s.guard.Stop()
+	s.mu.Lock()
 	for range workers {
-		s.startWorker()
+		s.startWorkerLocked()
 	}
-	go s.dispatch()
+	s.mu.Unlock()
 	return s
 }
 
@@ -106,7 +126,7 @@ func (s *scheduler) started(in *Instance, l *loop, now time.Time) *slot {
 }
 
 // pushLocked queues sl at its due time (at once for an instance that was
-// stopped: it ends) and wakes the dispatcher when it is now the earliest.
+// stopped: it ends) and wakes the sleeper when it is now the earliest.
 func (s *scheduler) pushLocked(sl *slot) {
 	if sl.in.ended() {
 		sl.due = time.Time{}
@@ -219,109 +239,130 @@ func (s *scheduler) run(sl *slot) {
 	}
 }
 
-// dispatch hands each instance to a worker when its step is due, waiting
-// on one timer for the earliest.
-func (s *scheduler) dispatch() {
-	t := s.clk.NewTimer()
-	defer t.Stop()
-	var armed time.Time // what t is set for; zero: not set
+// work is a worker goroutine. It takes the earliest instance due off the
+// queue and steps it itself, with no goroutine in between; when nothing
+// is due, one idle worker (the sleeper) waits on the scheduler's one timer
+// for the earliest, the others for a turn to be the sleeper. It ends when
+// the scheduler stops, or after the step during which it was detached.
+func (s *scheduler) work(w *worker) {
 	for {
 		s.mu.Lock()
-		now := s.clk.Now()
-		var due *slot
-		var next time.Time
-		if len(s.queue) > 0 {
-			if top := s.queue[0]; !top.due.After(now) {
-				due = heap.Pop(&s.queue).(*slot)
-			} else {
-				next = top.due
-			}
+		if s.stopped {
+			s.mu.Unlock()
+			return
 		}
-		s.mu.Unlock()
-		if due != nil {
-			if !s.hand(due) {
+		now := s.clk.Now()
+		if len(s.queue) > 0 && !s.queue[0].due.After(now) {
+			sl := heap.Pop(&s.queue).(*slot)
+			if len(s.queue) > 0 && !s.queue[0].due.After(now) {
+				s.nudge() // another is due too: an idle worker takes it
+			}
+			w.since = time.Now()
+			s.guardLocked()
+			s.mu.Unlock()
+			s.run(sl)
+			s.mu.Lock()
+			w.since = time.Time{}
+			if w.detached {
+				s.dropLocked(w)
+				s.mu.Unlock()
+				return
+			}
+			s.mu.Unlock()
+			continue
+		}
+		if s.sleeping {
+			s.mu.Unlock()
+			select { // another worker keeps the time
+			case <-s.turnC:
+			case <-s.quit:
 				return
 			}
 			continue
 		}
-		if !next.IsZero() && !next.Equal(armed) {
-			t.Reset(next.Sub(now))
-			armed = next
-		}
-		select {
-		case <-t.C():
-			if !s.clk.Now().Before(armed) { // not a stale fire of an earlier setting
-				armed = time.Time{}
+		s.sleeping = true
+		if len(s.queue) > 0 && !s.queue[0].due.Equal(s.armed) {
+			s.armed = s.queue[0].due
+			if !s.timer.Stop() {
+				select { // a fire not taken yet
+				case <-s.timer.C():
+				default:
+				}
 			}
+			s.timer.ResetAt(s.armed)
+		}
+		s.mu.Unlock()
+		select {
+		case <-s.timer.C():
+			s.mu.Lock()
+			if !s.clk.Now().Before(s.armed) { // not a stale fire of an earlier setting
+				s.armed = time.Time{}
+			}
+			s.mu.Unlock()
 		case <-s.wake:
 		case <-s.quit:
 			return
 		}
+		s.mu.Lock()
+		s.sleeping = false
+		s.mu.Unlock()
+		s.nudge() // the next idle worker keeps the time
 	}
 }
 
-// hand gives sl to a free worker, waiting for one. While every worker is
-// busy, one that has run a single step for detachAfter is detached and a
-// new worker started in its place: a spinning hook never holds up the
-// others for longer than that.
-func (s *scheduler) hand(sl *slot) bool {
+// nudge gives an idle worker that is not the sleeper a turn.
+func (s *scheduler) nudge() {
 	select {
-	case s.ready <- sl:
-		return true
+	case s.turnC <- struct{}{}:
 	default:
 	}
-	var check *time.Timer
-	defer func() {
-		if check != nil {
-			check.Stop()
-		}
-	}()
-	for {
-		wait := s.detachStuck()
-		if check == nil {
-			check = time.NewTimer(wait)
-		} else {
-			check.Reset(wait)
-		}
-		select {
-		case s.ready <- sl:
-			return true
-		case <-check.C:
-		case <-s.quit:
-			return false
-		}
-	}
 }
 
-// detachStuck detaches the workers that have run one step for detachAfter,
-// starting one in the place of each, and says how long until the next
-// busy one would reach it.
-func (s *scheduler) detachStuck() time.Duration {
+// guardLocked arms the check for stuck workers when every worker is
+// running a step: one that has run a single step for detachAfter is
+// detached and a new worker started in its place, so that a spinning hook
+// never holds up the other instances for longer than that.
+func (s *scheduler) guardLocked() {
+	if s.guarded {
+		return
+	}
+	for _, w := range s.busy {
+		if !w.detached && w.since.IsZero() {
+			return // one is free
+		}
+	}
+	s.guarded = true
+	s.guard.Reset(detachAfter)
+}
+
+// detachStuck is the guard's check: it detaches the workers that have run
+// one step for detachAfter, starting one in the place of each, and looks
+// again when the next busy one would reach it, while every worker is busy.
+func (s *scheduler) detachStuck() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.guarded = false
 	now := time.Now() // on the wall: how long a step holds a thread, whatever the schedule's clock
-	wait := detachAfter
+	wait, free := detachAfter, false
 	for _, w := range s.busy {
-		if w.detached || w.since.IsZero() {
-			continue
-		}
-		if ran := now.Sub(w.since); ran >= detachAfter {
+		switch {
+		case w.detached:
+		case w.since.IsZero():
+			free = true
+		case now.Sub(w.since) >= detachAfter:
 			w.detached = true
 			s.startWorkerLocked()
 			if s.observe != nil {
-				s.observe("detach", ran)
+				s.observe("detach", now.Sub(w.since))
 			}
-		} else {
-			wait = min(wait, detachAfter-ran)
+		default:
+			wait = min(wait, detachAfter-now.Sub(w.since))
 		}
 	}
-	return wait
-}
-
-func (s *scheduler) startWorker() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.startWorkerLocked()
+	if !free && !s.stopped {
+		s.guarded = true
+		s.guard.Reset(wait)
+	}
 }
 
 func (s *scheduler) startWorkerLocked() {
@@ -330,43 +371,26 @@ func (s *scheduler) startWorkerLocked() {
 	go s.work(w)
 }
 
-// work is a worker goroutine: it runs the slots handed to it until the
-// scheduler stops, or until it was detached.
-func (s *scheduler) work(w *worker) {
-	for {
-		select {
-		case sl := <-s.ready:
-			s.mu.Lock()
-			w.since = time.Now()
-			s.mu.Unlock()
-			s.run(sl)
-			s.mu.Lock()
-			w.since = time.Time{}
-			if w.detached {
-				for i, b := range s.busy {
-					if b == w {
-						s.busy = append(s.busy[:i], s.busy[i+1:]...)
-						break
-					}
-				}
-				s.mu.Unlock()
-				return
-			}
-			s.mu.Unlock()
-		case <-s.quit:
+func (s *scheduler) dropLocked(w *worker) {
+	for i, b := range s.busy {
+		if b == w {
+			s.busy = append(s.busy[:i], s.busy[i+1:]...)
 			return
 		}
 	}
 }
 
-// stop ends the dispatcher and the workers once every instance has ended;
-// an instance placed later is stopped at once.
+// stop ends the workers once every instance has ended; an instance placed
+// later is stopped at once.
 func (s *scheduler) stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.stopped {
 		s.stopped = true
 		close(s.quit)
+		if s.guard != nil {
+			s.guard.Stop()
+		}
 	}
 }
 
