@@ -39,9 +39,9 @@ func (realClock) NewTimer() timer {
 
 type realTimer struct{ t *time.Timer }
 
-func (r realTimer) C() <-chan time.Time   { return r.t.C }
+func (r realTimer) C() <-chan time.Time  { return r.t.C }
 func (r realTimer) ResetAt(at time.Time) { r.t.Reset(time.Until(at)) }
-func (r realTimer) Stop() bool            { return r.t.Stop() }
+func (r realTimer) Stop() bool           { return r.t.Stop() }
 
 // stopper is a timer started by AfterFunc; Stop reports whether it stopped
 // the timer before it fired.

@@ -177,7 +177,7 @@ func BenchmarkRooms(b *testing.B) {
 		ticks, stalls, _ := benchRooms(b, realClock{}, map[string]map[string]string{"load.example/load": loadGameFiles(0), "spin.example/spin": loadGameFiles(200 * time.Millisecond)},
 			map[string]int{"load.example/load": 50, "spin.example/spin": 1}, 150*time.Millisecond)
 		time.Sleep(2 * time.Second) // past the joins and the first full updates
-		for range b.N { // run it with -benchtime 1x: each op is 3 s
+		for range b.N {             // run it with -benchtime 1x: each op is 3 s
 			for len(ticks) > 0 {
 				<-ticks
 			}
