@@ -394,13 +394,6 @@ func (s *scheduler) stop() {
 	}
 }
 
-// workers is how many worker goroutines run, detached ones included.
-func (s *scheduler) workers() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.busy)
-}
-
 // slotHeap orders slots by due time, then by the order they were made.
 type slotHeap []*slot
 
