@@ -71,10 +71,13 @@ type worker struct {
 // workersPerProc is how many workers run per GOMAXPROCS. Measured with 50
 // rooms of bench/load's game beside a room whose every tick spins for
 // 200 ms, on a 2-core machine shared with other work (BenchmarkRooms/
-// spinning): with one worker per core the 50 rooms kept 11–16 of their 20
-// ticks a second, as Go's scheduler shared the cores between the spinner
-// and only two workers; with four per core, 20, as with a goroutine per
-// instance (19–19.6). Idle workers cost nothing but their stacks.
+// spinning): while the hooks and the send round ran in goja, one worker per
+// core left the 50 rooms 11–16 of their 20 ticks a second, as Go's
+// scheduler shared the cores between the spinner and only two workers;
+// four per core kept their 20, as a goroutine per instance did (19–19.6).
+// With the records and the send round in Go, ticks cost a fifth of that
+// and both hold 20; four stay, for games whose ticks are heavy. Idle
+// workers cost nothing but their stacks.
 const workersPerProc = 4
 
 // newScheduler starts the workers (workersPerProc per GOMAXPROCS when
