@@ -60,7 +60,7 @@ func main() {
 	serverBin := flag.String("server-bin", "bin/hoster-server", "the hoster-server binary, for -peer hoster")
 	colyseusDir := flag.String("colyseus-dir", "bench/colyseus", "the Colyseus room with its installed node_modules, for -peer colyseus")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured period to this file (in-process only)")
-	gogc := flag.Int("gogc", 400, "GC percent, as hoster-server sets it by default (Go's own default is 100)")
+	gogc := flag.Int("gogc", 100, "GC percent, as hoster-server sets it by default")
 	serverFlags := flag.String("server-flags", "", `more hoster-server serve flags, space-separated, for -peer hoster (e.g. "--isolation none")`)
 	probeEvery := flag.Duration("probe-every", 0, "while measuring, one more player joins and leaves this often (0: none), for the join latency of a running server apart from the bots' burst of joins")
 	warm := flag.Bool("warm", false, "one player joins and leaves before the bots, so that the first join's cost (a game worker's start) is reported apart from the bots' joins")

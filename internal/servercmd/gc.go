@@ -8,17 +8,22 @@ import (
 	"github.com/shirou/gopsutil/v4/mem"
 )
 
-// gcPercent is the server's default GOGC. Game instances allocate on every
-// tick and send round; with Go's default of 100 the load test (2,000 players)
-// collected twice a second, and the mark phases' assists delayed instance
-// goroutines enough that 5% of update gaps ran over 1.5x the send interval.
-// At 400 it was 0.5%, at less CPU (docs/PERFORMANCE.md).
-const gcPercent = 400
+// gcPercent is the collector's GOGC in serve and, passed on, in each game's
+// worker: the one place it is chosen. It trades CPU for memory: the heap
+// grows to (1 + gcPercent/100) times the live data between collections.
+// At 400 (the setting before) the load test's 1,000 players held 256–285
+// MiB resident, over the 132–182 MiB of Colyseus running the same game,
+// which a default run is meant to stay under; at Go's own 100 they held
+// 117 MiB in one process, 165 MiB with the game in its worker
+// (docs/operators.md, "Memory"), for more CPU in the collector (about 10%
+// in PERFORMANCE.md's runs, and at 2,000 players more late updates on a
+// saturated machine). An operator with memory to spare sets GOGC=400.
+const gcPercent = 100
 
 // gcSettings returns the GC percent and soft memory limit to set, given the
-// environment and the machine's memory: GOGC 400 with a limit of half the
-// memory, so that a heap allowed to grow to five times the live data is
-// still collected harder long before the machine runs short. An operator's
+// environment and the machine's memory: gcPercent with a limit of half the
+// memory, so that the heap is still collected harder long before the
+// machine runs short. An operator's
 // GOGC or GOMEMLIMIT wins: set is false and nothing is changed.
 func gcSettings(getenv func(string) string, total uint64) (percent int, limit int64, set bool) {
 	if getenv("GOGC") != "" || getenv("GOMEMLIMIT") != "" {

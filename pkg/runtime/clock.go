@@ -10,17 +10,19 @@ import (
 // and send rounds without sleeping.
 type clock interface {
 	Now() time.Time
-	// NewTimer is a stopped timer: Reset arms it.
+	// NewTimer is a stopped timer: ResetAt arms it.
 	NewTimer() timer
 	// AfterFunc calls f once, d from now (the resume grace, the empty
 	// instance's).
 	AfterFunc(d time.Duration, f func()) stopper
 }
 
-// timer fires once on C, d after its Reset.
+// timer fires once on C, at the time its ResetAt names (at once when that
+// has passed): a time, not a wait, so that a clock moved between reading
+// it and arming the timer never pushes the fire back.
 type timer interface {
 	C() <-chan time.Time
-	Reset(d time.Duration)
+	ResetAt(at time.Time)
 	Stop() bool
 }
 
@@ -37,9 +39,9 @@ func (realClock) NewTimer() timer {
 
 type realTimer struct{ t *time.Timer }
 
-func (r realTimer) C() <-chan time.Time   { return r.t.C }
-func (r realTimer) Reset(d time.Duration) { r.t.Reset(d) }
-func (r realTimer) Stop() bool            { return r.t.Stop() }
+func (r realTimer) C() <-chan time.Time  { return r.t.C }
+func (r realTimer) ResetAt(at time.Time) { r.t.Reset(time.Until(at)) }
+func (r realTimer) Stop() bool           { return r.t.Stop() }
 
 // stopper is a timer started by AfterFunc; Stop reports whether it stopped
 // the timer before it fired.
@@ -83,7 +85,7 @@ func (c *virtualClock) NewTimer() timer {
 
 func (c *virtualClock) AfterFunc(d time.Duration, f func()) stopper {
 	t := &virtualTimer{clk: c, f: f}
-	t.Reset(d)
+	t.ResetAt(c.Now().Add(d))
 	return t
 }
 
@@ -146,11 +148,11 @@ func (c *virtualClock) disarmLocked(t *virtualTimer) bool {
 
 func (t *virtualTimer) C() <-chan time.Time { return t.ch }
 
-func (t *virtualTimer) Reset(d time.Duration) {
+func (t *virtualTimer) ResetAt(at time.Time) {
 	c := t.clk
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t.at = c.now.Add(d)
+	t.at = at
 	if !t.on {
 		t.on = true
 		c.armed = append(c.armed, t)

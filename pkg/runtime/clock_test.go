@@ -76,9 +76,9 @@ type fakeTimer struct {
 
 func (t *fakeTimer) C() <-chan time.Time { return t.ch }
 
-func (t *fakeTimer) Reset(d time.Duration) {
+func (t *fakeTimer) ResetAt(at time.Time) {
 	t.clk.mu.Lock()
-	t.at, t.on = t.clk.now.Add(d), true
+	t.at, t.on = at, true
 	t.clk.mu.Unlock()
 	t.clk.armed <- struct{}{}
 }

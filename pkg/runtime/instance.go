@@ -37,10 +37,6 @@ var intrinsics = goja.MustCompile(intrinsicsName, intrinsicsSrc, false)
 // game's.
 func runtimeFile(name string) bool { return name == preludeName || name == intrinsicsName }
 
-// maxCatchUp is how many steps behind schedule an instance may fall before
-// its schedule restarts from now instead of bursting ticks to catch up.
-const maxCatchUp = 5
-
 // Instance is one running copy of a game.
 type Instance struct {
 	id     string
@@ -158,8 +154,8 @@ func (rt *Runtime) place(g *Game, room string, params map[string]string, addr st
 		best.log = rt.log.With("game", g.Key(), "instance", best.id)
 		best.tel.reset()
 		g.instances[best.id] = best
-		if !rt.manual {
-			go best.run()
+		if !rt.o.manual {
+			rt.sched.add(best)
 		}
 	}
 	best.mu.Lock()
@@ -243,6 +239,7 @@ func (in *Instance) stopWhen(ok func() bool, code int, reason string) {
 	in.mu.Unlock()
 	in.g.reportHeldBack(in.log)
 	close(in.quit)
+	in.rt.sched.hurry(in)
 	for _, c := range conns {
 		c.closeWith(code, reason)
 	}
@@ -505,50 +502,6 @@ func (in *Instance) begin(now time.Time) (*loop, error) {
 		nextStats: in.rt.now().Add(in.rt.o.GamelogInterval),
 		hour:      in.rt.now().UTC().Truncate(time.Hour),
 	}, nil
-}
-
-// run is the instance's goroutine: it keeps the fixed-step schedule on the
-// runtime's clock and runs one step per tick. (hoster test runs the steps
-// itself, on a virtual clock.)
-func (in *Instance) run() {
-	defer close(in.done)
-	clk := in.rt.o.clock
-	l, err := in.begin(clk.Now())
-	if err != nil {
-		in.fail(err)
-		return
-	}
-	defer in.lastStats(l)
-	timer := clk.NewTimer()
-	defer timer.Stop()
-	start := clk.Now()
-	for n := int64(1); ; n++ {
-		target := start.Add(time.Duration(n) * l.step)
-		if wait := target.Sub(clk.Now()); wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-timer.C():
-			case <-in.quit:
-				return
-			}
-		}
-		// Late by more than a few steps, whether the stall was in the last
-		// step or in waking up: restart the schedule from this tick rather
-		// than burst the missed ones.
-		now := clk.Now()
-		if late := now.Sub(target); late > maxCatchUp*l.step {
-			start, n = now, 0
-			if observe := in.rt.o.Observe; observe != nil {
-				observe("stall", late)
-			}
-		}
-		if !in.step(l, now) {
-			return
-		}
-		if l.restart {
-			start, n, l.restart = now, 0, false
-		}
-	}
 }
 
 // ended reports whether the instance has been stopped.

@@ -147,8 +147,10 @@ type Options struct {
 	// round ("send") took, and, with a zero duration, of each viewer passed
 	// over in a send round because its earlier updates were still waiting
 	// for its socket ("skip"), and of how late an instance was when it gave up catching up
-	// and restarted its schedule ("stall"); from the instance goroutines:
-	// keep it cheap.
+	// and restarted its schedule ("stall"), of each instance's create
+	// ("start"), and of a scheduler worker set aside because one step held
+	// it for detachAfter ("detach", how long it had run); from the
+	// scheduler's goroutines: keep it cheap.
 	Observe func(kind string, d time.Duration)
 	// LogsRoot is {logs_root}: game telemetry goes to hoster-logs/ below it.
 	// Empty writes none.
@@ -171,6 +173,11 @@ type Options struct {
 	// graces, empty instances' ends); nil is the wall clock. Tests, and
 	// hoster test's TestGame, give another to step them without sleeping.
 	clock clock
+	// manual: the instances are stepped by a TestGame, not by the
+	// scheduler's workers.
+	manual bool
+	// workers is how many goroutines step the instances; 0 is GOMAXPROCS.
+	workers int
 }
 
 // Rooms places private rooms across a fleet of servers.
@@ -200,7 +207,7 @@ type Runtime struct {
 	closed bool
 
 	loadMu     sync.Mutex // one Reload at a time: the last to run reads the newest files
-	manual     bool       // instances are stepped by a TestGame, not by their own goroutine
+	sched      *scheduler // steps the instances
 	refusals   refusals   // sockets refused, for a rate-limited log
 	bounds     addrBounds // what each address holds, for its bounds
 	process    string     // this process's id, minted at start
@@ -258,6 +265,7 @@ func New(o Options) (*Runtime, error) {
 	if _, err := os.ReadDir(o.GamesRoot); err != nil && !os.IsNotExist(err) {
 		return nil, fmt.Errorf("reading the games root: %w", err)
 	}
+	rt.sched = newScheduler(o.clock, o.Observe, o.workers, o.manual)
 	go rt.writeLogs()
 	if !o.LoadLater && o.Game == "" {
 		rt.LoadGames()
@@ -501,6 +509,7 @@ func (rt *Runtime) Shutdown(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+	rt.sched.stop()
 	// Every line queued so far reaches its file before Shutdown returns.
 	rt.logsMu.Lock()
 	if !rt.logsClosed {

@@ -33,6 +33,7 @@ type TestInstance struct {
 	tg *TestGame
 	in *Instance
 	l  *loop
+	sl *slot // its place in the runtime's schedule
 }
 
 // TestPlayer is a player of a TestGame.
@@ -63,11 +64,11 @@ func NewTestGame(dir string) (*TestGame, error) {
 		// endless loop in the game's code.
 		HookBudget: 5 * time.Second,
 		clock:      tg.clk,
+		manual:     true,
 	})
 	if err != nil {
 		return nil, err
 	}
-	rt.manual = true
 	domain, name := filepath.Base(filepath.Dir(dir)), filepath.Base(dir)
 	rt.o.GamesRoot = filepath.Dir(filepath.Dir(dir))
 	rt.Reload(domain, name)
@@ -103,14 +104,15 @@ func (tg *TestGame) track(in *Instance) (*TestInstance, error) {
 			return ti, nil
 		}
 	}
-	l, err := in.begin(tg.clk.Now())
+	now := tg.clk.Now()
+	l, err := in.begin(now)
 	if err != nil {
 		in.fail(err)
 		close(in.done)
 		tg.deliver()
 		return nil, fmt.Errorf("create: %w", err)
 	}
-	ti := &TestInstance{tg: tg, in: in, l: l}
+	ti := &TestInstance{tg: tg, in: in, l: l, sl: tg.rt.sched.started(in, l, now)}
 	tg.instances = append(tg.instances, ti)
 	return ti, nil
 }
@@ -157,50 +159,49 @@ func (tg *TestGame) socket() *conn {
 // Advance moves the virtual clock on by d, running in time order every
 // tick (with its send round, stats lines and snapshots) of every live
 // instance and every runtime timer (resume graces, empty instances' ends)
-// that falls due; a timer goes before a tick due at the same time. An
-// instance that fails or closes itself stops the clock at that tick with
-// an error; one that ends because it stayed empty does not.
+// that falls due; a timer goes before a tick due at the same time, and
+// instances due at the same time tick in the order they started. The
+// ticks are the runtime's scheduler's, taken in turn on this goroutine
+// instead of its workers'. An instance that fails or closes itself stops
+// the clock at that tick with an error; one that ends because it stayed
+// empty does not.
 func (tg *TestGame) Advance(d time.Duration) error {
 	if _, err := tg.first(); err != nil {
 		return err
 	}
+	sched := tg.rt.sched
 	end := tg.clk.Now().Add(d)
 	for {
-		at, ti := tg.nextTick()
-		if t, ok := tg.clk.next(); ok && !t.After(end) && (ti == nil || !t.After(at)) {
+		sl, at := sched.next()
+		if t, ok := tg.clk.next(); ok && !t.After(end) && (sl == nil || !t.After(at)) {
 			tg.clk.set(t)
 			tg.clk.fire()
 			tg.deliver()
 			continue
 		}
-		if ti == nil || at.After(end) {
+		if sl == nil || at.After(end) {
 			break
 		}
 		tg.clk.set(at)
-		ok := ti.in.step(ti.l, at)
+		sched.take(sl)
+		ok := sched.turn(sl, at)
 		tg.deliver()
 		if !ok {
-			return fmt.Errorf("%s ended: %s", ti.name(), tg.logs.last())
+			return fmt.Errorf("%s ended: %s", tg.of(sl).name(), tg.logs.last())
 		}
 	}
 	tg.clk.set(end)
 	return nil
 }
 
-// nextTick is the earliest next tick of the live instances, nil when
-// none is live.
-func (tg *TestGame) nextTick() (time.Time, *TestInstance) {
-	var at time.Time
-	var next *TestInstance
+// of is the TestInstance of a slot.
+func (tg *TestGame) of(sl *slot) *TestInstance {
 	for _, ti := range tg.instances {
-		if ti.in.ended() {
-			continue
-		}
-		if t := ti.l.last.Add(ti.l.step); next == nil || t.Before(at) {
-			at, next = t, ti
+		if ti.sl == sl {
+			return ti
 		}
 	}
-	return at, next
+	return nil
 }
 
 // deliver takes what the instances wrote to each player's socket, as a

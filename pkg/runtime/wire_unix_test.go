@@ -4,9 +4,13 @@ package runtime
 
 import (
 	"bytes"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -88,4 +92,123 @@ func cpuTime() int64 {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// countingSockets hands out accepted connections that count the writes made
+// on them: each write(2) the runtime makes on the descriptor itself
+// (through SyscallConn), or, hidden, each Write (the writer goroutine's, as
+// for a TLS connection).
+type countingSockets struct {
+	net.Listener
+	hidden bool
+	writes *atomic.Int64
+}
+
+func (l countingSockets) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	if l.hidden {
+		return &countingConn{Conn: c, writes: l.writes}, nil
+	}
+	return &countingRawConn{Conn: c, writes: l.writes}, nil
+}
+
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c *countingConn) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
+// countingRawConn shows its socket, whose raw writes are counted; Write
+// (gorilla's handshake) too.
+type countingRawConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c *countingRawConn) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
+func (c *countingRawConn) SyscallConn() (syscall.RawConn, error) {
+	rc, err := c.Conn.(syscall.Conn).SyscallConn()
+	return countingRaw{rc, c.writes}, err
+}
+
+type countingRaw struct {
+	syscall.RawConn
+	writes *atomic.Int64
+}
+
+func (r countingRaw) Write(f func(fd uintptr) bool) error {
+	return r.RawConn.Write(func(fd uintptr) bool {
+		r.writes.Add(1)
+		return f(fd)
+	})
+}
+
+// A send round writes a socket's due frames together: the update (the
+// player moved), then the messages the tick's hooks sent the player and
+// broadcast, in one write,
+// on the socket at once and through the writer goroutine alike.
+func TestARoundsFramesGoInOneWrite(t *testing.T) {
+	for _, hidden := range []bool{false, true} {
+		t.Run(fmt.Sprintf("hidden=%v", hidden), func(t *testing.T) {
+			files := lab(4)
+			files["hoster-commands/chat/args.json"] = `{}`
+			files["hoster-commands/chat/run.js"] = `export default function (i, p) { p.x += 1; i.send(p, "hello", 1); i.broadcast("news", 2); }`
+			clk := newStepClock()
+			var sends atomic.Int64
+			e := startWith(t, map[string]map[string]string{"a.example/lab": files}, func(o *Options) {
+				o.clock = clk
+				o.Observe = func(kind string, _ time.Duration) {
+					if kind == "send" {
+						sends.Add(1)
+					}
+				}
+			})
+			var writes atomic.Int64
+			ts := httptest.NewUnstartedServer(e.rt)
+			ts.Listener = countingSockets{ts.Listener, hidden, &writes}
+			ts.Start()
+			t.Cleanup(ts.Close)
+			step := time.Second / 50
+			c, _, err := (&env{rt: e.rt, url: ts.URL}).dial(t, "a.example", "/lab?name=ada", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			clk.waitArmed(t)
+			clk.Advance(step) // the join, and the first send round
+			me := c.next("welcome")["player"].(string)
+			c.next("update")
+			in := e.rt.lookup("a.example", "lab").snapshot()[0]
+			w0, s0 := writes.Load(), sends.Load()
+			in.enqueue(event{kind: "cmd", player: me, name: "chat"})
+			for sends.Load() == s0 { // the tick that runs chat, up to its send round
+				clk.waitArmed(t)
+				clk.Advance(step)
+			}
+			var order []string
+			for len(order) < 3 {
+				m := c.nextAny()
+				if m == nil {
+					t.Fatal("the socket closed")
+				}
+				order = append(order, fmt.Sprint(m["t"], " ", m["type"]))
+			}
+			if want := []string{"update <nil>", "message hello", "message news"}; !slices.Equal(order, want) {
+				t.Fatalf("frames %q, want %q", order, want)
+			}
+			if got := writes.Load() - w0; got != 1 {
+				t.Fatalf("a round of an update and two messages took %d writes, want 1", got)
+			}
+		})
+	}
 }
