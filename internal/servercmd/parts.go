@@ -29,20 +29,7 @@ type parts struct {
 // buildParts builds serve's parts; node, if not nil, is the fleet the
 // server joined.
 func buildParts(ctx context.Context, o serveOptions, token string, variant api.Variant, node *fleet.Node, log *slog.Logger) (*parts, error) {
-	ho := hostserver.Options{
-		HostingRoot: o.HostingRoot, Token: token, Variant: variant,
-		MaxUpload: o.MaxUpload, ReloadDebounce: o.ReloadDebounce, Logger: log,
-		Routes: tools.Routes(tools.Options{
-			LogsRoot: o.LogsRoot, Variant: variant, StatsInterval: o.StatsInterval,
-			Snapshot: health.Snapshot, Logger: log,
-		}),
-		Runtime: runtime.Options{
-			LogsRoot: o.LogsRoot, GamelogInterval: o.GamelogInterval,
-			MaxInstances: o.MaxInstances, Instances: o.DefaultInstances,
-			RoomsPerMinute: o.RoomsPerMinute, SocketsPerAddress: o.SocketsPerAddress,
-			LoadLater: true,
-		},
-	}
+	ho := hostOptions(o, token, variant, log)
 	nodeName := ""
 	if node != nil {
 		nodeName = node.Name()
@@ -98,8 +85,35 @@ func buildParts(ctx context.Context, o serveOptions, token string, variant api.V
 	}
 	p.stoppers = append(p.stoppers, host.Shutdown)
 	log.Info("game telemetry", "process", host.Runtime().Process())
+	if err := p.logAndSample(ctx, o, log); err != nil {
+		p.close()
+		return nil, err
+	}
+	return p, nil
+}
 
-	// Machine health every --stats-interval, with retention at start and daily.
+// hostOptions are the host's settings from serve's.
+func hostOptions(o serveOptions, token string, variant api.Variant, log *slog.Logger) hostserver.Options {
+	return hostserver.Options{
+		HostingRoot: o.HostingRoot, Token: token, Variant: variant,
+		MaxUpload: o.MaxUpload, ReloadDebounce: o.ReloadDebounce, Logger: log,
+		Routes: tools.Routes(tools.Options{
+			LogsRoot: o.LogsRoot, Variant: variant, StatsInterval: o.StatsInterval,
+			Snapshot: health.Snapshot, Logger: log,
+		}),
+		Runtime: runtime.Options{
+			LogsRoot: o.LogsRoot, GamelogInterval: o.GamelogInterval,
+			MaxInstances: o.MaxInstances, Instances: o.DefaultInstances,
+			RoomsPerMinute: o.RoomsPerMinute, SocketsPerAddress: o.SocketsPerAddress,
+			LoadLater: true,
+		},
+	}
+}
+
+// logAndSample starts the machine-health sampler (every --stats-interval,
+// with retention at start and daily) and, with --access-log, wraps the
+// handler in the access log.
+func (p *parts) logAndSample(ctx context.Context, o serveOptions, log *slog.Logger) error {
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -107,17 +121,16 @@ func buildParts(ctx context.Context, o serveOptions, token string, variant api.V
 		(&health.Sampler{LogsRoot: o.LogsRoot, Interval: o.StatsInterval, Logger: log}).Run(sctx)
 	}()
 	p.stoppers = append(p.stoppers, func(context.Context) { cancel(); <-done })
-
-	if o.AccessLog {
-		al, err := accesslog.New(o.LogsRoot, log)
-		if err != nil {
-			p.close()
-			return nil, err
-		}
-		p.handler = al.Middleware(p.handler)
-		p.closers = append(p.closers, al.Close)
+	if !o.AccessLog {
+		return nil
 	}
-	return p, nil
+	al, err := accesslog.New(o.LogsRoot, log)
+	if err != nil {
+		return err
+	}
+	p.handler = al.Middleware(p.handler)
+	p.closers = append(p.closers, al.Close)
+	return nil
 }
 
 // loadGames loads the games, once the server listens: a game whose load is
