@@ -103,7 +103,9 @@ func (nd *fleetNode) start(t *testing.T) {
 		"--hosting-root", nd.root, "--logs-root", filepath.Join(nd.root, "logs"),
 		"--listen", nd.listen, "--ask-listen", "127.0.0.1:0", "--reload-debounce", "50ms",
 		"--stats-interval", "1h", "--gamelog-interval", "1h",
-		"--cluster-listen", nd.route, "--cluster-peers", strings.Join(nd.peers, ","), "--cluster-node", nd.name)
+		"--cluster-listen", nd.route, "--cluster-peers", strings.Join(nd.peers, ","), "--cluster-node", nd.name,
+		// Not the route port plus one, which another test may hold.
+		"--cluster-relay", "127.0.0.1:0")
 	nd.out = waitbuf.New()
 	nd.cmd.Stdout, nd.cmd.Stderr = nd.out, nd.out
 	if err := nd.cmd.Start(); err != nil {
