@@ -3,7 +3,6 @@ package runtime
 import (
 	"encoding/json"
 	"errors"
-	"maps"
 	"slices"
 
 	"github.com/dop251/goja"
@@ -262,17 +261,30 @@ func (v *vm) ticks(inst *goja.Object, dt float64) error {
 	if !ok {
 		return errors.New("instance.entities is not an object")
 	}
-	for _, id := range ents.Keys() {
+	var ids []string
+	if m := thingMapOf(ents); m != nil { // the usual instance.entities: its ids without goja
+		ids = slices.Clone(m.ids)
+	} else {
+		ids = ents.Keys()
+	}
+	args := []goja.Value{inst, nil, dtV} // goja copies them: one slice for every entity
+	for _, id := range ids {
 		en, ok := ents.Get(id).(*goja.Object)
 		if !ok {
 			continue // removed by an earlier entity's tick
 		}
-		typ := en.Get("type")
+		var typ goja.Value
+		if t := thingOf(en); t != nil {
+			typ = t.Get("type")
+		} else {
+			typ = en.Get("type")
+		}
 		if typ == nil || !goja.IsString(typ) {
 			continue
 		}
 		if th, ok := h.entityTicks[typ.String()]; ok {
-			if err := v.callHook(th, "entity", "", typ.String(), inst, en, dtV); err != nil {
+			args[1] = en
+			if err := v.callHook(th, "entity", "", typ.String(), args...); err != nil {
 				return err
 			}
 		}
@@ -325,7 +337,13 @@ func (v *vm) caught(what string, thrown goja.Value, player, command string) erro
 // args.json (or are a query's strings): scalars only.
 func ownObject(r *goja.Runtime, m map[string]any) *goja.Object {
 	o := r.NewObject()
-	for _, k := range slices.Sorted(maps.Keys(m)) {
+	var buf [8]string // the usual few names, sorted without a slice of their own
+	keys := buf[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
 		o.DefineDataProperty(k, r.ToValue(m[k]), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE)
 	}
 	return o
