@@ -262,19 +262,27 @@ func (v *vm) ticks(inst *goja.Object, dt float64) error {
 		return errors.New("instance.entities is not an object")
 	}
 	var ids []string
-	if m := thingMapOf(ents); m != nil { // the usual instance.entities: its ids without goja
+	m := thingMapOf(ents)
+	if m != nil { // the usual instance.entities: its ids and things without goja
 		ids = slices.Clone(m.ids)
 	} else {
 		ids = ents.Keys()
 	}
 	args := []goja.Value{inst, nil, dtV} // goja copies them: one slice for every entity
 	for _, id := range ids {
-		en, ok := ents.Get(id).(*goja.Object)
+		var x goja.Value
+		var t *thing
+		if m != nil {
+			x, t = m.at(id)
+		} else {
+			x = ents.Get(id)
+		}
+		en, ok := x.(*goja.Object)
 		if !ok {
 			continue // removed by an earlier entity's tick
 		}
 		var typ goja.Value
-		if t := thingOf(en); t != nil {
+		if t != nil {
 			typ = t.Get("type")
 		} else {
 			typ = en.Get("type")
@@ -309,9 +317,11 @@ func (v *vm) callHook(h hook, what, player, command string, args ...goja.Value) 
 // try calls h: failed is what it threw, err an interrupt (or another
 // failure of goja's), which ends the tick.
 func (v *vm) try(h hook, args ...goja.Value) (failed goja.Value, err error) {
-	_, err = h.fn(h.this, args...)
-	var ex *goja.Exception
-	if err != nil && errors.As(err, &ex) {
+	if _, err = h.fn(h.this, args...); err == nil {
+		return nil, nil
+	}
+	var ex *goja.Exception // on the heap (errors.As): only when something was thrown
+	if errors.As(err, &ex) {
 		return ex.Value(), nil
 	}
 	return nil, err

@@ -356,8 +356,9 @@ func (v *vm) badField(owner string, f *fieldSpec, x goja.Value, at string) {
 // such keys, so that the send round walks it in Go without asking goja
 // for its keys.
 type thingMap struct {
-	ids  []string
-	objs map[string]goja.Value
+	ids    []string
+	objs   map[string]goja.Value
+	things map[string]*thing // the values that are things, found once when set
 }
 
 var thingMapType = reflect.TypeOf((*thingMap)(nil))
@@ -369,8 +370,23 @@ func (m *thingMap) Set(key string, x goja.Value) bool {
 		m.ids = append(m.ids, key)
 	}
 	m.objs[key] = x
+	var t *thing
+	if o, ok := x.(*goja.Object); ok {
+		t = thingOf(o)
+	}
+	if t != nil {
+		if m.things == nil {
+			m.things = map[string]*thing{}
+		}
+		m.things[key] = t
+	} else {
+		delete(m.things, key)
+	}
 	return true
 }
+
+// at is the value of key and, when it is a thing, the thing.
+func (m *thingMap) at(key string) (goja.Value, *thing) { return m.objs[key], m.things[key] }
 
 func (m *thingMap) Has(key string) bool {
 	_, ok := m.objs[key]
@@ -380,6 +396,7 @@ func (m *thingMap) Has(key string) bool {
 func (m *thingMap) Delete(key string) bool {
 	if _, ok := m.objs[key]; ok {
 		delete(m.objs, key)
+		delete(m.things, key)
 		m.ids = slices.DeleteFunc(m.ids, func(k string) bool { return k == key })
 	}
 	return true
