@@ -170,6 +170,7 @@ func (v *vm) dispatch(dt float64, now int64, events []event) error {
 	if !ok {
 		return errors.New("instance.players is not an object")
 	}
+	pm := thingMapOf(players) // nil when the game replaced instance.players
 	for _, ev := range events {
 		var err error
 		switch ev.kind {
@@ -180,7 +181,13 @@ func (v *vm) dispatch(dt float64, now int64, events []event) error {
 		case "drop", "resume":
 			err = v.connect(players, ev)
 		case "cmd":
-			p, ok := players.Get(ev.player).(*goja.Object)
+			var x goja.Value
+			if pm != nil {
+				x = pm.Get(ev.player)
+			} else {
+				x = players.Get(ev.player)
+			}
+			p, ok := x.(*goja.Object)
 			if !ok {
 				continue
 			}

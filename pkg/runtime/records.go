@@ -400,37 +400,41 @@ func (v *vm) badField(owner string, f *fieldSpec, x goja.Value, at string) {
 // such keys, so that the send round walks it in Go without asking goja
 // for its keys.
 type thingMap struct {
-	ids    []string
-	objs   map[string]goja.Value
-	things map[string]*thing // the values that are things, found once when set
+	ids  []string
+	objs map[string]mapEntry
+}
+
+// mapEntry is a value of a thingMap and, when it is a thing, the thing,
+// found once when it was set.
+type mapEntry struct {
+	obj goja.Value
+	t   *thing
 }
 
 var thingMapType = reflect.TypeOf((*thingMap)(nil))
 
-func (m *thingMap) Get(key string) goja.Value { return m.objs[key] }
+func (m *thingMap) Get(key string) goja.Value { return m.objs[key].obj }
 
 func (m *thingMap) Set(key string, x goja.Value) bool {
 	if _, ok := m.objs[key]; !ok {
 		m.ids = append(m.ids, key)
 	}
-	m.objs[key] = x
-	var t *thing
+	e := mapEntry{obj: x}
 	if o, ok := x.(*goja.Object); ok {
-		t = thingOf(o)
+		e.t = thingOf(o)
 	}
-	if t != nil {
-		if m.things == nil {
-			m.things = map[string]*thing{}
-		}
-		m.things[key] = t
-	} else {
-		delete(m.things, key)
+	if m.objs == nil {
+		m.objs = map[string]mapEntry{}
 	}
+	m.objs[key] = e
 	return true
 }
 
 // at is the value of key and, when it is a thing, the thing.
-func (m *thingMap) at(key string) (goja.Value, *thing) { return m.objs[key], m.things[key] }
+func (m *thingMap) at(key string) (goja.Value, *thing) {
+	e := m.objs[key]
+	return e.obj, e.t
+}
 
 func (m *thingMap) Has(key string) bool {
 	_, ok := m.objs[key]
@@ -440,7 +444,6 @@ func (m *thingMap) Has(key string) bool {
 func (m *thingMap) Delete(key string) bool {
 	if _, ok := m.objs[key]; ok {
 		delete(m.objs, key)
-		delete(m.things, key)
 		m.ids = slices.DeleteFunc(m.ids, func(k string) bool { return k == key })
 	}
 	return true
