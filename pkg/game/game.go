@@ -389,6 +389,9 @@ func (a Args) Validate(v any) error {
 	default:
 		return errors.New("arguments must be an object")
 	}
+	if a.valid(obj) {
+		return nil
+	}
 	for _, name := range slices.Sorted(maps.Keys(a)) {
 		if _, ok := obj[name]; !ok {
 			return fmt.Errorf("missing argument %q", name)
@@ -405,6 +408,22 @@ func (a Args) Validate(v any) error {
 		}
 	}
 	return nil
+}
+
+// valid is Validate's answer for arguments that pass, without sorting
+// names: every argument present, none unknown, each one right. When it
+// says no, Validate finds the first problem in name order.
+func (a Args) valid(obj map[string]any) bool {
+	if len(obj) != len(a) {
+		return false
+	}
+	for name, s := range a {
+		v, ok := obj[name]
+		if !ok || s.check(name, v) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 func (s Arg) check(name string, v any) error {

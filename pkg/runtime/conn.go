@@ -414,6 +414,9 @@ var errMalformed = errors.New("malformed message: want JSON {\"c\": command, \"a
 // parseCommand reads one command frame: exactly one JSON object with a
 // non-empty command name, nothing after it.
 func parseCommand(data []byte) (command, error) {
+	if m, ok := quickCommand(data); ok {
+		return m, nil
+	}
 	var m command
 	if err := json.Unmarshal(data, &m); err != nil || m.C == "" {
 		return command{}, errMalformed

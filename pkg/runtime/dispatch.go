@@ -3,7 +3,6 @@ package runtime
 import (
 	"encoding/json"
 	"errors"
-	"maps"
 	"slices"
 
 	"github.com/dop251/goja"
@@ -171,6 +170,7 @@ func (v *vm) dispatch(dt float64, now int64, events []event) error {
 	if !ok {
 		return errors.New("instance.players is not an object")
 	}
+	pm := thingMapOf(players) // nil when the game replaced instance.players
 	for _, ev := range events {
 		var err error
 		switch ev.kind {
@@ -181,7 +181,13 @@ func (v *vm) dispatch(dt float64, now int64, events []event) error {
 		case "drop", "resume":
 			err = v.connect(players, ev)
 		case "cmd":
-			p, ok := players.Get(ev.player).(*goja.Object)
+			var x goja.Value
+			if pm != nil {
+				x = pm.Get(ev.player)
+			} else {
+				x = players.Get(ev.player)
+			}
+			p, ok := x.(*goja.Object)
 			if !ok {
 				continue
 			}
@@ -262,17 +268,38 @@ func (v *vm) ticks(inst *goja.Object, dt float64) error {
 	if !ok {
 		return errors.New("instance.entities is not an object")
 	}
-	for _, id := range ents.Keys() {
-		en, ok := ents.Get(id).(*goja.Object)
+	var ids []string
+	m := thingMapOf(ents)
+	if m != nil { // the usual instance.entities: its ids and things without goja
+		ids = slices.Clone(m.ids)
+	} else {
+		ids = ents.Keys()
+	}
+	args := []goja.Value{inst, nil, dtV} // goja copies them: one slice for every entity
+	for _, id := range ids {
+		var x goja.Value
+		var t *thing
+		if m != nil {
+			x, t = m.at(id)
+		} else {
+			x = ents.Get(id)
+		}
+		en, ok := x.(*goja.Object)
 		if !ok {
 			continue // removed by an earlier entity's tick
 		}
-		typ := en.Get("type")
+		var typ goja.Value
+		if t != nil {
+			typ = t.Get("type")
+		} else {
+			typ = en.Get("type")
+		}
 		if typ == nil || !goja.IsString(typ) {
 			continue
 		}
 		if th, ok := h.entityTicks[typ.String()]; ok {
-			if err := v.callHook(th, "entity", "", typ.String(), inst, en, dtV); err != nil {
+			args[1] = en
+			if err := v.callHook(th, "entity", "", typ.String(), args...); err != nil {
 				return err
 			}
 		}
@@ -297,9 +324,11 @@ func (v *vm) callHook(h hook, what, player, command string, args ...goja.Value) 
 // try calls h: failed is what it threw, err an interrupt (or another
 // failure of goja's), which ends the tick.
 func (v *vm) try(h hook, args ...goja.Value) (failed goja.Value, err error) {
-	_, err = h.fn(h.this, args...)
-	var ex *goja.Exception
-	if err != nil && errors.As(err, &ex) {
+	if _, err = h.fn(h.this, args...); err == nil {
+		return nil, nil
+	}
+	var ex *goja.Exception // on the heap (errors.As): only when something was thrown
+	if errors.As(err, &ex) {
 		return ex.Value(), nil
 	}
 	return nil, err
@@ -325,7 +354,13 @@ func (v *vm) caught(what string, thrown goja.Value, player, command string) erro
 // args.json (or are a query's strings): scalars only.
 func ownObject(r *goja.Runtime, m map[string]any) *goja.Object {
 	o := r.NewObject()
-	for _, k := range slices.Sorted(maps.Keys(m)) {
+	var buf [8]string // the usual few names, sorted without a slice of their own
+	keys := buf[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
 		o.DefineDataProperty(k, r.ToValue(m[k]), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE)
 	}
 	return o

@@ -392,7 +392,7 @@ func (v *vm) install() {
 	r.Set("__after", v.timerFunc(false))
 	r.Set("__every", v.timerFunc(true))
 	r.Set("__things", func(goja.FunctionCall) goja.Value {
-		return r.NewDynamicObject(&thingMap{objs: map[string]goja.Value{}})
+		return r.NewDynamicObject(&thingMap{})
 	})
 	r.Set("__view", func(c goja.FunctionCall) goja.Value {
 		id := c.Argument(1).String()

@@ -178,24 +178,16 @@ func toVal(x goja.Value, f *fieldSpec) (v val, ok bool) {
 	if x == nil || goja.IsUndefined(x) || goja.IsNull(x) {
 		return nullVal, true
 	}
-	switch e := x.Export().(type) {
-	case int64:
-		v = val{k: vNum, n: float64(e)}
-	case float64:
-		if math.IsNaN(e) || math.IsInf(e, 0) {
-			return nullVal, true
-		}
-		v = val{k: vNum, n: e}
-	case string:
-		return val{k: vStr, s: e}, f.typ == game.String
-	case bool:
-		v = val{k: vBool}
-		if e {
-			v.n = 1
-		}
-		return v, f.typ == game.Boolean
-	default:
+	if v, ok = scalar(x); !ok {
 		return val{}, false
+	}
+	switch v.k {
+	case vNull:
+		return nullVal, true
+	case vStr:
+		return v, f.typ == game.String
+	case vBool:
+		return v, f.typ == game.Boolean
 	}
 	switch f.typ {
 	case game.Number:
@@ -207,6 +199,58 @@ func toVal(x goja.Value, f *fieldSpec) (v val, ok bool) {
 		return v, v.n == math.Trunc(v.n)
 	}
 	return v, false
+}
+
+var (
+	int64Type   = reflect.TypeOf(int64(0))
+	float64Type = reflect.TypeOf(float64(0))
+	stringType  = reflect.TypeOf("")
+	boolType    = reflect.TypeOf(false)
+)
+
+// scalar is x as Export gives it, if a number (null when not finite), a
+// string or a boolean; ok is false for anything else. A primitive is read
+// without Export, which would box its number.
+func scalar(x goja.Value) (val, bool) {
+	if _, obj := x.(*goja.Object); !obj {
+		switch x.ExportType() {
+		case int64Type:
+			return val{k: vNum, n: x.ToFloat()}, true
+		case float64Type:
+			return number(x.ToFloat()), true
+		case stringType:
+			return val{k: vStr, s: x.String()}, true
+		case boolType:
+			return boolean(x.ToBoolean()), true
+		}
+		return val{}, false
+	}
+	switch e := x.Export().(type) {
+	case int64:
+		return val{k: vNum, n: float64(e)}, true
+	case float64:
+		return number(e), true
+	case string:
+		return val{k: vStr, s: e}, true
+	case bool:
+		return boolean(e), true
+	}
+	return val{}, false
+}
+
+// number is f as sent: null when it is not finite.
+func number(f float64) val {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return nullVal
+	}
+	return val{k: vNum, n: f}
+}
+
+func boolean(b bool) val {
+	if b {
+		return val{k: vBool, n: 1}
+	}
+	return val{k: vBool}
 }
 
 // describe is v as the type error names it.
@@ -357,19 +401,39 @@ func (v *vm) badField(owner string, f *fieldSpec, x goja.Value, at string) {
 // for its keys.
 type thingMap struct {
 	ids  []string
-	objs map[string]goja.Value
+	objs map[string]mapEntry
+}
+
+// mapEntry is a value of a thingMap and, when it is a thing, the thing,
+// found once when it was set.
+type mapEntry struct {
+	obj goja.Value
+	t   *thing
 }
 
 var thingMapType = reflect.TypeOf((*thingMap)(nil))
 
-func (m *thingMap) Get(key string) goja.Value { return m.objs[key] }
+func (m *thingMap) Get(key string) goja.Value { return m.objs[key].obj }
 
 func (m *thingMap) Set(key string, x goja.Value) bool {
 	if _, ok := m.objs[key]; !ok {
 		m.ids = append(m.ids, key)
 	}
-	m.objs[key] = x
+	e := mapEntry{obj: x}
+	if o, ok := x.(*goja.Object); ok {
+		e.t = thingOf(o)
+	}
+	if m.objs == nil {
+		m.objs = map[string]mapEntry{}
+	}
+	m.objs[key] = e
 	return true
+}
+
+// at is the value of key and, when it is a thing, the thing.
+func (m *thingMap) at(key string) (goja.Value, *thing) {
+	e := m.objs[key]
+	return e.obj, e.t
 }
 
 func (m *thingMap) Has(key string) bool {

@@ -89,8 +89,9 @@ func (v *vm) collect() error {
 		}
 		for _, id := range ids {
 			var x goja.Value
+			var t *thing
 			if m != nil {
-				x = m.objs[id]
+				x, t = m.at(id)
 			} else {
 				x = objs.Get(id)
 			}
@@ -98,7 +99,10 @@ func (v *vm) collect() error {
 			if !ok {
 				continue
 			}
-			src := source{id: id, obj: o, t: thingOf(o), player: player}
+			if m == nil {
+				t = thingOf(o)
+			}
+			src := source{id: id, obj: o, t: t, player: player}
 			s.things = append(s.things, src)
 			if player {
 				s.me[id] = src
