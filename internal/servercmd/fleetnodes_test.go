@@ -362,22 +362,3 @@ func syncing(t *testing.T, server, sites string) <-chan [2]string {
 	}()
 	return done
 }
-
-// treeDiff says how got differs from want, for a failure's message.
-func treeDiff(got, want map[string]string) string {
-	var d []string
-	for k, v := range want {
-		if got[k] != v {
-			d = append(d, fmt.Sprintf("%s: %.8s, want %.8s", k, got[k], v))
-		}
-	}
-	for k := range got {
-		if _, ok := want[k]; !ok {
-			d = append(d, k+": not wanted")
-		}
-	}
-	if len(d) > 10 {
-		d = append(d[:10], fmt.Sprintf("and %d more", len(d)-10))
-	}
-	return strings.Join(d, "; ")
-}
