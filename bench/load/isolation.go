@@ -352,6 +352,7 @@ type workerSample struct {
 	overRSS   int64
 	samples   int // samples since, and how many of them over its budget
 	overs     int
+	atLimit   time.Time // the first sample its memory cgroup's charge was at its budget
 	gone      time.Time // the first sample it was no longer there
 	overLine  time.Time // the parent's log: over its budget
 	ended     time.Time // the parent's log: the worker ended (its players closed)
@@ -384,6 +385,9 @@ func (s *sampler) run() {
 			w.peak = max(w.peak, rss)
 			if rss > w.budget && w.over.IsZero() {
 				w.over, w.overRSS = now, rss
+			}
+			if w.atLimit.IsZero() && chargedOf(w.pid) >= w.budget*99/100 {
+				w.atLimit = now
 			}
 			if !w.over.IsZero() {
 				w.samples++
@@ -536,6 +540,43 @@ func (w *workerSample) String() string {
 		}
 		return fmt.Sprintf("%.0f", float64(t.Sub(w.over))/float64(time.Millisecond))
 	}
-	return fmt.Sprintf("END game=%s pid=%d budget_mib=%d rss_at_cross_mib=%d peak_mib=%d over_log_ms=%s ended_log_ms=%s gone_ms=%s code=%s overs=%d/%d",
-		w.game, w.pid, w.budget>>20, w.overRSS>>20, w.peak>>20, since(w.overLine), since(w.ended), since(w.gone), w.endedCode, w.overs, w.samples)
+	limitGone := "none"
+	if !w.atLimit.IsZero() && !w.gone.IsZero() {
+		limitGone = fmt.Sprintf("%.0f", float64(w.gone.Sub(w.atLimit))/float64(time.Millisecond))
+	}
+	return fmt.Sprintf("END game=%s pid=%d budget_mib=%d rss_at_cross_mib=%d peak_mib=%d over_log_ms=%s ended_log_ms=%s gone_ms=%s code=%s overs=%d/%d limit_to_gone_ms=%s",
+		w.game, w.pid, w.budget>>20, w.overRSS>>20, w.peak>>20, since(w.overLine), since(w.ended), since(w.gone), w.endedCode, w.overs, w.samples, limitGone)
+}
+
+// chargedOf is the memory the kernel charges to pid's memory cgroup (v1's
+// memory.usage_in_bytes, v2's memory.current), 0 when it has none of its
+// own: what a cgroup-held budget is measured against, where /proc's RSS
+// also counts file pages charged to other groups.
+func chargedOf(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		parts := strings.SplitN(l, ":", 3)
+		if len(parts) != 3 || !strings.Contains(parts[2], "hoster-") {
+			continue
+		}
+		file := ""
+		switch {
+		case parts[1] == "memory":
+			file = filepath.Join("/sys/fs/cgroup/memory", parts[2], "memory.usage_in_bytes")
+		case parts[0] == "0" && parts[1] == "":
+			file = filepath.Join("/sys/fs/cgroup", parts[2], "memory.current")
+		default:
+			continue
+		}
+		v, err := os.ReadFile(file)
+		if err != nil {
+			continue
+		}
+		n, _ := strconv.ParseInt(strings.TrimSpace(string(v)), 10, 64)
+		return n
+	}
+	return 0
 }
