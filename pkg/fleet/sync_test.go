@@ -134,3 +134,55 @@ func sha(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
 }
+
+// TestWriteDuringApplyConverges: a Sync API write (or delete) through a
+// node lands on its disk while that node applies another node's manifest
+// of the same game, between the apply's read of the disk and its writes,
+// so the apply writes over it; the change's publish follows. The node's
+// disk must end at the published manifest, not at the other node's.
+func TestWriteDuringApplyConverges(t *testing.T) {
+	const p = "a.com/g/p.txt"
+	for _, tc := range []struct {
+		name  string
+		local func(st *store.Store) (store.Change, error)
+		want  map[string]string
+	}{
+		{"write", func(st *store.Store) (store.Change, error) {
+			w, err := st.Write(p, strings.NewReader("v2"), 0)
+			return store.Change{Path: p, SHA256: w.SHA256}, err
+		}, map[string]string{p: sha("v2")}},
+		{"delete", func(st *store.Store) (store.Change, error) {
+			return store.Change{Path: p}, st.Delete(p)
+		}, map[string]string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			syncs := startSyncs(t, joinFleet(t, 2))
+			a, x := syncs[0], syncs[1]
+			reached, release := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			// Set before x meets the game (its first write below).
+			x.sync.applyRead = func(string, string) {
+				once.Do(func() { close(reached); <-release })
+			}
+			if err := x.write(p, "v0"); err != nil {
+				t.Fatal(err)
+			}
+			a.waitTree(t, map[string]string{p: sha("v0")})
+			if err := a.write(p, "v1"); err != nil {
+				t.Fatal(err)
+			}
+			<-reached // x's apply of a's manifest has read its disk: p is v0
+			c, err := tc.local(x.st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			close(release) // the apply writes v1 over the local change
+			if err := x.sync.Publish([]store.Change{c}); err != nil {
+				t.Fatal(err)
+			}
+			for _, sn := range syncs {
+				sn.waitTree(t, tc.want)
+			}
+		})
+	}
+}
