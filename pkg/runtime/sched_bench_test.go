@@ -65,6 +65,7 @@ func benchRooms(b *testing.B, clk clock, games map[string]map[string]string, roo
 		b.Fatalf("generating: %v %v", err, res.Problems())
 	}
 	ticks, stalls, writes = make(chan struct{}, 1<<16), &atomic.Int64{}, &atomic.Int64{}
+	starts := make(chan struct{}, 1<<12) // an instance created and on the schedule
 	rt, err := New(Options{Logger: slog.New(slog.DiscardHandler), GamesRoot: root, HookBudget: 10 * time.Second,
 		MaxInstances: 1000, Instances: 1000, RoomsPerMinute: 1 << 20, clock: clk,
 		Observe: func(kind string, d time.Duration) {
@@ -73,6 +74,8 @@ func benchRooms(b *testing.B, clk clock, games map[string]map[string]string, roo
 				ticks <- struct{}{}
 			case kind == "stall":
 				stalls.Add(1)
+			case kind == "start":
+				starts <- struct{}{}
 			}
 		}})
 	if err != nil {
@@ -99,16 +102,8 @@ func benchRooms(b *testing.B, clk clock, games map[string]map[string]string, roo
 		}
 		all = append(all, g.snapshot()...)
 	}
-	for _, in := range all { // created: its field tables are listed
-		for {
-			in.mu.Lock()
-			created := in.tables != nil
-			in.mu.Unlock()
-			if created {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+	for range all { // each created, its field tables listed, on the schedule
+		waitFor(b, starts, "the instances created")
 	}
 	return ticks, stalls, writes
 }
@@ -131,15 +126,15 @@ func cpuNow() time.Duration {
 // and its messages together).
 //
 // "spinning": on the wall clock, beside a room of another game whose every
-// tick busies its thread for 200 ms, for 3 s after 2 s: ticks/s/room is what the 50
-// normal rooms achieved (20 is their rate; a tick is counted as theirs when
-// it took under 150 ms), stalls how often one of them fell more than 5
-// ticks behind.
+// tick busies its thread for 200 ms: after 2 s of the 50 normal rooms'
+// ticks at their rate (20 a second; a tick is counted as theirs when it
+// took under 150 ms), ticks/s/room is their rate over the time the next 3 s
+// worth took, stalls how often one of them fell more than 5 ticks behind.
 func BenchmarkRooms(b *testing.B) {
 	b.Run("clock", func(b *testing.B) {
 		clk := newStepClock()
 		ticks, _, writes := benchRooms(b, clk, map[string]map[string]string{"load.example/load": loadGameFiles(0)}, map[string]int{"load.example/load": 50}, 0)
-		time.Sleep(500 * time.Millisecond) // each room waits for its first tick
+		waitFor(b, clk.armed, "the schedule set") // each room waits for its first tick
 		for len(clk.armed) > 0 {
 			<-clk.armed
 		}
@@ -176,14 +171,20 @@ func BenchmarkRooms(b *testing.B) {
 	b.Run("spinning", func(b *testing.B) {
 		ticks, stalls, _ := benchRooms(b, realClock{}, map[string]map[string]string{"load.example/load": loadGameFiles(0), "spin.example/spin": loadGameFiles(200 * time.Millisecond)},
 			map[string]int{"load.example/load": 50, "spin.example/spin": 1}, 150*time.Millisecond)
-		time.Sleep(2 * time.Second) // past the joins and the first full updates
-		for range b.N {             // run it with -benchtime 1x: each op is 3 s
+		// Past the joins and the first full updates: 2 s of the normal
+		// rooms' ticks.
+		for range 50 * 20 * 2 {
+			waitFor(b, ticks, "the normal rooms' ticks")
+		}
+		for range b.N { // run it with -benchtime 1x: each op is about 3 s
 			for len(ticks) > 0 {
 				<-ticks
 			}
 			s0, start := stalls.Load(), time.Now()
-			time.Sleep(3 * time.Second)
-			n := len(ticks)
+			const n = 50 * 20 * 3 // 3 s of the normal rooms' ticks at their rate
+			for range n {
+				waitFor(b, ticks, "the normal rooms' ticks")
+			}
 			b.ReportMetric(float64(n)/time.Since(start).Seconds()/50, "ticks/s/room")
 			b.ReportMetric(float64(stalls.Load()-s0), "stalls")
 			b.ReportMetric(float64(goruntime.NumGoroutine()), "goroutines")
