@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/hoster-dev/hoster/internal/cli"
+	"github.com/hoster-dev/hoster/internal/httptestutil"
 	"github.com/hoster-dev/hoster/internal/waitbuf"
 	"github.com/hoster-dev/hoster/pkg/api"
 )
@@ -46,17 +46,6 @@ type fleetNode struct {
 	logs          []*waitbuf.Buffer // the output of each start
 }
 
-// freeLoopback is a loopback address free a moment ago.
-func freeLoopback(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // startFleet starts n nodes of an embedded fleet on loopback, each with a
 // hosting root of its own holding the same token, and waits until each
 // serves.
@@ -69,7 +58,7 @@ func startFleet(t *testing.T, n, variant int) []*fleetNode {
 			t.Fatal(err)
 		}
 		nodes[i] = &fleetNode{name: fmt.Sprintf("node%c", 'a'+i), root: root, variant: variant,
-			listen: freeLoopback(t), route: freeLoopback(t)}
+			listen: httptestutil.FreeAddrs(t, 1)[0], route: httptestutil.FreeAddrs(t, 1)[0]}
 	}
 	for _, nd := range nodes {
 		for _, o := range nodes {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/hoster-dev/hoster/internal/httptestutil"
 	"github.com/hoster-dev/hoster/internal/waitbuf"
 	"github.com/hoster-dev/hoster/pkg/api"
 )
@@ -42,21 +43,6 @@ func (n *roomNode) kill() {
 	n.cmd.Wait()
 }
 
-// freeAddrs are n loopback addresses free a moment ago.
-func freeAddrs(t *testing.T, n int) []string {
-	t.Helper()
-	var addrs []string
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		addrs = append(addrs, ln.Addr().String())
-	}
-	return addrs
-}
-
 var (
 	servingLine = regexp.MustCompile(`msg=serving listen=(\S+)`)
 	relayLine   = regexp.MustCompile(`msg="fleet: rooms relay listening" addr=(\S+)`)
@@ -71,7 +57,7 @@ func startRoomFleet(t *testing.T, n int) []*roomNode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	routes := freeAddrs(t, n)
+	routes := httptestutil.FreeAddrs(t, n)
 	nodes := make([]*roomNode, n)
 	for i := range n {
 		var peers []string

@@ -3,27 +3,12 @@ package fleet
 import (
 	"context"
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
+	"github.com/hoster-dev/hoster/internal/httptestutil"
 	"github.com/nats-io/nats.go/jetstream"
 )
-
-// freeAddrs are n loopback addresses free a moment ago.
-func freeAddrs(t testing.TB, n int) []string {
-	t.Helper()
-	var addrs []string
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		addrs = append(addrs, ln.Addr().String())
-	}
-	return addrs
-}
 
 // others is addrs without its i-th.
 func others(addrs []string, i int) []string {
@@ -40,7 +25,7 @@ func others(addrs []string, i int) []string {
 // its own, and closes them at the test's end.
 func joinFleet(t testing.TB, n int) []*Node {
 	t.Helper()
-	addrs := freeAddrs(t, n)
+	addrs := httptestutil.FreeAddrs(t, n)
 	nodes := make([]*Node, n)
 	errs := make(chan error, n)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

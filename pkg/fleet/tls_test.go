@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hoster-dev/hoster/internal/httptestutil"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -59,7 +60,7 @@ func testCA(t *testing.T, n int) (*x509.CertPool, []tls.Certificate) {
 // others against the fleet's CA, share a bucket.
 func TestRoutesOverTLS(t *testing.T) {
 	pool, certs := testCA(t, 3)
-	addrs := freeAddrs(t, 3)
+	addrs := httptestutil.FreeAddrs(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	nodes := make([]*Node, 3)
