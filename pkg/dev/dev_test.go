@@ -28,6 +28,36 @@ func waitFor(t *testing.T, what string, b *waitbuf.Buffer, sub string) {
 	}
 }
 
+// startDev runs dev on root until the test ends, and returns the port of
+// game's URL ("domain/name") and the terminal's two streams (shown when the
+// test failed).
+func startDev(t *testing.T, root, game string) (port int, out, log *waitbuf.Buffer) {
+	t.Helper()
+	out, log = &waitbuf.Buffer{}, &waitbuf.Buffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	t.Setenv("TMPDIR", t.TempDir())
+	go func() { done <- Run(ctx, Options{Root: root, Port: 0, Out: out, Log: log}) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("terminal:\n%s%s", out.String(), log.String())
+		}
+	})
+	domain, name, _ := strings.Cut(game, "/")
+	if !out.Until(func(s string) bool {
+		_, u, ok := strings.Cut(s, game+"  ")
+		n, _ := fmt.Sscanf(u, "http://"+domain+".localhost:%d/"+name+"/\n", &port)
+		return ok && n == 1
+	}, 20*time.Second) {
+		t.Fatal("waiting for the game's URL")
+	}
+	return port, out, log
+}
+
 // loopback dials every name at 127.0.0.1, as browsers resolve *.localhost.
 func loopback(port int) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, _ string) (net.Conn, error) {
@@ -204,28 +234,7 @@ func TestDevKeepsServerCodePrivate(t *testing.T) {
 	if err := os.CopyFS(root, os.DirFS("../../test/testdata/private-files")); err != nil {
 		t.Fatal(err)
 	}
-	var out, log waitbuf.Buffer
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	t.Setenv("TMPDIR", t.TempDir())
-	go func() { done <- Run(ctx, Options{Root: root, Port: 0, Out: &out, Log: &log}) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("terminal:\n%s%s", out.String(), log.String())
-		}
-	}()
-	var port int
-	if !out.Until(func(s string) bool {
-		_, u, ok := strings.Cut(s, "example.com/vault  ")
-		n, _ := fmt.Sscanf(u, "http://example.com.localhost:%d/vault/\n", &port)
-		return ok && n == 1
-	}, 20*time.Second) {
-		t.Fatal("waiting for the game's URL")
-	}
+	port, _, _ := startDev(t, root, "example.com/vault")
 	client := &http.Client{Transport: &http.Transport{DialContext: loopback(port)}}
 	get := func(path string) (int, string) {
 		t.Helper()

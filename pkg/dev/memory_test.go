@@ -1,19 +1,16 @@
 package dev
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
-	"github.com/hoster-dev/hoster/internal/waitbuf"
 )
 
 // A game that keeps memory past its budget is ended in hoster dev as on a
@@ -32,28 +29,7 @@ func TestDevEndsAGameOverItsMemory(t *testing.T) {
 		os.MkdirAll(filepath.Dir(p), 0o755)
 		os.WriteFile(p, []byte(body), 0o644)
 	}
-	var out, log waitbuf.Buffer
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	t.Setenv("TMPDIR", t.TempDir())
-	go func() { done <- Run(ctx, Options{Root: root, Port: 0, Out: &out, Log: &log}) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("terminal:\n%s%s", out.String(), log.String())
-		}
-	}()
-	var port int
-	if !out.Until(func(s string) bool {
-		_, u, ok := strings.Cut(s, "hog.example/grow  ")
-		n, _ := fmt.Sscanf(u, "http://hog.example.localhost:%d/grow/\n", &port)
-		return ok && n == 1
-	}, 20*time.Second) {
-		t.Fatal("waiting for the game's URL")
-	}
+	port, _, log := startDev(t, root, "hog.example/grow")
 	dialer := websocket.Dialer{NetDialContext: loopback(port)}
 	ws, _, err := dialer.Dial(fmt.Sprintf("ws://hog.example.localhost:%d/grow", port), nil)
 	if err != nil {
@@ -72,7 +48,7 @@ func TestDevEndsAGameOverItsMemory(t *testing.T) {
 			t.Fatalf("the player's socket ended with %v, want 4003 saying the game ran out of its memory budget", err)
 		}
 	}
-	waitFor(t, "the watchdog's line", &log, "hog.example/grow: error: game worker over its memory budget: ending it heap=")
+	waitFor(t, "the watchdog's line", log, "hog.example/grow: error: game worker over its memory budget: ending it heap=")
 
 	res, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", port, playgroundGames))
 	if err != nil {
