@@ -130,9 +130,6 @@ func (g *gameState) apply(m manifest) error {
 	if err != nil {
 		return err
 	}
-	if s.applyRead != nil {
-		s.applyRead(g.domain, g.name)
-	}
 	ours := func(p string) bool { return g.files == nil || have[p] == g.files[p] }
 	changed := false
 	for p := range have {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"maps"
 	"strings"
 	"sync"
@@ -246,50 +245,15 @@ func (s *Sync) casUpdate(ctx context.Context, g *gameState, changes []store.Chan
 			return fmt.Errorf("publishing %s/%s: %w", g.domain, g.name, err)
 		}
 		s.remember(g.key, next)
-		if base.rev == g.rev && s.onDisk(changes, next.Files) {
+		if base.rev == g.rev {
 			// This disk had the base and has the changes: it is at next.
 			g.rev, g.files = next.rev, next.Files
 		} else {
-			// Another node's changes came in between, or an apply of them
-			// wrote over these changes after they reached this disk: fetch
-			// what this disk lacks of next.
+			// Another node's changes came in between: fetch them.
 			g.want(next)
 		}
 		return nil
 	}
-}
-
-// onDisk reports whether this disk holds, at each path of changes, what
-// files says: the body of that sha256, or nothing where files has none.
-func (s *Sync) onDisk(changes []store.Change, files map[string]string) bool {
-	for _, c := range changes {
-		if s.diskHash(c.Path) != files[c.Path] {
-			return false
-		}
-	}
-	return true
-}
-
-// diskHash is the sha256 of the file at rel on this disk, "" where there is
-// none, and "?" where it cannot tell (a folder, a read that failed).
-func (s *Sync) diskHash(rel string) string {
-	f, err := s.st.Open(rel)
-	if errors.Is(err, fs.ErrNotExist) {
-		return ""
-	}
-	if err != nil {
-		return "?"
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		return "?"
-	}
-	sum, err := s.st.HashOf(rel, f, fi)
-	if err != nil {
-		return "?"
-	}
-	return sum
 }
 
 // applyChanges applies changes to a manifest's files.

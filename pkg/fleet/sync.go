@@ -74,10 +74,6 @@ type Sync struct {
 	// caughtUp is set once the manifests at the start were read.
 	caughtUp atomic.Bool
 
-	// applyRead, if set (by tests, before any game is met), is called by
-	// apply once it has read this disk's tree and before it writes.
-	applyRead func(domain, game string)
-
 	mu        sync.Mutex
 	games     map[string]*gameState // by manifest key
 	published map[string]manifest   // the latest manifest seen of each game, by key
