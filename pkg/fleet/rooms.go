@@ -247,6 +247,25 @@ func (rs *Rooms) Enter(w http.ResponseWriter, r *http.Request, key string, linge
 	}
 }
 
+// get reads key's claim, asking again while no JetStream server answers
+// (the bucket's stream has no leader yet, as just after a node joined)
+// until ctx ends.
+func (rs *Rooms) get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	wait := 20 * time.Millisecond
+	for {
+		e, err := rs.kv.Get(ctx, key)
+		if !errors.Is(err, nats.ErrNoResponders) {
+			return e, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 250*time.Millisecond)
+	}
+}
+
 // claim holds the room key here when this node has it or can claim it
 // (nil), else returns the owner's claim and its revision. The claim is read
 // first: a replica answers a read, so that a room whose owner died is
@@ -258,7 +277,7 @@ func (rs *Rooms) claim(ctx context.Context, key string) (*claim, uint64, error) 
 	octx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	for range 2 {
-		e, err := rs.kv.Get(octx, key)
+		e, err := rs.get(octx, key)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			rev, err := rs.kv.Create(octx, key, rs.value)
 			if errors.Is(err, jetstream.ErrKeyExists) {
