@@ -8,10 +8,11 @@
 # its workers' together, from /proc over the SECS (default 20) second window;
 # a join is timed from the bot's dial to its welcome: the bots' own joins
 # (1,000 in 0.4 s, a burst: they queue), and probe joins while measuring
-# (one player joins and leaves every PROBE, default 100ms: a player arriving
-# at a running server). One player joins and leaves before the bots (-warm),
-# so that a worker's start is reported as the first join, apart from the
-# others.
+# (one player joins and leaves every PROBE, default 100ms, at a random moment
+# of each period: a player arriving at a running server, at any phase of its
+# instance's ticks, since a join waits for the next one). One player joins
+# and leaves before the bots (-warm), so that a worker's start is reported
+# as the first join, apart from the others.
 #
 # The bots run at nice NICE (default 10; the server inherits it): hoster's
 # game workers lower themselves to nice 10, and bots above them on the same

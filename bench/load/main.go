@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"log"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -350,17 +351,18 @@ func printJoins(st *botStats, firstJoin time.Duration, probes, handshakes []time
 }
 
 // probeJoins sleeps for window; with every > 0, one player joins and leaves
-// each every meanwhile, and their joins' durations (from the dial to the
-// welcome) are returned, with their handshakes' (from the dial to the
-// upgrade).
+// each every meanwhile, at a random moment of each period (probeAt), and
+// their joins' durations (from the dial to the welcome) are returned, with
+// their handshakes' (from the dial to the upgrade).
 func probeJoins(ctx context.Context, p protocol, every, window time.Duration) (out, handshakes []time.Duration) {
 	end := time.Now().Add(window)
 	if every <= 0 {
 		time.Sleep(window)
 		return nil, nil
 	}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))
 	for next := time.Now(); next.Before(end); next = next.Add(every) {
-		time.Sleep(time.Until(next))
+		time.Sleep(time.Until(probeAt(next, every, rng)))
 		start := time.Now()
 		ws, j, err := p.join(ctx, "")
 		if err != nil {
@@ -373,6 +375,18 @@ func probeJoins(ctx context.Context, p protocol, every, window time.Duration) (o
 	}
 	time.Sleep(time.Until(end))
 	return out, handshakes
+}
+
+// probeAt is when the probe join of the period starting at next dials: a
+// random moment of it. A join is welcomed at its instance's next tick, and
+// the probes all join one instance (the bots filled the others); probes a
+// whole number of ticks apart would all dial at one phase of its ticks, so
+// that each run's join times were that phase (set by the first probe's
+// instance start: 2 ms in one run, 40 ms in the next) plus, for a probe a
+// little slower than the first, a whole tick more. A player arriving at a
+// running server comes at any moment of a tick.
+func probeAt(next time.Time, every time.Duration, rng *rand.Rand) time.Time {
+	return next.Add(time.Duration(rng.Int64N(int64(every))))
 }
 
 func printUpdates(st *botStats, n int64, wall time.Duration, sendRate int) {

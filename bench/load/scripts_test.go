@@ -1,11 +1,13 @@
 package main
 
 import (
+	"math/rand/v2"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // The bench scripts are run by make bench only: here they are only parsed,
@@ -47,5 +49,27 @@ func TestWorstSecondAndTally(t *testing.T) {
 	}
 	if got := tl.String(); got != "4003:2,1006:1" {
 		t.Errorf("tally = %q, want 4003:2,1006:1", got)
+	}
+}
+
+// probeAt spreads the probe joins over their periods: with a period of two
+// ticks, they land in every part of a tick, not at one phase of it.
+func TestProbeJoinsComeAtAnyPhaseOfATick(t *testing.T) {
+	const every, tick = 100 * time.Millisecond, 50 * time.Millisecond
+	rng := rand.New(rand.NewPCG(1, 2))
+	start := time.Unix(0, 0)
+	var quarters [4]int
+	for k := range 400 {
+		next := start.Add(time.Duration(k) * every)
+		at := probeAt(next, every, rng)
+		if d := at.Sub(next); d < 0 || d >= every {
+			t.Fatalf("probe %d at %v into its period, want within [0, %v)", k, d, every)
+		}
+		quarters[at.Sub(start)%tick*4/tick]++
+	}
+	for q, n := range quarters {
+		if n == 0 {
+			t.Errorf("no probe in quarter %d of a tick: %v", q, quarters)
+		}
 	}
 }
