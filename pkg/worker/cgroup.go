@@ -54,7 +54,8 @@ func (h *hierarchy) String() string {
 // cgroups is how the workers are bounded, chosen once at the pool's start:
 // memory and CPU each by a cgroup (v2 where its controller is there, else
 // v1), or nil and why not (the fallbacks: a data-size limit and the
-// resident-memory watchdog; a nice level).
+// resident-memory watchdog, which run beside a memory group too; a nice
+// level).
 type cgroups struct {
 	mem, cpu       *hierarchy
 	memWhy, cpuWhy string
@@ -441,7 +442,7 @@ func (c *cgroups) describe() []any {
 		if c.mem.v2 {
 			file = "memory.max"
 		}
-		out = append(out, "memory", c.mem.String()+" "+file, "memory_cgroup", c.mem.base)
+		out = append(out, "memory", c.mem.String()+" "+file+" and a resident-memory watchdog", "memory_cgroup", c.mem.base)
 	} else {
 		out = append(out, "memory", "a data-size limit and a resident-memory watchdog", "memory_why", c.memWhy)
 	}

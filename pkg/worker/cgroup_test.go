@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -118,18 +119,27 @@ func cpuQuota(t *testing.T, dir string) string {
 }
 
 // A game that keeps memory without bound is ended at its budget, by the
-// kernel where a memory cgroup can hold it, else (the cgroups mounted
-// read-only: the server falls back, and says so) by the watchdog or the
-// data-size limit: either way its players get 4003, never 4004, the log
-// and its stats file say so, and a game beside it keeps its players.
+// kernel or the watchdog where a memory cgroup holds it (the watchdog reads
+// the resident memory beside the group's charge, and either may be first),
+// else (the cgroups mounted read-only: the server falls back, and says so)
+// by the watchdog or the data-size limit: either way its players get 4003,
+// never 4004, the log and its stats file say so, and a game beside it
+// keeps its players. Two cases decide which bound acts first by moving the
+// hog's group's limit once its worker runs: a little above what it has
+// charged (the kernel's, long before its resident memory reaches the
+// budget), or far above the budget (the watchdog's alone).
 func TestMemoryBudget(t *testing.T) {
+	memoryCgroup := func(t *testing.T) []string { needCgroup(t, "memory"); return nil }
 	for _, c := range []struct {
-		name string
-		wrap func(*testing.T) []string
-		by   []string
+		name  string
+		wrap  func(*testing.T) []string
+		limit func(charged int64) int64 // the hog's group's new limit; nil leaves the budget
+		by    []string
 	}{
-		{"kernel", func(t *testing.T) []string { needCgroup(t, "memory"); return nil }, []string{`by="the kernel (cgroup`}},
-		{"fallback", readOnlyCgroups, []string{`by="the watchdog"`, `by="the data-size limit"`}},
+		{"kernel", memoryCgroup, nil, []string{`by="the kernel (cgroup`, `by="the watchdog"`}},
+		{"kernel first", memoryCgroup, func(charged int64) int64 { return charged + 4<<20 }, []string{`by="the kernel (cgroup`}},
+		{"watchdog beside the kernel", memoryCgroup, func(int64) int64 { return 1 << 30 }, []string{`by="the watchdog"`}},
+		{"fallback", readOnlyCgroups, nil, []string{`by="the watchdog"`, `by="the data-size limit"`}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			wrap := c.wrap(t)
@@ -142,10 +152,14 @@ func TestMemoryBudget(t *testing.T) {
 			b := e.join("b.example/count", "")
 			b.play(t, 1)
 			hog := e.join("hog.example/count", "")
+			hog.play(t, 1) // its game loaded: what it charged is its base
 			if base := bounds["memory_cgroup"]; base != "" {
 				g := groupOf(t, base, e.workerPid("hog.example/count", 1))
-				if l, _ := os.ReadFile(filepath.Join(g, "memory.limit_in_bytes")); g == "" || strings.TrimSpace(string(l)) != strconv.Itoa(64<<20) {
-					t.Fatalf("the hog's worker is not in a memory group of its budget below %s: %q %q", base, g, l)
+				if l := memoryFile(t, g, "limit_in_bytes", "max"); g == "" || l != 64<<20 {
+					t.Fatalf("the hog's worker is not in a memory group of its budget below %s: %q %d", base, g, l)
+				}
+				if c.limit != nil {
+					setMemoryLimit(t, g, c.limit(memoryFile(t, g, "usage_in_bytes", "current")))
 				}
 			}
 			hog.ws.WriteJSON(map[string]any{"c": "grow", "a": map[string]any{}})
@@ -167,6 +181,45 @@ func TestMemoryBudget(t *testing.T) {
 				t.Fatalf("the hog's stats files do not say it ran out of memory:\n%s", all)
 			}
 		})
+	}
+}
+
+// memoryFile reads a number of a memory group: memory.<v1> on cgroup v1,
+// memory.<v2> on v2.
+func memoryFile(t *testing.T, dir, v1, v2 string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "memory."+v1))
+	if err != nil {
+		b, err = os.ReadFile(filepath.Join(dir, "memory."+v2))
+	}
+	n, perr := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil || perr != nil {
+		t.Fatalf("reading memory.%s or memory.%s of %s: %v %v", v1, v2, dir, err, perr)
+	}
+	return n
+}
+
+// setMemoryLimit moves a memory group's limit: v2's memory.max, v1's
+// memory.limit_in_bytes (and to raise it, memory.memsw.limit_in_bytes
+// first where the kernel accounts swap: it may never be below it).
+func setMemoryLimit(t *testing.T, dir string, limit int64) {
+	t.Helper()
+	v := []byte(strconv.FormatInt(limit, 10))
+	if _, err := os.Stat(filepath.Join(dir, "memory.max")); err == nil {
+		if err := os.WriteFile(filepath.Join(dir, "memory.max"), v, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	files := []string{"memory.memsw.limit_in_bytes", "memory.limit_in_bytes"}
+	if limit < memoryFile(t, dir, "limit_in_bytes", "max") {
+		files = files[1:] // memsw stays above it
+	}
+	for _, f := range files {
+		err := os.WriteFile(filepath.Join(dir, f), v, 0o644)
+		if err != nil && !(errors.Is(err, os.ErrNotExist) && f == "memory.memsw.limit_in_bytes") {
+			t.Fatalf("setting %s of %s: %v", f, dir, err)
+		}
 	}
 }
 

@@ -72,9 +72,13 @@ func (wk *proc) setReason(r string) {
 }
 
 // watch reads the worker's resident memory every Watch and ends it once
-// over its budget (where a cgroup holds the budget, the kernel does).
+// over its budget. It watches beside a memory cgroup too: the kernel acts
+// once the group's charge reaches the budget, after reclaiming the group's
+// pages for a while (seconds on a loaded machine), and the resident
+// memory, which counts file pages charged to other groups, crosses it
+// first; whichever is first ends the worker.
 func (wk *proc) watch() {
-	if wk.p.cg.mem != nil || wk.budget <= 0 {
+	if wk.budget <= 0 {
 		return
 	}
 	t := time.NewTicker(wk.p.o.Watch)
@@ -89,8 +93,11 @@ func (wk *proc) watch() {
 		if err != nil || rss <= wk.budget {
 			continue
 		}
+		if wk.group != nil && wk.group.oomKilled(false) {
+			return // the kernel's kill, still exiting: wait says so
+		}
 		wk.setReason(reasonMemory)
-		wk.memBy.Store("the watchdog")
+		wk.memBy.CompareAndSwap(nil, "the watchdog")
 		wk.log.Error("game worker over its memory budget: ending it", "rss", rss, "budget", wk.budget)
 		wk.cmd.Process.Kill()
 		return
