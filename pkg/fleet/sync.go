@@ -74,6 +74,12 @@ type Sync struct {
 	// caughtUp is set once the manifests at the start were read.
 	caughtUp atomic.Bool
 
+	// Set by tests, before any game is met: applyRead is called by apply
+	// once it has read this disk's tree, before it writes; holdWaits by
+	// Hold before it waits for an apply.
+	applyRead func(domain, game string)
+	holdWaits func()
+
 	mu        sync.Mutex
 	games     map[string]*gameState // by manifest key
 	published map[string]manifest   // the latest manifest seen of each game, by key

@@ -42,8 +42,11 @@ func startSyncs(t *testing.T, nodes []*Node) []*syncNode {
 	return out
 }
 
-// write writes a file as the Sync API does and publishes it.
+// write writes a file as the Sync API does (holding its game) and
+// publishes it.
 func (sn *syncNode) write(rel, body string) error {
+	domain, game, _ := store.GameOf(rel)
+	defer sn.sync.Hold(domain, game)()
 	w, err := sn.st.Write(rel, strings.NewReader(body), 0)
 	if err != nil {
 		return err
