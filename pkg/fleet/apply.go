@@ -179,6 +179,11 @@ func (g *gameState) applyLoop() {
 // anything changed. No request of the Sync API holds the game meanwhile
 // (Hold).
 func (g *gameState) apply(m manifest) error {
+	if g.at(m.rev) {
+		// This node's own publish (most often): no need to keep the
+		// requests out.
+		return nil
+	}
 	defer g.exclusive()()
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -218,6 +223,14 @@ func (g *gameState) apply(m manifest) error {
 		s.deb.Mark(g.domain, g.name)
 	}
 	return nil
+}
+
+// at reports whether this disk is at revision rev of the game's manifest,
+// or past it.
+func (g *gameState) at(rev uint64) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return rev <= g.rev
 }
 
 // fetchBodies writes each of files from the object store, bodyJobs at once.
