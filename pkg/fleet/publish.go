@@ -41,12 +41,19 @@ func (s *Sync) Publish(changes []store.Change) error {
 	if err := s.putBodies(ctx, changes); err != nil {
 		return err
 	}
+	// The games' manifests are rewritten at once: a batch of a sync spans
+	// many games, and each compare-and-set is a round trip to a quorum.
+	errs := make(chan error, len(games))
 	for _, g := range games {
-		if err := g.commit(ctx, byGame[g.key]); err != nil {
-			return err
+		go func() { errs <- g.commit(ctx, byGame[g.key]) }()
+	}
+	var first error
+	for range games {
+		if err := <-errs; err != nil && first == nil {
+			first = err
 		}
 	}
-	return nil
+	return first
 }
 
 // putBodies puts the written files' bodies the object store lacks,
@@ -228,25 +235,35 @@ const maxCASRounds = 50
 func (s *Sync) casUpdate(ctx context.Context, g *gameState, changes []store.Change) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	// The first round builds on the latest manifest this node has seen (its
+	// own last publish, most often), which saves a read; a lost round reads
+	// the bucket's.
+	base := s.known(g.key)
 	for round := 0; ; round++ {
-		base, err := s.latest(ctx, g.key)
-		if err != nil {
-			return fmt.Errorf("publishing %s/%s: reading its manifest: %w", g.domain, g.name, err)
-		}
 		next := manifest{Domain: g.domain, Game: g.name, Files: maps.Clone(base.Files)}
 		if next.Files == nil {
 			next.Files = map[string]string{}
 		}
 		applyChanges(next.Files, changes)
+		var err error
 		next.rev, err = s.write(ctx, g.key, base.rev, next)
 		if isCASLost(err) && round < maxCASRounds {
-			// The read may have come from a copy a moment behind (any copy
-			// answers a read): give it that moment, more each round.
 			s.log.Info("fleet: a concurrent sync changed the game first; merging", "game", g.domain+"/"+g.name)
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("publishing %s/%s: %w", g.domain, g.name, ctx.Err())
-			case <-time.After(time.Duration(round+1) * 5 * time.Millisecond):
+			if round > 0 {
+				// The read may have come from a copy a moment behind (any
+				// copy answers a read): give it that moment, more each
+				// round.
+				select {
+				case <-ctx.Done():
+					return fmt.Errorf("publishing %s/%s: %w", g.domain, g.name, ctx.Err())
+				case <-time.After(time.Duration(round) * 5 * time.Millisecond):
+				}
+			}
+			if base, err = s.latest(ctx, g.key); err != nil {
+				return fmt.Errorf("publishing %s/%s: reading its manifest: %w", g.domain, g.name, err)
+			}
+			if k := s.known(g.key); k.rev > base.rev {
+				base = k
 			}
 			continue
 		}
@@ -263,6 +280,14 @@ func (s *Sync) casUpdate(ctx context.Context, g *gameState, changes []store.Chan
 		}
 		return nil
 	}
+}
+
+// known is the latest manifest of key this node has seen (revision 0:
+// none).
+func (s *Sync) known(key string) manifest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.published[key]
 }
 
 // applyChanges applies changes to a manifest's files.
