@@ -156,15 +156,24 @@ func (s *Sync) chunkSize(size int64) uint32 {
 	return uint32(max(1, min(size, most)))
 }
 
+// hasBody reports whether the body hash is known to be in the object store:
+// a manifest this node has seen last names it (the collector keeps it), or
+// this node put it less than half the collector's grace ago (the collector
+// keeps a body no manifest names for the whole grace). A body a manifest
+// named once is not trusted: the collector may have removed it since.
 func (s *Sync) hasBody(hash string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.bodies[hash]
+	if s.named[hash] > 0 {
+		return true
+	}
+	at, ok := s.put[hash]
+	return ok && s.now().Sub(at) < s.grace/2
 }
 
 func (s *Sync) knowBody(hash string) {
 	s.mu.Lock()
-	s.bodies[hash] = true
+	s.put[hash] = s.now()
 	s.mu.Unlock()
 }
 
