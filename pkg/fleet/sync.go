@@ -63,7 +63,10 @@ type SyncOptions struct {
 // bodies its disk lacks, writes them atomically through its store, deletes
 // what the manifest no longer has, and reloads the game once. A node that
 // was down gets every game's latest manifest when it comes back, and
-// catches up. GET /api/tree answers Tree: the fleet's published tree.
+// catches up. GET /api/tree answers Tree: the fleet's published tree. A
+// request holds the games it changes (Hold) until its publish returned, so
+// that no apply interleaves with it, and bodies no manifest names are
+// removed after a grace (gc.go).
 type Sync struct {
 	node *Node
 	kv   jetstream.KeyValue
