@@ -35,7 +35,7 @@ serve() {
 	printf '{"hoster-config-server": "http://127.0.0.1:%s", "hoster-config-apiToken": "%s"}' "$port" "$token" > "$W/$name/hoster.json"
 }
 serve lone 18800
-routes=(127.0.0.1:18911 127.0.0.1:18912 127.0.0.1:18913)
+routes=(127.0.0.1:18911 127.0.0.1:18913 127.0.0.1:18915)   # each node's relay on its route's port + 1
 for i in 0 1 2; do
 	peers=$(printf '%s\n' "${routes[@]}" | grep -v "${routes[$i]}" | paste -sd,)
 	serve node$i $((18810 + 2 * i)) --cluster-listen "${routes[$i]}" --cluster-peers "$peers" --cluster-node node$i

@@ -50,6 +50,7 @@ func buildParts(ctx context.Context, o serveOptions, token string, variant api.V
 	var rooms *fleet.Rooms
 	if node != nil {
 		ho.Publish = func(ch []store.Change) error { return fleetSync.Publish(ch) }
+		ho.Hold = func(domain, game string) func() { return fleetSync.Hold(domain, game) }
 		ho.Tree = func() (map[string]string, error) { return fleetSync.Tree() }
 		var err error
 		if rooms, err = o.Cluster.rooms(ctx, node); err != nil {

@@ -21,6 +21,14 @@ type gameState struct {
 	domain, name string
 	key          string
 
+	// The Sync API's requests that change the game on this disk hold it
+	// (Hold): held counts them, and applying is set while an apply writes
+	// a manifest to the disk. Each waits on hcond for the other.
+	hmu      sync.Mutex
+	hcond    sync.Cond
+	held     int
+	applying bool
+
 	// mu is held while this node publishes the game or writes a manifest
 	// to its disk, so that the two never interleave.
 	mu  sync.Mutex
@@ -53,6 +61,7 @@ func (s *Sync) game(domain, game string) *gameState {
 	g, ok := s.games[key]
 	if !ok {
 		g = &gameState{s: s, domain: domain, name: game, key: key, kick: make(chan struct{}, 1)}
+		g.hcond.L = &g.hmu
 		if s.caughtUp.Load() {
 			// A game new since the start: nothing on this disk is a
 			// manifest's yet, and what a sync through this node wrote
@@ -64,6 +73,55 @@ func (s *Sync) game(domain, game string) *gameState {
 		go g.applyLoop()
 	}
 	return g
+}
+
+// Hold keeps the applies of other nodes' manifests of domain/game off this
+// disk until release. The Sync API holds a game from before a request
+// changes it on disk until the change is published: an apply that read the
+// disk before the change could otherwise write over it after, and the disk
+// would differ from the published manifest until the next change (and the
+// publish, which reads the body back from the disk, would find another
+// one). Any number of requests hold a game at once, and a request waits
+// while an apply runs. An apply waits until no request holds the game, and
+// is given no preference over new ones: a batch holds several games, one
+// after the other, and an apply waiting in its way could close a circle of
+// waits with another batch; an apply of a game this node is being synced
+// to runs once the sync's requests pause.
+func (s *Sync) Hold(domain, game string) (release func()) {
+	g := s.game(domain, game)
+	g.hmu.Lock()
+	for g.applying {
+		if s.holdWaits != nil {
+			s.holdWaits()
+		}
+		g.hcond.Wait()
+	}
+	g.held++
+	g.hmu.Unlock()
+	return sync.OnceFunc(func() {
+		g.hmu.Lock()
+		if g.held--; g.held == 0 {
+			g.hcond.Broadcast()
+		}
+		g.hmu.Unlock()
+	})
+}
+
+// exclusive waits until no request holds the game, and keeps new ones
+// waiting until done.
+func (g *gameState) exclusive() (done func()) {
+	g.hmu.Lock()
+	for g.held > 0 {
+		g.hcond.Wait()
+	}
+	g.applying = true
+	g.hmu.Unlock()
+	return func() {
+		g.hmu.Lock()
+		g.applying = false
+		g.hcond.Broadcast()
+		g.hmu.Unlock()
+	}
 }
 
 // want asks for m on disk, unless a newer manifest is wanted already.
@@ -118,8 +176,15 @@ func (g *gameState) applyLoop() {
 // Only what the last manifest written here holds is deleted or replaced: a
 // file a sync through this node has just written, not yet published, is
 // left to its own publish. The game reloads once the burst is over, if
-// anything changed.
+// anything changed. No request of the Sync API holds the game meanwhile
+// (Hold).
 func (g *gameState) apply(m manifest) error {
+	if g.at(m.rev) {
+		// This node's own publish (most often): no need to keep the
+		// requests out.
+		return nil
+	}
+	defer g.exclusive()()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if m.rev <= g.rev {
@@ -129,6 +194,9 @@ func (g *gameState) apply(m manifest) error {
 	have, err := s.st.TreeOf(g.domain, g.name)
 	if err != nil {
 		return err
+	}
+	if s.applyRead != nil {
+		s.applyRead(g.domain, g.name)
 	}
 	ours := func(p string) bool { return g.files == nil || have[p] == g.files[p] }
 	changed := false
@@ -155,6 +223,14 @@ func (g *gameState) apply(m manifest) error {
 		s.deb.Mark(g.domain, g.name)
 	}
 	return nil
+}
+
+// at reports whether this disk is at revision rev of the game's manifest,
+// or past it.
+func (g *gameState) at(rev uint64) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return rev <= g.rev
 }
 
 // fetchBodies writes each of files from the object store, bodyJobs at once.

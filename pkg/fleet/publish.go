@@ -41,12 +41,19 @@ func (s *Sync) Publish(changes []store.Change) error {
 	if err := s.putBodies(ctx, changes); err != nil {
 		return err
 	}
+	// The games' manifests are rewritten at once: a batch of a sync spans
+	// many games, and each compare-and-set is a round trip to a quorum.
+	errs := make(chan error, len(games))
 	for _, g := range games {
-		if err := g.commit(ctx, byGame[g.key]); err != nil {
-			return err
+		go func() { errs <- g.commit(ctx, byGame[g.key]) }()
+	}
+	var first error
+	for range games {
+		if err := <-errs; err != nil && first == nil {
+			first = err
 		}
 	}
-	return nil
+	return first
 }
 
 // putBodies puts the written files' bodies the object store lacks,
@@ -112,6 +119,11 @@ func (s *Sync) putBody(ctx context.Context, c store.Change) error {
 		return fmt.Errorf("publishing %s: %w", c.Path, err)
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("publishing %s: %w", c.Path, err)
+	}
+	chunk := s.chunkSize(fi.Size())
 	// A put is tried again while JetStream cannot take it (no leader yet, or
 	// one being elected after a node died), from the file's start.
 	var info *jetstream.ObjectInfo
@@ -119,7 +131,7 @@ func (s *Sync) putBody(ctx context.Context, c store.Change) error {
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			return err
 		}
-		info, err = s.obj.Put(ctx, jetstream.ObjectMeta{Name: c.SHA256, Opts: &jetstream.ObjectMetaOptions{ChunkSize: s.chunkSize()}}, f)
+		info, err = s.obj.Put(ctx, jetstream.ObjectMeta{Name: c.SHA256, Opts: &jetstream.ObjectMetaOptions{ChunkSize: chunk}}, f)
 		return err
 	}, func(err error) error { return err })
 	if err != nil {
@@ -133,22 +145,35 @@ func (s *Sync) putBody(ctx context.Context, c store.Change) error {
 	return nil
 }
 
-// chunkSize is the size of a body's chunks in the object store: the
-// largest message the fleet's NATS takes, less room for the headers, and at
-// most 4 MiB (fewer chunks, fewer round trips, than the store's 128 KiB).
-func (s *Sync) chunkSize() uint32 {
-	return uint32(max(128<<10, min(4<<20, s.node.nc.MaxPayload()-64<<10)))
+// chunkSize is the size of the chunks of a body of size bytes in the object
+// store: the body's size (the store's Put allocates a chunk for each body:
+// a 4 MiB one for each of a sync's hundreds of small bodies at once cost
+// it a third of its time), at most the largest message the fleet's NATS
+// takes less room for the headers, and at most 4 MiB (fewer chunks, fewer
+// round trips, than the store's 128 KiB).
+func (s *Sync) chunkSize(size int64) uint32 {
+	most := max(128<<10, min(4<<20, s.node.nc.MaxPayload()-64<<10))
+	return uint32(max(1, min(size, most)))
 }
 
+// hasBody reports whether the body hash is known to be in the object store:
+// a manifest this node has seen last names it (the collector keeps it), or
+// this node put it less than half the collector's grace ago (the collector
+// keeps a body no manifest names for the whole grace). A body a manifest
+// named once is not trusted: the collector may have removed it since.
 func (s *Sync) hasBody(hash string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.bodies[hash]
+	if s.named[hash] > 0 {
+		return true
+	}
+	at, ok := s.put[hash]
+	return ok && s.now().Sub(at) < s.grace/2
 }
 
 func (s *Sync) knowBody(hash string) {
 	s.mu.Lock()
-	s.bodies[hash] = true
+	s.put[hash] = s.now()
 	s.mu.Unlock()
 }
 
@@ -219,25 +244,35 @@ const maxCASRounds = 50
 func (s *Sync) casUpdate(ctx context.Context, g *gameState, changes []store.Change) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	// The first round builds on the latest manifest this node has seen (its
+	// own last publish, most often), which saves a read; a lost round reads
+	// the bucket's.
+	base := s.known(g.key)
 	for round := 0; ; round++ {
-		base, err := s.latest(ctx, g.key)
-		if err != nil {
-			return fmt.Errorf("publishing %s/%s: reading its manifest: %w", g.domain, g.name, err)
-		}
 		next := manifest{Domain: g.domain, Game: g.name, Files: maps.Clone(base.Files)}
 		if next.Files == nil {
 			next.Files = map[string]string{}
 		}
 		applyChanges(next.Files, changes)
+		var err error
 		next.rev, err = s.write(ctx, g.key, base.rev, next)
 		if isCASLost(err) && round < maxCASRounds {
-			// The read may have come from a copy a moment behind (any copy
-			// answers a read): give it that moment, more each round.
 			s.log.Info("fleet: a concurrent sync changed the game first; merging", "game", g.domain+"/"+g.name)
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("publishing %s/%s: %w", g.domain, g.name, ctx.Err())
-			case <-time.After(time.Duration(round+1) * 5 * time.Millisecond):
+			if round > 0 {
+				// The read may have come from a copy a moment behind (any
+				// copy answers a read): give it that moment, more each
+				// round.
+				select {
+				case <-ctx.Done():
+					return fmt.Errorf("publishing %s/%s: %w", g.domain, g.name, ctx.Err())
+				case <-time.After(time.Duration(round) * 5 * time.Millisecond):
+				}
+			}
+			if base, err = s.latest(ctx, g.key); err != nil {
+				return fmt.Errorf("publishing %s/%s: reading its manifest: %w", g.domain, g.name, err)
+			}
+			if k := s.known(g.key); k.rev > base.rev {
+				base = k
 			}
 			continue
 		}
@@ -254,6 +289,14 @@ func (s *Sync) casUpdate(ctx context.Context, g *gameState, changes []store.Chan
 		}
 		return nil
 	}
+}
+
+// known is the latest manifest of key this node has seen (revision 0:
+// none).
+func (s *Sync) known(key string) manifest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.published[key]
 }
 
 // applyChanges applies changes to a manifest's files.

@@ -41,6 +41,12 @@ type SyncOptions struct {
 	// once per burst (after ReloadDebounce of quiet, 500 ms when 0).
 	Reload         func(domain, game string)
 	ReloadDebounce time.Duration
+	// BodyGrace is how long a body no manifest names stays in the object
+	// store before the collector removes it (1 hour when 0): far longer than
+	// a publish takes between storing a body and naming it (gc.go).
+	BodyGrace time.Duration
+	// Now is the collector's clock; nil is time.Now (tests set another).
+	Now func() time.Time
 	// Logger receives the sync's lines; nil discards them.
 	Logger *slog.Logger
 }
@@ -57,7 +63,10 @@ type SyncOptions struct {
 // bodies its disk lacks, writes them atomically through its store, deletes
 // what the manifest no longer has, and reloads the game once. A node that
 // was down gets every game's latest manifest when it comes back, and
-// catches up. GET /api/tree answers Tree: the fleet's published tree.
+// catches up. GET /api/tree answers Tree: the fleet's published tree. A
+// request holds the games it changes (Hold) until its publish returned, so
+// that no apply interleaves with it, and bodies no manifest names are
+// removed after a grace (gc.go).
 type Sync struct {
 	node *Node
 	kv   jetstream.KeyValue
@@ -74,10 +83,21 @@ type Sync struct {
 	// caughtUp is set once the manifests at the start were read.
 	caughtUp atomic.Bool
 
+	// Set by tests, before any game is met: applyRead is called by apply
+	// once it has read this disk's tree, before it writes; holdWaits by
+	// Hold before it waits for an apply.
+	applyRead func(domain, game string)
+	holdWaits func()
+
+	grace time.Duration
+	now   func() time.Time
+
 	mu        sync.Mutex
 	games     map[string]*gameState // by manifest key
 	published map[string]manifest   // the latest manifest seen of each game, by key
-	bodies    map[string]bool       // hashes known to be in the object store
+	named     map[string]int        // how many of those name each body (hash)
+	put       map[string]time.Time  // the bodies this node put, and when
+	unnamed   map[string]time.Time  // the collector's: when it first saw each body no manifest names
 }
 
 // manifest is a game's published tree.
@@ -102,8 +122,15 @@ func StartSync(ctx context.Context, n *Node, o SyncOptions) (*Sync, error) {
 	if o.ReloadDebounce <= 0 {
 		o.ReloadDebounce = 500 * time.Millisecond
 	}
-	s := &Sync{node: n, st: o.Store, log: o.Logger, games: map[string]*gameState{},
-		published: map[string]manifest{}, bodies: map[string]bool{}}
+	if o.BodyGrace <= 0 {
+		o.BodyGrace = DefaultBodyGrace
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	s := &Sync{node: n, st: o.Store, log: o.Logger, grace: o.BodyGrace, now: o.Now,
+		games: map[string]*gameState{}, published: map[string]manifest{}, named: map[string]int{},
+		put: map[string]time.Time{}, unnamed: map[string]time.Time{}}
 	var err error
 	if s.kv, err = n.KeyValue(ctx, jetstream.KeyValueConfig{Bucket: ManifestBucket, History: 1,
 		Description: "hoster: each game's published tree"}); err != nil {
@@ -128,6 +155,8 @@ func StartSync(ctx context.Context, n *Node, o SyncOptions) (*Sync, error) {
 	go s.watch(w, caught)
 	select {
 	case <-caught:
+		s.loops.Add(1)
+		go s.collectLoop()
 		return s, nil
 	case <-ctx.Done():
 		s.Close()
@@ -183,12 +212,18 @@ func (s *Sync) seen(e jetstream.KeyValueEntry) {
 func (s *Sync) remember(key string, m manifest) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old, ok := s.published[key]; ok && old.rev >= m.rev {
+	old, ok := s.published[key]
+	if ok && old.rev >= m.rev {
 		return
 	}
 	s.published[key] = m
 	for _, h := range m.Files {
-		s.bodies[h] = true
+		s.named[h]++
+	}
+	for _, h := range old.Files {
+		if s.named[h]--; s.named[h] <= 0 {
+			delete(s.named, h)
+		}
 	}
 }
 

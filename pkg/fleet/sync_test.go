@@ -20,7 +20,8 @@ type syncNode struct {
 	reloads chan string
 }
 
-func startSyncs(t *testing.T, nodes []*Node) []*syncNode {
+// startSyncs starts a sync on each of nodes, with the options opts set.
+func startSyncs(t *testing.T, nodes []*Node, opts ...func(*SyncOptions)) []*syncNode {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -31,8 +32,12 @@ func startSyncs(t *testing.T, nodes []*Node) []*syncNode {
 			t.Fatal(err)
 		}
 		sn := &syncNode{st: st, reloads: make(chan string, 1000)}
-		sn.sync, err = StartSync(ctx, n, SyncOptions{Store: st, ReloadDebounce: time.Millisecond,
-			Reload: func(domain, game string) { sn.reloads <- domain + "/" + game }})
+		o := SyncOptions{Store: st, ReloadDebounce: time.Millisecond,
+			Reload: func(domain, game string) { sn.reloads <- domain + "/" + game }}
+		for _, set := range opts {
+			set(&o)
+		}
+		sn.sync, err = StartSync(ctx, n, o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,8 +47,11 @@ func startSyncs(t *testing.T, nodes []*Node) []*syncNode {
 	return out
 }
 
-// write writes a file as the Sync API does and publishes it.
+// write writes a file as the Sync API does (holding its game) and
+// publishes it.
 func (sn *syncNode) write(rel, body string) error {
+	domain, game, _ := store.GameOf(rel)
+	defer sn.sync.Hold(domain, game)()
 	w, err := sn.st.Write(rel, strings.NewReader(body), 0)
 	if err != nil {
 		return err

@@ -52,10 +52,12 @@ type Options struct {
 	// OnReload, if set, is called after a synced game was reloaded;
 	// loaded is whether it now runs (false: it was deleted, or is broken).
 	OnReload func(domain, name string, loaded bool)
-	// Publish and Tree, if set, are the Sync API's (server.Options has their
-	// meaning): serve's fleet publishes every sync's changes and answers
-	// the fleet's tree.
+	// Publish, Hold and Tree, if set, are the Sync API's (server.Options
+	// has their meaning): serve's fleet publishes every sync's changes,
+	// keeps its other writes off a game a sync changes, and answers the
+	// fleet's tree.
 	Publish func([]store.Change) error
+	Hold    func(domain, game string) (release func())
 	Tree    func() (map[string]string, error)
 	// Logger receives every part's lines; nil discards them.
 	Logger *slog.Logger
@@ -136,7 +138,7 @@ func New(o Options) (*Host, error) {
 		GamesRoot: gamesRoot, Store: h.store, Token: o.Token, Variant: o.Variant,
 		MaxUpload: o.MaxUpload, ReloadDebounce: o.ReloadDebounce,
 		OnReload: h.Reload, Routes: o.Routes, Games: h.files.Route(h.rt), Logger: o.Logger,
-		Publish: o.Publish, Tree: o.Tree,
+		Publish: o.Publish, Hold: o.Hold, Tree: o.Tree,
 	})
 	if err != nil {
 		h.Close()

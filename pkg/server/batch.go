@@ -59,7 +59,9 @@ var errBatchTooLong = errors.New("the batch is longer than the server's bound")
 func (s *Server) putFiles(w http.ResponseWriter, r *http.Request) error {
 	changed := s.debouncer.Batch()
 	defer changed.Release()
-	res, err := s.readBatch(w, r, changed)
+	held := s.holds()
+	defer held.release()
+	res, err := s.readBatch(w, r, changed, held)
 	if perr := s.publish("write", batchChanges(res)); perr != nil && err == nil {
 		err = perr
 	}
@@ -96,7 +98,7 @@ func batchChanges(res api.BatchResult) []store.Change {
 // readBatch writes the files of a batch's body, marking their games
 // changed in changed, and returns their results; it stops at the first
 // failure of the batch as a whole.
-func (s *Server) readBatch(w http.ResponseWriter, r *http.Request, changed marker) (api.BatchResult, error) {
+func (s *Server) readBatch(w http.ResponseWriter, r *http.Request, changed marker, held *held) (api.BatchResult, error) {
 	res := api.BatchResult{Files: []api.BatchFileResult{}}
 	limit := s.batchMaxBytes()
 	tooLong := batchRefused(http.StatusRequestEntityTooLarge, fmt.Sprintf("it is longer than the server's bound of %d bytes", limit))
@@ -121,7 +123,7 @@ func (s *Server) readBatch(w http.ResponseWriter, r *http.Request, changed marke
 		if err := checkEntry(h, len(res.Files), names); err != nil {
 			return res, err
 		}
-		res.Files = append(res.Files, s.putEntry(h, tr, changed))
+		res.Files = append(res.Files, s.putEntry(h, tr, changed, held))
 	}
 }
 
@@ -176,8 +178,9 @@ func entryKind(h *tar.Header) string {
 	return fmt.Sprintf("of tar type %q", h.Typeflag)
 }
 
-// putEntry writes one file of a batch, and marks its game changed in it.
-func (s *Server) putEntry(h *tar.Header, body io.Reader, changed marker) api.BatchFileResult {
+// putEntry writes one file of a batch, holding its game in held, and marks
+// its game changed in changed.
+func (s *Server) putEntry(h *tar.Header, body io.Reader, changed marker, held *held) api.BatchFileResult {
 	rel := h.Name
 	out := api.BatchFileResult{Path: rel}
 	if _, err := store.CleanPath(rel); err != nil || strings.Count(rel, "/")+1 < store.MinWriteDepth {
@@ -188,6 +191,7 @@ func (s *Server) putEntry(h *tar.Header, body io.Reader, changed marker) api.Bat
 		out.Error = fmt.Sprintf("upload exceeds the server's limit of %d bytes", s.opts.MaxUpload)
 		return out
 	}
+	held.take(rel)
 	wr, err := s.store.Write(rel, body, s.opts.MaxUpload)
 	switch {
 	case errors.Is(err, store.ErrInvalidPath):

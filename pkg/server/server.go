@@ -60,6 +60,11 @@ type Options struct {
 	// it to every node (pkg/fleet). Its error fails the request as a failed
 	// write or delete does.
 	Publish func([]store.Change) error
+	// Hold, if set, is taken for a game before a write, a delete or a
+	// batch changes it on disk, and released once Publish has returned:
+	// the fleet keeps its writes of other nodes' syncs off the game
+	// meanwhile, so that none lands in the middle of a request.
+	Hold func(domain, game string) (release func())
 	// Tree, if set, answers GET /api/tree (and a batch's tree=1) in place
 	// of the tree on disk: a fleet's published tree.
 	Tree func() (map[string]string, error)
@@ -261,6 +266,9 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request) error {
 	if _, err := store.CleanPath(rel); err != nil || strings.Count(rel, "/")+1 < store.MinWriteDepth {
 		return errInvalidPath
 	}
+	held := s.holds()
+	defer held.release()
+	held.take(rel)
 	if r.ContentLength > s.opts.MaxUpload {
 		return s.tooLarge()
 	}
@@ -308,6 +316,9 @@ func (b *movingBody) Read(p []byte) (int, error) {
 
 func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) error {
 	rel := pathParam(r)
+	held := s.holds()
+	defer held.release()
+	held.take(rel)
 	err := s.store.Delete(rel)
 	switch {
 	case errors.Is(err, store.ErrInvalidPath):
@@ -332,6 +343,36 @@ func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) reload(domain, game string) {
 	if s.opts.OnReload != nil {
 		s.opts.OnReload(domain, game)
+	}
+}
+
+// held are the games a request holds (Options.Hold) until it answers.
+type held struct {
+	hold  func(domain, game string) func()
+	games map[string]func()
+}
+
+func (s *Server) holds() *held { return &held{hold: s.opts.Hold} }
+
+// take holds the game of rel, unless this request holds it already (or
+// there is no Options.Hold, or rel is in no game).
+func (h *held) take(rel string) {
+	domain, game, ok := store.GameOf(rel)
+	if h.hold == nil || !ok {
+		return
+	}
+	if _, ok := h.games[domain+"/"+game]; ok {
+		return
+	}
+	if h.games == nil {
+		h.games = map[string]func(){}
+	}
+	h.games[domain+"/"+game] = h.hold(domain, game)
+}
+
+func (h *held) release() {
+	for _, release := range h.games {
+		release()
 	}
 }
 
