@@ -88,8 +88,13 @@ type roomsProtocol struct {
 
 func (p roomsProtocol) join(ctx context.Context, resume string) (*websocket.Conn, joined, error) {
 	h := p.hosterProtocol
-	h.query = roomQuery(int((p.next.Add(1) - 1) % int64(p.rooms)))
+	h.query = p.nextRoom()
 	return h.join(ctx, resume)
+}
+
+// nextRoom is the query of the room the next join goes to.
+func (p roomsProtocol) nextRoom() string {
+	return roomQuery(int((p.next.Add(1) - 1) % int64(p.rooms)))
 }
 
 // A tree is a process measured with its children: a node's parent and its
