@@ -29,13 +29,14 @@ test: test-deps ## vet and run every test under the race detector (installs cadd
 test-deps: ## install what the integration tests need, when missing and possible
 	@sh scripts/test-deps.sh
 
-bench: ## run the benchmarks and the bench/ scripts (long: about 17 minutes)
+bench: ## run the benchmarks and the bench/ scripts (long: about 19 minutes)
 	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 60m ./...
 	$(GO) run ./bench/load -players 500 -seconds 20
 	$(GO) run ./bench/load -players 2000 -seconds 20
 	bash bench/sync.sh 2000 200
 	bash bench/isolation.sh
 	bash bench/isolation-cost.sh
+	bash bench/relay.sh
 
 lint: $(STATICCHECK) ## gofmt, go vet and staticcheck
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }

@@ -79,6 +79,12 @@ func main() {
 	case *scenario != "":
 		runScenario(*scenario, g, *players, *moveRate, *seconds, *serverBin, *botsNice, *serverLog)
 		return
+	case *writeGameTo != "": // relay.go's flags
+		g.write(*writeGameTo)
+		return
+	case *externalURL != "":
+		external(g, *players, *moveRate, *seconds)
+		return
 	}
 	switch *peer {
 	case "":

@@ -132,10 +132,15 @@ func children(pid int) []int {
 // --isolation process; each a child process) and the workers that ended
 // (counted in its children's times once waited for).
 func (s *server) cpu() (time.Duration, error) {
-	pid := s.cmd.Process.Pid
+	return treeCPU(s.cmd.Process.Pid)
+}
+
+// treeCPU is the CPU time (user and system) the process pid has used so
+// far, with its live children's and those it waited for.
+func treeCPU(pid int) (time.Duration, error) {
 	f, err := procStat(pid)
 	if err != nil {
-		return 0, fmt.Errorf("reading the server's CPU time: %w", err)
+		return 0, fmt.Errorf("reading the CPU time of process %d: %w", pid, err)
 	}
 	sum := ticks(f, 14, 15, 16, 17)
 	for _, c := range children(pid) {

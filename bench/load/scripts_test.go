@@ -23,7 +23,7 @@ func TestBenchScriptsParse(t *testing.T) {
 			t.Errorf("bash -n %s: %v\n%s", s, err, out)
 		}
 	}
-	for _, s := range []string{"../isolation.sh", "../isolation-cost.sh"} {
+	for _, s := range []string{"../isolation.sh", "../isolation-cost.sh", "../relay.sh"} {
 		out, err := exec.Command("bash", s, "--help").CombinedOutput()
 		if err != nil || !strings.HasPrefix(string(out), "bench/"+filepath.Base(s)+" [PLAYERS]") {
 			t.Errorf("%s --help: %v\n%s", s, err, out)
@@ -70,6 +70,28 @@ func TestProbeJoinsComeAtAnyPhaseOfATick(t *testing.T) {
 	for q, n := range quarters {
 		if n == 0 {
 			t.Errorf("no probe in quarter %d of a tick: %v", q, quarters)
+		}
+	}
+}
+
+// bench/relay.sh's bots fill its rooms evenly, and its -measure is read
+// strictly.
+func TestRelayBenchRoomsAndMeasure(t *testing.T) {
+	p := roomsProtocol{rooms: 3, next: &atomic.Int64{}}
+	count := map[string]int{}
+	for range 60 {
+		count[p.nextRoom()]++
+	}
+	if len(count) != 3 || count["room=r0"] != 20 || count["room=r1"] != 20 || count["room=r2"] != 20 {
+		t.Errorf("60 joins over 3 rooms went %v, want 20 in each of room=r0, r1, r2", count)
+	}
+	ts, err := parseMeasure("B=12,A=7")
+	if err != nil || len(ts) != 2 || ts[0] != (tree{"A", 7}) || ts[1] != (tree{"B", 12}) {
+		t.Errorf("parseMeasure(B=12,A=7) = %v, %v; want A=7, B=12", ts, err)
+	}
+	for _, bad := range []string{"A", "A=x", "=3", "A=0"} {
+		if _, err := parseMeasure(bad); err == nil || !strings.Contains(err.Error(), "reading -measure") {
+			t.Errorf("parseMeasure(%q) = %v, want a reading -measure error", bad, err)
 		}
 	}
 }
