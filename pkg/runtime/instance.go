@@ -263,6 +263,8 @@ type vm struct {
 	timers        []*gameTimer
 	visible       goja.Callable // the game's visibility hook, nil for none
 	visibleV      goja.Value    // the same, as a value
+	pure          *pureHook     // the same, when Go evaluates it (purehook.go)
+	pureIntact    goja.Callable // __js.pure
 	inst          *goja.Object  // instance, as the last send round found it
 	budget        time.Duration
 	stuck         stuckWatch // what a call that ignores its interrupt gets
@@ -335,7 +337,11 @@ func (in *Instance) newVM(g *version, eng *engine) (*vm, error) {
 				return nil, err
 			}
 		}
-		return nil, v.entryPoints()
+		if err := v.entryPoints(); err != nil {
+			return nil, err
+		}
+		v.findPure(g)
+		return nil, nil
 	})
 	if err != nil {
 		return nil, err
