@@ -264,7 +264,6 @@ type vm struct {
 	visible       goja.Callable // the game's visibility hook, nil for none
 	visibleV      goja.Value    // the same, as a value
 	pure          *pureHook     // the same, when Go evaluates it (purehook.go)
-	pureIntact    goja.Callable // __js.pure
 	inst          *goja.Object  // instance, as the last send round found it
 	budget        time.Duration
 	stuck         stuckWatch // what a call that ignores its interrupt gets

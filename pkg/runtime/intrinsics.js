@@ -34,7 +34,18 @@ Object.defineProperty(this, "__js", {
         for (var k = 0; k < names.length; k++) if (data(M, names[k]) !== fns[names[k]]) return false;
         return true;
       };
-    })(this, Math, Object.getOwnPropertyDescriptor, Function.prototype.call.bind(Object.prototype.hasOwnProperty))
+    })(this, Math, Object.getOwnPropertyDescriptor, Function.prototype.call.bind(Object.prototype.hasOwnProperty)),
+    // unset reports whether none of keys is a property of Object.prototype,
+    // the prototype of things, nor of anything after it: then a thing that
+    // lacks one of them reads it as undefined (purehook.go).
+    unset: (function (OP, gopd, proto) {
+      return function (keys) {
+        if (proto(OP) !== null) return false;
+        for (var k = 0; k < keys.length; k++) if (gopd(OP, keys[k]) !== undefined) return false;
+        return true;
+      };
+    })(Object.prototype, Object.getOwnPropertyDescriptor, Object.getPrototypeOf),
+    objectPrototype: Object.prototype
   }),
   writable: false, enumerable: false, configurable: false
 });

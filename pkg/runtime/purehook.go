@@ -44,6 +44,14 @@ type pureHook struct {
 	sees  boolFn
 	math  []string
 	mathV goja.Value
+	keys  goja.Value // the properties it reads, as a JavaScript array
+	// unset is whether a property a thing lacks reads as undefined this
+	// round: every thing's prototype is Object.prototype, which has none of
+	// keys (see now).
+	unset bool
+	// __js.pure and __js.unset, and Object.prototype as the game found it
+	intact, unsetFn goja.Callable
+	objProto        *goja.Object
 }
 
 // pkind is the type of a value a pure hook computes.
@@ -83,7 +91,7 @@ func compilePure(r *goja.Runtime, src string) *pureHook {
 	if params == nil || body == nil || params.Rest != nil || len(params.List) > 3 {
 		return nil
 	}
-	c := &pureCompiler{r: r, params: map[string]int{}, math: map[string]bool{}}
+	c := &pureCompiler{r: r, h: &pureHook{}, params: map[string]int{}, math: map[string]bool{}, keys: map[string]bool{}}
 	for n, b := range params.List {
 		id, ok := b.Target.(*ast.Identifier)
 		if !ok || b.Initializer != nil || id.Name == "Math" {
@@ -98,8 +106,9 @@ func compilePure(r *goja.Runtime, src string) *pureHook {
 	if sees == nil || c.refused {
 		return nil
 	}
-	h := &pureHook{sees: sees, math: slices.Sorted(maps.Keys(c.math))}
-	h.mathV = r.ToValue(h.math)
+	h := c.h
+	h.sees, h.math = sees, slices.Sorted(maps.Keys(c.math))
+	h.mathV, h.keys = r.ToValue(h.math), r.ToValue(slices.Sorted(maps.Keys(c.keys)))
 	return h
 }
 
@@ -149,8 +158,10 @@ func returned(b *ast.BlockStatement) ast.Expression {
 // node that is not of a pure hook.
 type pureCompiler struct {
 	r       *goja.Runtime
+	h       *pureHook
 	params  map[string]int
 	math    map[string]bool
+	keys    map[string]bool
 	refused bool
 }
 
@@ -520,6 +531,7 @@ func numberLiteral(x *ast.NumberLiteral) (float64, bool) {
 // fieldRef is a property of the player (arg 1) or the thing (2), with
 // where it is kept in each type of thing met.
 type fieldRef struct {
+	h     *pureHook
 	arg   int
 	key   string
 	slots []fieldSlot
@@ -537,15 +549,16 @@ type fieldSlot struct {
 func (c *pureCompiler) field(x *ast.DotExpression) *fieldRef {
 	if id, ok := x.Left.(*ast.Identifier); ok {
 		if n, ok := c.params[id.Name.String()]; ok && n > 0 {
-			return &fieldRef{arg: n, key: x.Identifier.Name.String()}
+			c.keys[x.Identifier.Name.String()] = true
+			return &fieldRef{h: c.h, arg: n, key: x.Identifier.Name.String()}
 		}
 	}
 	c.refused = true
 	return nil
 }
 
-// get is the property of p or t, nil when the thing lacks it (a lookup
-// would go on to its prototype).
+// get is the property of p or t; nil when the thing lacks it, unless it
+// reads as undefined this round (a lookup goes on to its prototype).
 func (f *fieldRef) get(p, t *thing) goja.Value {
 	th := p
 	if f.arg == 2 {
@@ -565,18 +578,30 @@ func (f *fieldRef) get(p, t *thing) goja.Value {
 		}
 		f.slots = append(f.slots, fieldSlot{th.ts, slot})
 	}
+	var x goja.Value
 	if slot >= 0 {
-		return th.vals[slot]
+		x = th.vals[slot]
+	} else {
+		x = th.extra[f.key]
 	}
-	return th.extra[f.key]
+	if x == nil && f.h.unset {
+		return goja.Undefined()
+	}
+	return x
 }
 
+// num is the property as a number: undefined is NaN, null 0, a boolean 0
+// or 1, as goja converts them; a string is not followed.
 func (f *fieldRef) num(p, t *thing) (float64, bool) {
 	x := f.get(p, t)
-	if x == nil || !goja.IsNumber(x) {
+	if x == nil {
 		return 0, false
 	}
-	return x.ToFloat(), true
+	if goja.IsNumber(x) || goja.IsUndefined(x) || goja.IsNull(x) {
+		return x.ToFloat(), true
+	}
+	a, ok := primitive(x)
+	return a.n, ok && a.k == kBool
 }
 
 func (f *fieldRef) val(p, t *thing) (pval, bool) {
@@ -713,7 +738,9 @@ func (v *vm) findPure(g *version) {
 	}
 	source, ok := goja.AssertFunction(js.Get("source"))
 	intact, ok2 := goja.AssertFunction(js.Get("pure"))
-	if !ok || !ok2 {
+	unset, ok3 := goja.AssertFunction(js.Get("unset"))
+	objProto, ok4 := js.Get("objectPrototype").(*goja.Object)
+	if !ok || !ok2 || !ok3 || !ok4 {
 		return
 	}
 	src, err := source(goja.Undefined(), v.visibleV)
@@ -724,20 +751,35 @@ func (v *vm) findPure(g *version) {
 	if h == nil || len(h.math) > 0 && !g.mathUnbound() {
 		return
 	}
-	v.pure, v.pureIntact = h, intact
+	h.intact, h.unsetFn, h.objProto = intact, unset, objProto
+	v.pure = h
 }
 
 // pureNow reports whether this send round may evaluate the visibility
 // hook in Go: it is pure, and Math is still the built-in where it looks.
+// It finds whether a property a thing lacks reads as undefined this round.
 func (v *vm) pureNow() bool {
-	if v.pure == nil {
+	h := v.pure
+	if h == nil {
 		return false
 	}
-	if len(v.pure.math) == 0 {
+	if len(h.math) > 0 {
+		ok, err := h.intact(goja.Undefined(), h.mathV)
+		if err != nil || !ok.ToBoolean() {
+			return false
+		}
+	}
+	h.unset = false
+	if ok, err := h.unsetFn(goja.Undefined(), h.keys); err != nil || !ok.ToBoolean() {
 		return true
 	}
-	ok, err := v.pureIntact(goja.Undefined(), v.pure.mathV)
-	return err == nil && ok.ToBoolean()
+	for _, r := range v.eng.list {
+		if p := r.obj.Prototype(); p == nil || !p.SameAs(h.objProto) {
+			return true
+		}
+	}
+	h.unset = true
+	return true
 }
 
 func b2f(b bool) float64 {

@@ -32,6 +32,12 @@ func pureGame(hook string) map[string]string {
   if (a.how === "global") globalThis.Math = { abs: far };
   if (a.how === "getter") Object.defineProperty(globalThis.Math, "abs", { get() { return far; } });
 }`,
+		"hoster-commands/proto/args.json": `{"how": "string"}`,
+		"hoster-commands/proto/run.js": `export default function (i, p, a) {
+  if (a.how === "object") Object.prototype.hidden = true;
+  if (a.how === "getter") Object.defineProperty(Object.prototype, "hidden", { get() { return true; }, configurable: true });
+  if (a.how === "thing") Object.setPrototypeOf(i.entities[Object.keys(i.entities)[0]], { hidden: true });
+}`,
 		// the first mob's x becomes an object whose value, when the hook
 		// reads it, moves the second mob far away
 		"hoster-commands/trap/args.json": `{}`,
@@ -147,6 +153,32 @@ func TestPureVisibleFallsBackInOrder(t *testing.T) {
 	}
 }
 
+// A property no thing has reads as undefined, from the things' prototype,
+// Object.prototype; a game that gives Object.prototype or a thing's
+// prototype that property gets what JavaScript reads.
+func TestPureVisibleReadsALackedProperty(t *testing.T) {
+	const hook = `export default function (i, p, t) { return t.hidden !== true && Math.abs(t.x - p.x) < 25; }`
+	for _, how := range []string{"object", "getter", "thing"} {
+		t.Run(how, func(t *testing.T) {
+			rv := pureViewers(t, pureGame(hook))
+			if rv.v.pure == nil || !rv.v.pure.unset {
+				t.Fatal("the hook is not evaluated in Go, or a property things lack is not read as undefined")
+			}
+			before := len(rv.models["p1"])
+			rv.tick([]any{"cmd", "p1", "proto", map[string]any{"how": how}})
+			rv.send("p1", "p2")
+			rv.converged("p1", "p2")
+			want := 0 // everything is hidden
+			if how == "thing" {
+				want = before - 1
+			}
+			if len(rv.models["p1"]) != want {
+				t.Fatalf("p1 knows %v", rv.models["p1"])
+			}
+		})
+	}
+}
+
 // The hooks Go evaluates, and some it leaves to goja.
 func TestCompilePure(t *testing.T) {
 	r := goja.New()
@@ -254,7 +286,8 @@ func TestPureHookAgreesWithGoja(t *testing.T) {
 			t.Fatalf("%s: %v", src, err)
 		}
 		call, _ := goja.AssertFunction(fn)
-		for range 8 {
+		for n := range 8 {
+			h.unset = n%2 == 0 // a property the things lack reads as undefined
 			fill(pt)
 			fill(tt)
 			asked++
