@@ -20,11 +20,14 @@ import (
 // guide's `Math.abs(thing.x - player.x) < 40`, Go evaluates itself, with
 // goja's own arithmetic: it has no side effects and reads nothing else, so
 // its answer is the call's. Go stops and hands the rest of the round to
-// JavaScript (__sees) at the first operand it does not follow (a property
-// a thing lacks, an object's value, a string in arithmetic, an object that
-// is not a thing), and does not start when Math is no longer the built-in
-// where the hook finds it (pureIntact). The things' fields are read where
-// the records keep them, so a value written by any hook is seen at once.
+// JavaScript (__sees) at the first operand it does not follow (an object's
+// value, a string in arithmetic, an object that is not a thing, a property
+// a thing lacks while its prototype could give it one), and does not start
+// when Math is no longer the built-in where the hook finds it (pureNow).
+// The things' fields are read where the records keep them, so a value
+// written by any hook is seen at once. Caching answers between rounds is
+// not done: a hook may read anything, and nothing proves that what it read
+// did not change.
 
 // The expression is compiled to Go closures of three kinds, by what its
 // context needs of a node: a number (arithmetic, comparisons and Math's
