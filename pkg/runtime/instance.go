@@ -339,12 +339,13 @@ func (in *Instance) newVM(g *version, eng *engine) (*vm, error) {
 		if err := v.entryPoints(); err != nil {
 			return nil, err
 		}
-		v.findPure(g)
+		v.findPure()
 		return nil, nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	v.keepPure(g)
 	return v, nil
 }
 

@@ -729,9 +729,8 @@ func mathUnbound(src []byte) bool {
 }
 
 // findPure takes the visibility hook as a pure hook when it is one (see
-// compilePure) and, if it calls Math's functions, the module binds no Math
-// of its own.
-func (v *vm) findPure(g *version) {
+// compilePure); keepPure then checks the module.
+func (v *vm) findPure() {
 	if v.visible == nil {
 		return
 	}
@@ -750,12 +749,19 @@ func (v *vm) findPure(g *version) {
 	if err != nil {
 		return
 	}
-	h := compilePure(v.rt, src.String())
-	if h == nil || len(h.math) > 0 && !g.mathUnbound() {
-		return
+	if h := compilePure(v.rt, src.String()); h != nil {
+		h.intact, h.unsetFn, h.objProto = intact, unset, objProto
+		v.pure = h
 	}
-	h.intact, h.unsetFn, h.objProto = intact, unset, objProto
-	v.pure = h
+}
+
+// keepPure drops the pure hook when it calls Math's functions and g's
+// module may bind a Math of its own. It reads the whole module once per
+// version, outside any hook's budget.
+func (v *vm) keepPure(g *version) {
+	if v.pure != nil && len(v.pure.math) > 0 && !g.mathUnbound() {
+		v.pure = nil
+	}
 }
 
 // pureNow reports whether this send round may evaluate the visibility
