@@ -244,9 +244,27 @@ func TestMathUnbound(t *testing.T) {
 // (numbers, -0, NaN, infinities, strings, booleans, null, undefined,
 // objects, missing), each asked of Go and of goja.
 func TestPureHookAgreesWithGoja(t *testing.T) {
-	v := deltaVM(t, pureGame(guideHook))
+	followed, asked := agreeWithGoja(t, deltaVM(t, pureGame(guideHook)), rand.New(rand.NewPCG(3, 4)), 4000)
+	if followed < asked/4 {
+		t.Fatalf("Go answered %d of %d", followed, asked)
+	}
+	t.Logf("Go answered %d of %d", followed, asked)
+}
+
+// FuzzPureHook is TestPureHookAgreesWithGoja from other seeds.
+func FuzzPureHook(f *testing.F) {
+	f.Add(uint64(1), uint64(2))
+	v := deltaVM(f, pureGame(guideHook))
+	f.Fuzz(func(t *testing.T, a, b uint64) {
+		agreeWithGoja(t, v, rand.New(rand.NewPCG(a, b)), 20)
+	})
+}
+
+// agreeWithGoja asks Go and goja about exprs random expressions, each
+// over 8 random pairs of things, and fails at the first answer of Go's
+// that is not goja's; it returns how many of the answers Go gave.
+func agreeWithGoja(t *testing.T, v *vm, rng *rand.Rand, exprs int) (followed, asked int) {
 	r := v.rt
-	rng := rand.New(rand.NewPCG(3, 4))
 	values := []func() goja.Value{
 		func() goja.Value { return r.ToValue(rng.IntN(7) - 3) },
 		func() goja.Value {
@@ -274,8 +292,7 @@ func TestPureHookAgreesWithGoja(t *testing.T) {
 	inst := r.NewObject()
 	pt, po := v.newThing(v.eng.typeOf(playerType))
 	tt, to := v.newThing(v.eng.typeOf("mob"))
-	followed, asked := 0, 0
-	for range 4000 {
+	for range exprs {
 		src := "function (i, p, t) { return " + randomExpr(rng, 3) + "; }"
 		h := compilePure(r, src)
 		if h == nil {
@@ -305,10 +322,7 @@ func TestPureHookAgreesWithGoja(t *testing.T) {
 			}
 		}
 	}
-	if followed < asked/4 {
-		t.Fatalf("Go answered %d of %d", followed, asked)
-	}
-	t.Logf("Go answered %d of %d", followed, asked)
+	return followed, asked
 }
 
 // randomExpr is a random expression of at most depth levels.
