@@ -51,6 +51,9 @@ type version struct {
 	commands map[string]game.Args
 	src      Source
 	schema   *schema // the players' and entities' fields
+	// mathUnbound is whether the module never binds the name Math (see
+	// purehook.go), found once, when a visibility hook first asks.
+	mathUnbound func() bool
 }
 
 // Source is the files one version of a game was loaded from. A game's
@@ -120,7 +123,8 @@ func loadVersion(src Source, budget time.Duration, sw stuckWatch) (*version, err
 	if err != nil {
 		return nil, err
 	}
-	g := &version{cfg: cfg, program: program, commands: map[string]game.Args{}, src: src, schema: sch}
+	g := &version{cfg: cfg, program: program, commands: map[string]game.Args{}, src: src, schema: sch,
+		mathUnbound: sync.OnceValue(func() bool { return mathUnbound(src.Module) })}
 	for n, a := range reg.Commands {
 		args, err := game.ParseArgs(a)
 		if err != nil {

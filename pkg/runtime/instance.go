@@ -263,6 +263,7 @@ type vm struct {
 	timers        []*gameTimer
 	visible       goja.Callable // the game's visibility hook, nil for none
 	visibleV      goja.Value    // the same, as a value
+	pure          *pureHook     // the same, when Go evaluates it (purehook.go)
 	inst          *goja.Object  // instance, as the last send round found it
 	budget        time.Duration
 	stuck         stuckWatch // what a call that ignores its interrupt gets
@@ -335,11 +336,16 @@ func (in *Instance) newVM(g *version, eng *engine) (*vm, error) {
 				return nil, err
 			}
 		}
-		return nil, v.entryPoints()
+		if err := v.entryPoints(); err != nil {
+			return nil, err
+		}
+		v.findPure()
+		return nil, nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	v.keepPure(g)
 	return v, nil
 }
 

@@ -35,15 +35,18 @@ function __errText(e) {
   return "threw " + (function () { try { return __js.stringify(e); } catch (x) { return String(e); } })();
 }
 
-// __sees asks the visibility hook vis whether player me sees each of
-// things, into the bytes of seen (1: it does), in one call from Go: a call
-// from JavaScript costs less. A hook that throws hides the thing; the
-// first error is returned for Go to log.
-function __sees(vis, me, things, seen) {
-  var out = __js.bytes(seen), err, k;
-  for (k = 0; k < things.length; k++) {
-    try { out[k] = vis(__inst, me, things[k]) ? 1 : 0; } catch (e) {
-      out[k] = 0;
+// __sees asks the visibility hook vis whether player me of instance inst
+// sees each of things, into the bytes of seen (1: it does), in one call
+// from Go: a call from JavaScript costs less. A hook that throws hides the
+// thing; the first error is returned for Go to log. The try is entered
+// again after a throw, not at every call.
+function __sees(vis, inst, me, things, seen) {
+  var out = __js.bytes(seen), n = things.length, k = 0, err;
+  while (k < n) {
+    try {
+      for (; k < n; k++) out[k] = vis(inst, me, things[k]) ? 1 : 0;
+    } catch (e) {
+      out[k++] = 0;
       if (err === undefined) err = __errText(e);
     }
   }

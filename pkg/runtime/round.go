@@ -225,21 +225,15 @@ func (v *vm) sendVisible(ready []readyViewer) ([]update, error) {
 	e, s := v.eng, &v.scratch
 	reported := false
 	out := make([]update, 0, len(ready))
-	// The things, listed once for all viewers; the hook's answers for one
-	// viewer land in seen.
-	objs := make([]any, len(e.list))
-	for k, r := range e.list {
-		objs[k] = r.obj
-	}
-	things, seen := v.rt.NewArray(objs...), make([]byte, len(e.list))
-	seenV := v.rt.ToValue(v.rt.NewArrayBuffer(seen))
+	sr := seeRound{pure: v.pureNow(), seen: make([]byte, len(e.list))}
+	seen := sr.seen
 	for _, rv := range ready {
 		vw := e.viewers[rv.id]
 		me, ok := s.me[rv.id]
 		if vw == nil || !ok {
 			continue
 		}
-		res, err := v.seesAll(goja.Undefined(), v.visibleV, me.obj, things, seenV)
+		res, err := v.see(&sr, me)
 		if err != nil {
 			return nil, err
 		}
@@ -296,6 +290,61 @@ func (v *vm) sendVisible(ready []readyViewer) ([]update, error) {
 		}
 	}
 	return out, nil
+}
+
+// seeRound is what the viewers of one send round share in asking the
+// visibility hook: its answers for the viewer asked last (1: it sees the
+// thing of e.list), whether Go still evaluates a pure hook, and the
+// things as a JavaScript array once it no longer does.
+type seeRound struct {
+	seen   []byte
+	pure   bool
+	things *goja.Object
+}
+
+// see asks the visibility hook about every thing for viewer me, into
+// sr.seen: Go evaluates a pure hook while it can; from the first answer it
+// cannot tell on, the rest of the round is JavaScript's, which calls the
+// hook in the same order (__sees). It returns the text of the first error
+// the hook threw, if any.
+func (v *vm) see(sr *seeRound, me source) (goja.Value, error) {
+	list, from := v.eng.list, 0
+	if sr.pure {
+		for k, r := range list {
+			sees, ok := false, false
+			if me.t != nil && r.src != nil {
+				sees, ok = v.pure.sees(me.t, r.src)
+			}
+			if !ok {
+				sr.pure, from = false, k
+				break
+			}
+			sr.seen[k] = 0
+			if sees {
+				sr.seen[k] = 1
+			}
+		}
+		if sr.pure {
+			return nil, nil
+		}
+	}
+	if sr.things == nil {
+		objs := make([]any, len(list))
+		for k, r := range list {
+			objs[k] = r.obj
+		}
+		sr.things = v.rt.NewArray(objs...)
+	}
+	things := sr.things
+	if from > 0 {
+		objs := make([]any, len(list)-from)
+		for k, r := range list[from:] {
+			objs[k] = r.obj
+		}
+		things = v.rt.NewArray(objs...)
+	}
+	seenV := v.rt.ToValue(v.rt.NewArrayBuffer(sr.seen[from:]))
+	return v.seesAll(goja.Undefined(), v.visibleV, v.inst, me.obj, things, seenV)
 }
 
 // viewOf is what viewer pid knows, as JSON: the things it was told of (with
