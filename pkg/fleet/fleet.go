@@ -209,17 +209,35 @@ func (n *Node) embed(o Options) error {
 	if n.ns, err = server.NewServer(so); err != nil {
 		return fmt.Errorf("starting the embedded NATS server: %w", err)
 	}
-	n.ns.SetLoggerV2(natsLogger{n.log}, false, false, false)
+	fatal := make(chan error, 1)
+	n.ns.SetLoggerV2(natsLogger{n.log, fatal}, false, false, false)
 	n.ns.Start()
-	if !n.ns.ReadyForConnections(30 * time.Second) {
+	if err := n.ready(fatal); err != nil {
 		n.ns.Shutdown()
-		return errors.New("starting the embedded NATS server: not ready after 30s")
+		return fmt.Errorf("starting the embedded NATS server: %w", err)
 	}
 	if n.nc, err = nats.Connect("", append(n.connOptions(), nats.InProcessServer(n.ns), nats.Token(token))...); err != nil {
 		n.ns.Shutdown()
 		return fmt.Errorf("connecting to the embedded NATS server: %w", err)
 	}
 	return nil
+}
+
+// ready waits until the embedded server takes connections, or says it
+// cannot (fatal: its route port taken, say), which it would otherwise
+// only report after the wait.
+func (n *Node) ready(fatal <-chan error) error {
+	ready := make(chan bool, 1)
+	go func() { ready <- n.ns.ReadyForConnections(30 * time.Second) }()
+	select {
+	case err := <-fatal:
+		return err
+	case ok := <-ready:
+		if !ok {
+			return errors.New("not ready after 30s")
+		}
+		return nil
+	}
 }
 
 // randomToken is a fresh secret of 32 random bytes, hex.
@@ -337,7 +355,11 @@ func (n *Node) Close() error {
 
 // natsLogger passes the embedded server's warnings and errors on; its
 // notices and traces are left out (a started server says a page of them).
-type natsLogger struct{ log *slog.Logger }
+// Its first fatal error goes to fatal too.
+type natsLogger struct {
+	log   *slog.Logger
+	fatal chan<- error
+}
 
 func (l natsLogger) Noticef(string, ...any) {}
 func (l natsLogger) Debugf(string, ...any)  {}
@@ -349,5 +371,10 @@ func (l natsLogger) Errorf(format string, v ...any) {
 	l.log.Error("nats: " + fmt.Sprintf(format, v...))
 }
 func (l natsLogger) Fatalf(format string, v ...any) {
-	l.log.Error("nats: " + fmt.Sprintf(format, v...))
+	msg := fmt.Sprintf(format, v...)
+	l.log.Error("nats: " + msg)
+	select {
+	case l.fatal <- errors.New(msg):
+	default:
+	}
 }
