@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -15,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,80 +33,147 @@ import (
 // fleetToken is the API token every node of a test fleet has.
 var fleetToken = strings.Repeat("ab", 32)
 
-// fleetNode is one hoster-server of a test fleet, a process of its own
-// (this test program, see TestMain) that a test can kill -9 and start again
-// on the same hosting root and ports.
+// fleetNode is one hoster-server serve process of a test fleet (this test
+// program, see TestMain) on a hosting root of its own: the sync tests run
+// its games in process (startFleet), the rooms tests in workers
+// (startRoomFleet). A test can kill -9 it and start it again on the same
+// root and route port. Its --listen and relay addresses are ports of its
+// own choosing (":0"), read from its log at each start: a port picked
+// free beforehand may be taken by the time a node that first joins its
+// fleet binds it.
 type fleetNode struct {
-	name, root    string
-	listen, route string
-	peers         []string
-	variant       int
-	cmd           *exec.Cmd
-	out           *waitbuf.Buffer
-	exited        chan struct{}
-	starts        int
-	logs          []*waitbuf.Buffer // the output of each start
+	name, root, logsRoot string
+	route                string   // its NATS route address, the same at each start: the others know it
+	peers                []string // the others' route addresses
+	flags                []string // the flags of its kind of test
+	listen, relay        string   // its --listen and rooms' relay addresses, of its current start
+	cmd                  *exec.Cmd
+	out                  *waitbuf.Buffer // the current start's output
+	exited               chan struct{}
+	logs                 []*waitbuf.Buffer // the output of each start
 }
 
-// startFleet starts n nodes of an embedded fleet on loopback, each with a
-// hosting root of its own holding the same token, and waits until each
-// serves.
+var (
+	servingLine = regexp.MustCompile(`msg=serving listen=(\S+)`)
+	relayLine   = regexp.MustCompile(`msg="fleet: rooms relay listening" addr=(\S+)`)
+)
+
+// errRouteTaken is a node's start that failed because its route port was
+// taken between its pick and the node's bind.
+var errRouteTaken = errors.New("its route port was taken meanwhile (address already in use)")
+
+// startFleet starts n nodes of an embedded fleet that run their games in
+// process, each with a hosting root of its own holding the same token, and
+// waits until each serves.
 func startFleet(t *testing.T, n, variant int) []*fleetNode {
 	t.Helper()
-	nodes := make([]*fleetNode, n)
-	for i := range nodes {
+	root := func() string {
 		root := t.TempDir()
 		if err := os.WriteFile(filepath.Join(root, api.TokenFile), []byte(fleetToken), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		nodes[i] = &fleetNode{name: fmt.Sprintf("node%c", 'a'+i), root: root, variant: variant,
-			listen: httptestutil.FreeAddrs(t, 1)[0], route: httptestutil.FreeAddrs(t, 1)[0]}
+		return root
 	}
+	return startNodes(t, n, root, "--isolation", "none", "--variant", fmt.Sprint(variant),
+		"--reload-debounce", "50ms", "--gamelog-interval", "1h")
+}
+
+// startRoomFleet starts n nodes that run their games in workers, each with
+// the example arena in its own hosting root, and waits until each serves
+// its games.
+func startRoomFleet(t *testing.T, n int) []*fleetNode {
+	t.Helper()
+	return startNodes(t, n, func() string { return exampleGames(t, "example.com") })
+}
+
+// startNodes starts n nodes that form one fleet on loopback, each on a
+// hosting root root makes and with flags, and waits until each serves. The
+// route ports are picked free, then bound by the nodes a moment later: one
+// taken meanwhile (another connection's outgoing port) fails its node's
+// start, and the fleet starts again on new roots and ports.
+func startNodes(t *testing.T, n int, root func() string, flags ...string) []*fleetNode {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		routes := httptestutil.FreeAddrs(t, n)
+		nodes := make([]*fleetNode, n)
+		for i := range nodes {
+			nodes[i] = &fleetNode{name: fmt.Sprintf("node%c", 'a'+i), root: root(), logsRoot: t.TempDir(),
+				route: routes[i], flags: flags}
+			for j, r := range routes {
+				if j != i {
+					nodes[i].peers = append(nodes[i].peers, r)
+				}
+			}
+		}
+		// All at once: the last node alone would wait for a quorum to leave.
+		t.Cleanup(func() { stopAll(t, nodes) })
+		for _, nd := range nodes {
+			nd.start(t)
+		}
+		err := servingAll(nodes)
+		if err == nil {
+			return nodes
+		}
+		if attempt == 3 || !errors.Is(err, errRouteTaken) {
+			t.Fatal(err)
+		}
+		t.Logf("starting the fleet again on new route ports: %v", err)
+		stopAll(t, nodes)
+	}
+}
+
+// servingAll waits until every node serves; at the first that cannot, the
+// others are stopped (they would wait for it) and its error returned.
+func servingAll(nodes []*fleetNode) error {
+	errs := make(chan error, len(nodes))
 	for _, nd := range nodes {
-		for _, o := range nodes {
-			if o != nd {
-				nd.peers = append(nd.peers, o.route)
+		go func() { errs <- nd.serving() }()
+	}
+	var first error
+	for range nodes {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+			for _, nd := range nodes {
+				nd.stop()
 			}
 		}
 	}
-	// All at once: the last node alone would wait for a quorum to leave.
-	t.Cleanup(func() {
-		for _, nd := range nodes {
-			nd.stop()
-		}
-		for _, nd := range nodes {
-			nd.wait(t)
-		}
-	})
+	return first
+}
+
+// stopAll stops the nodes at once, then waits for each.
+func stopAll(t *testing.T, nodes []*fleetNode) {
 	for _, nd := range nodes {
-		nd.start(t)
+		nd.stop()
 	}
 	for _, nd := range nodes {
-		nd.waitServing(t)
+		nd.wait(t)
 	}
-	return nodes
 }
 
 // start starts the node's process (again, after a kill).
 func (nd *fleetNode) start(t *testing.T) {
 	t.Helper()
-	nd.cmd = exec.Command(os.Args[0], "serve", "--isolation", "none", "--variant", fmt.Sprint(nd.variant),
-		"--hosting-root", nd.root, "--logs-root", filepath.Join(nd.root, "logs"),
-		"--listen", nd.listen, "--ask-listen", "127.0.0.1:0", "--reload-debounce", "50ms",
-		"--stats-interval", "1h", "--gamelog-interval", "1h",
+	args := append([]string{"serve", "--hosting-root", nd.root, "--logs-root", nd.logsRoot,
+		"--listen", "127.0.0.1:0", "--ask-listen", "127.0.0.1:0", "--stats-interval", "1h",
 		"--cluster-listen", nd.route, "--cluster-peers", strings.Join(nd.peers, ","), "--cluster-node", nd.name,
 		// Not the route port plus one, which another test may hold.
-		"--cluster-relay", "127.0.0.1:0")
-	nd.out = waitbuf.New()
-	nd.cmd.Stdout, nd.cmd.Stderr = nd.out, nd.out
-	if err := nd.cmd.Start(); err != nil {
+		"--cluster-relay", "127.0.0.1:0"}, nd.flags...)
+	cmd := exec.Command(os.Args[0], args...)
+	out := waitbuf.New()
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", nd.name, err)
 	}
-	nd.starts++
 	exited := make(chan struct{})
-	nd.exited = exited
-	go func() { nd.cmd.Wait(); close(exited) }()
-	nd.logs = append(nd.logs, nd.out)
+	name := nd.name
+	go func() {
+		err := cmd.Wait()
+		fmt.Fprintf(out, "(the test: %s exited: %v)\n", name, err) // wakes a wait for its serving
+		close(exited)
+	}()
+	nd.cmd, nd.out, nd.exited = cmd, out, exited
+	nd.logs = append(nd.logs, out)
 }
 
 // stop stops the node's process as a signal does, at once; wait waits for
@@ -122,18 +191,52 @@ func (nd *fleetNode) wait(t *testing.T) {
 		for i, out := range nd.logs {
 			t.Logf("%s (start %d) said:\n%s", nd.name, i+1, out)
 		}
+		nd.logs = nil // said once
 	}
 }
 
-// waitServing waits until the node has joined the fleet and serves.
+// waitServing waits until the node (started again) has joined the fleet
+// and serves its games.
 func (nd *fleetNode) waitServing(t *testing.T) {
 	t.Helper()
-	if !nd.out.WaitFor(`msg="games loaded"`, 1, 60*time.Second) { // a hang guard
-		t.Fatalf("%s never served:\n%s", nd.name, nd.out)
+	if err := nd.serving(); errors.Is(err, errRouteTaken) {
+		t.Fatalf("%v\n(the fleet knows %s by that port: it cannot move to another)", err, nd.name)
+	} else if err != nil {
+		t.Fatal(err)
 	}
 }
 
-// kill kills the node's process with SIGKILL and waits for its end.
+// serving waits until the node's current start serves its games, and reads
+// its addresses from its log; or until it exits.
+func (nd *fleetNode) serving() error {
+	ended := func() bool {
+		select {
+		case <-nd.exited:
+			return true
+		default:
+			return false
+		}
+	}
+	served := func(s string) bool { return strings.Contains(s, `msg="games loaded"`) && servingLine.MatchString(s) }
+	// A hang guard: a fleet of three forms in a few seconds.
+	nd.out.Until(func(s string) bool { return served(s) || ended() }, 60*time.Second)
+	log := nd.out.String()
+	switch {
+	case served(log):
+		nd.listen = servingLine.FindStringSubmatch(log)[1]
+		if m := relayLine.FindStringSubmatch(log); m != nil {
+			nd.relay = m[1]
+		}
+		return nil
+	case ended() && strings.Contains(log, "address already in use"):
+		return fmt.Errorf("%s did not start on route port %s: %w:\n%s", nd.name, nd.route, errRouteTaken, log)
+	}
+	return fmt.Errorf("%s never served its games:\n%s", nd.name, log)
+}
+
+// kill kills the node's process with SIGKILL, as a crash does (its claims
+// are left to expire, its sockets cut without a close frame), and waits
+// for its end.
 func (nd *fleetNode) kill(t *testing.T) {
 	t.Helper()
 	if err := nd.cmd.Process.Kill(); err != nil {
