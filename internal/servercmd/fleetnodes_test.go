@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -14,9 +13,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,8 +22,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/hoster-dev/hoster/internal/cli"
-	"github.com/hoster-dev/hoster/internal/httptestutil"
-	"github.com/hoster-dev/hoster/internal/waitbuf"
+	"github.com/hoster-dev/hoster/internal/fleettest"
 	"github.com/hoster-dev/hoster/pkg/api"
 )
 
@@ -34,33 +30,10 @@ import (
 var fleetToken = strings.Repeat("ab", 32)
 
 // fleetNode is one hoster-server serve process of a test fleet (this test
-// program, see TestMain) on a hosting root of its own: the sync tests run
-// its games in process (startFleet), the rooms tests in workers
-// (startRoomFleet). A test can kill -9 it and start it again on the same
-// root and route port. Its --listen and relay addresses are ports of its
-// own choosing (":0"), read from its log at each start: a port picked
-// free beforehand may be taken by the time a node that first joins its
-// fleet binds it.
-type fleetNode struct {
-	name, root, logsRoot string
-	route                string   // its NATS route address, the same at each start: the others know it
-	peers                []string // the others' route addresses
-	flags                []string // the flags of its kind of test
-	listen, relay        string   // its --listen and rooms' relay addresses, of its current start
-	cmd                  *exec.Cmd
-	out                  *waitbuf.Buffer // the current start's output
-	exited               chan struct{}
-	logs                 []*waitbuf.Buffer // the output of each start
-}
-
-var (
-	servingLine = regexp.MustCompile(`msg=serving listen=(\S+)`)
-	relayLine   = regexp.MustCompile(`msg="fleet: rooms relay listening" addr=(\S+)`)
-)
-
-// errRouteTaken is a node's start that failed because its route port was
-// taken between its pick and the node's bind.
-var errRouteTaken = errors.New("its route port was taken meanwhile (address already in use)")
+// program, see TestMain), started by fleettest: the sync tests run its
+// games in process (startFleet), the rooms tests in workers
+// (startRoomFleet).
+type fleetNode struct{ *fleettest.Node }
 
 // startFleet starts n nodes of an embedded fleet that run their games in
 // process, each with a hosting root of its own holding the same token, and
@@ -74,8 +47,8 @@ func startFleet(t *testing.T, n, variant int) []*fleetNode {
 		}
 		return root
 	}
-	return startNodes(t, n, root, "--isolation", "none", "--variant", fmt.Sprint(variant),
-		"--reload-debounce", "50ms", "--gamelog-interval", "1h")
+	return fleetNodes(fleettest.Start(t, n, os.Args[0], root, "--isolation", "none", "--variant", fmt.Sprint(variant),
+		"--reload-debounce", "50ms", "--gamelog-interval", "1h"))
 }
 
 // startRoomFleet starts n nodes that run their games in workers, each with
@@ -83,184 +56,33 @@ func startFleet(t *testing.T, n, variant int) []*fleetNode {
 // its games.
 func startRoomFleet(t *testing.T, n int) []*fleetNode {
 	t.Helper()
-	return startNodes(t, n, func() string { return exampleGames(t, "example.com") })
+	return fleetNodes(fleettest.Start(t, n, os.Args[0], func() string { return exampleGames(t, "example.com") }))
 }
 
-// startNodes starts n nodes that form one fleet on loopback, each on a
-// hosting root root makes and with flags, and waits until each serves. The
-// route ports are picked free, then bound by the nodes a moment later: one
-// taken meanwhile (another connection's outgoing port) fails its node's
-// start, and the fleet starts again on new roots and ports.
-func startNodes(t *testing.T, n int, root func() string, flags ...string) []*fleetNode {
-	t.Helper()
-	for attempt := 1; ; attempt++ {
-		routes := httptestutil.FreeAddrs(t, n)
-		nodes := make([]*fleetNode, n)
-		for i := range nodes {
-			nodes[i] = &fleetNode{name: fmt.Sprintf("node%c", 'a'+i), root: root(), logsRoot: t.TempDir(),
-				route: routes[i], flags: flags}
-			for j, r := range routes {
-				if j != i {
-					nodes[i].peers = append(nodes[i].peers, r)
-				}
-			}
-		}
-		// All at once: the last node alone would wait for a quorum to leave.
-		t.Cleanup(func() { stopAll(t, nodes) })
-		for _, nd := range nodes {
-			nd.start(t)
-		}
-		err := servingAll(nodes)
-		if err == nil {
-			return nodes
-		}
-		if attempt == 3 || !errors.Is(err, errRouteTaken) {
-			t.Fatal(err)
-		}
-		t.Logf("starting the fleet again on new route ports: %v", err)
-		stopAll(t, nodes)
-	}
-}
-
-// servingAll waits until every node serves; at the first that cannot, the
-// others are stopped (they would wait for it) and its error returned.
-func servingAll(nodes []*fleetNode) error {
-	errs := make(chan error, len(nodes))
+func fleetNodes(nodes []*fleettest.Node) []*fleetNode {
+	var out []*fleetNode
 	for _, nd := range nodes {
-		go func() { errs <- nd.serving() }()
+		out = append(out, &fleetNode{nd})
 	}
-	var first error
-	for range nodes {
-		if err := <-errs; err != nil && first == nil {
-			first = err
-			for _, nd := range nodes {
-				nd.stop()
-			}
-		}
-	}
-	return first
-}
-
-// stopAll stops the nodes at once, then waits for each.
-func stopAll(t *testing.T, nodes []*fleetNode) {
-	for _, nd := range nodes {
-		nd.stop()
-	}
-	for _, nd := range nodes {
-		nd.wait(t)
-	}
-}
-
-// start starts the node's process (again, after a kill).
-func (nd *fleetNode) start(t *testing.T) {
-	t.Helper()
-	args := append([]string{"serve", "--hosting-root", nd.root, "--logs-root", nd.logsRoot,
-		"--listen", "127.0.0.1:0", "--ask-listen", "127.0.0.1:0", "--stats-interval", "1h",
-		"--cluster-listen", nd.route, "--cluster-peers", strings.Join(nd.peers, ","), "--cluster-node", nd.name,
-		// Not the route port plus one, which another test may hold.
-		"--cluster-relay", "127.0.0.1:0"}, nd.flags...)
-	cmd := exec.Command(os.Args[0], args...)
-	out := waitbuf.New()
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", nd.name, err)
-	}
-	exited := make(chan struct{})
-	name := nd.name
-	go func() {
-		err := cmd.Wait()
-		fmt.Fprintf(out, "(the test: %s exited: %v)\n", name, err) // wakes a wait for its serving
-		close(exited)
-	}()
-	nd.cmd, nd.out, nd.exited = cmd, out, exited
-	nd.logs = append(nd.logs, out)
-}
-
-// stop stops the node's process as a signal does, at once; wait waits for
-// its end.
-func (nd *fleetNode) stop() { nd.cmd.Process.Signal(os.Interrupt) }
-
-func (nd *fleetNode) wait(t *testing.T) {
-	select {
-	case <-nd.exited:
-	case <-time.After(15 * time.Second):
-		nd.cmd.Process.Kill()
-		<-nd.exited
-	}
-	if t.Failed() {
-		for i, out := range nd.logs {
-			t.Logf("%s (start %d) said:\n%s", nd.name, i+1, out)
-		}
-		nd.logs = nil // said once
-	}
-}
-
-// waitServing waits until the node (started again) has joined the fleet
-// and serves its games.
-func (nd *fleetNode) waitServing(t *testing.T) {
-	t.Helper()
-	if err := nd.serving(); errors.Is(err, errRouteTaken) {
-		t.Fatalf("%v\n(the fleet knows %s by that port: it cannot move to another)", err, nd.name)
-	} else if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// serving waits until the node's current start serves its games, and reads
-// its addresses from its log; or until it exits.
-func (nd *fleetNode) serving() error {
-	ended := func() bool {
-		select {
-		case <-nd.exited:
-			return true
-		default:
-			return false
-		}
-	}
-	served := func(s string) bool { return strings.Contains(s, `msg="games loaded"`) && servingLine.MatchString(s) }
-	// A hang guard: a fleet of three forms in a few seconds.
-	nd.out.Until(func(s string) bool { return served(s) || ended() }, 60*time.Second)
-	log := nd.out.String()
-	switch {
-	case served(log):
-		nd.listen = servingLine.FindStringSubmatch(log)[1]
-		if m := relayLine.FindStringSubmatch(log); m != nil {
-			nd.relay = m[1]
-		}
-		return nil
-	case ended() && strings.Contains(log, "address already in use"):
-		return fmt.Errorf("%s did not start on route port %s: %w:\n%s", nd.name, nd.route, errRouteTaken, log)
-	}
-	return fmt.Errorf("%s never served its games:\n%s", nd.name, log)
-}
-
-// kill kills the node's process with SIGKILL, as a crash does (its claims
-// are left to expire, its sockets cut without a close frame), and waits
-// for its end.
-func (nd *fleetNode) kill(t *testing.T) {
-	t.Helper()
-	if err := nd.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	<-nd.exited
+	return out
 }
 
 // until waits until cond holds, checking it again whenever the node logs a
 // line (writing a synced game and reloading it both do).
 func (nd *fleetNode) until(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	if !nd.out.Until(func(string) bool { return cond() }, 60*time.Second) { // a hang guard
-		t.Fatalf("%s never got %s", nd.name, what)
+	if !nd.Out.Until(func(string) bool { return cond() }, 60*time.Second) { // a hang guard
+		t.Fatalf("%s never got %s", nd.Name, what)
 	}
 }
 
 // url is the node's base URL.
-func (nd *fleetNode) url() string { return "http://" + nd.listen }
+func (nd *fleetNode) url() string { return "http://" + nd.Listen }
 
 // diskTree is every file under the node's games root with its sha256.
 func (nd *fleetNode) diskTree(t *testing.T) map[string]string {
 	t.Helper()
-	return filesTree(t, filepath.Join(nd.root, api.GamesDir))
+	return filesTree(t, filepath.Join(nd.Root, api.GamesDir))
 }
 
 // filesTree is every regular file under dir with its sha256, but
@@ -321,7 +143,7 @@ func (nd *fleetNode) page(path string) string {
 // version of the game's code and settings it runs (0: none).
 func (nd *fleetNode) tickRate() int {
 	h := http.Header{"Host": {"example.com"}, "Origin": {"https://example.com"}}
-	ws, _, err := websocket.DefaultDialer.Dial("ws://"+nd.listen+"/arena", h)
+	ws, _, err := websocket.DefaultDialer.Dial("ws://"+nd.Listen+"/arena", h)
 	if err != nil {
 		return 0
 	}

@@ -148,20 +148,20 @@ func playTogether(t *testing.T, a, b *roomPlayer) {
 // one's claim expired.
 func TestFleetPrivateRoomFromAnyNode(t *testing.T) {
 	nodes := startRoomFleet(t, 3)
-	alice := joinRoom(t, nodes[0].listen, "alice", "198.51.100.1", "r1")
-	bob := joinRoom(t, nodes[1].listen, "bob", "198.51.100.2", "r1")
+	alice := joinRoom(t, nodes[0].Listen, "alice", "198.51.100.1", "r1")
+	bob := joinRoom(t, nodes[1].Listen, "bob", "198.51.100.2", "r1")
 	playTogether(t, alice, bob)
 
 	// alice's node made the room: it is the owner.
 	died := time.Now()
-	nodes[0].kill(t)
+	nodes[0].Kill(t)
 	if code := bob.closed(t); code != 1001 {
 		t.Errorf("the relayed player got %d when the room's node died, want 1001", code)
 	}
 	alice.closed(t)
 	back := make(chan *roomPlayer, 2)
-	go func() { back <- joinRoom(t, nodes[2].listen, "alice", "198.51.100.1", "r1") }()
-	go func() { back <- joinRoom(t, nodes[1].listen, "bob", "198.51.100.2", "r1") }()
+	go func() { back <- joinRoom(t, nodes[2].Listen, "alice", "198.51.100.1", "r1") }()
+	go func() { back <- joinRoom(t, nodes[1].Listen, "bob", "198.51.100.2", "r1") }()
 	a, b := <-back, <-back
 	welcomed := time.Since(died)
 	playTogether(t, a, b)
@@ -180,7 +180,7 @@ func TestFleetRelayRefusesAStranger(t *testing.T) {
 		string(binary.BigEndian.AppendUint16(nil, uint16(len(body)))) + body, // a wrong secret
 		req, // no preamble at all
 	} {
-		c, err := net.Dial("tcp", nd.relay)
+		c, err := net.Dial("tcp", nd.Relay)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -192,8 +192,8 @@ func TestFleetRelayRefusesAStranger(t *testing.T) {
 		}
 		c.Close()
 	}
-	if !nd.out.WaitFor(`msg="fleet: a relay connection refused"`, 2, 20*time.Second) {
-		t.Fatalf("the refusals are not logged:\n%s", nd.out)
+	if !nd.Out.WaitFor(`msg="fleet: a relay connection refused"`, 2, 20*time.Second) {
+		t.Fatalf("the refusals are not logged:\n%s", nd.Out)
 	}
 }
 
