@@ -313,15 +313,25 @@ func (n *Node) JetStream() jetstream.JetStream { return n.js }
 
 // KeyValue creates or opens the key-value bucket cfg names, with the
 // fleet's replica count when cfg sets none, retrying until JetStream can
-// place it (a quorum of the nodes is up) or ctx ends.
+// place it (a quorum of the nodes is up) and its stream has a leader, or
+// ctx ends.
 func (n *Node) KeyValue(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	if cfg.Replicas == 0 {
 		cfg.Replicas = n.replicas
 	}
 	var kv jetstream.KeyValue
 	err := retry(ctx, func(ctx context.Context) (err error) {
-		kv, err = n.js.CreateOrUpdateKeyValue(ctx, cfg)
-		return err
+		if kv, err = n.js.CreateOrUpdateKeyValue(ctx, cfg); err != nil {
+			return err
+		}
+		st, err := kv.Status(ctx)
+		if err != nil {
+			return err
+		}
+		if st, ok := st.(*jetstream.KeyValueBucketStatus); ok {
+			return led(st.StreamInfo())
+		}
+		return nil
 	}, func(err error) error { return fmt.Errorf("opening the fleet's bucket %s: %w", cfg.Bucket, err) })
 	return kv, err
 }
@@ -334,10 +344,29 @@ func (n *Node) ObjectStore(ctx context.Context, cfg jetstream.ObjectStoreConfig)
 	}
 	var os jetstream.ObjectStore
 	err := retry(ctx, func(ctx context.Context) (err error) {
-		os, err = n.js.CreateOrUpdateObjectStore(ctx, cfg)
-		return err
+		if os, err = n.js.CreateOrUpdateObjectStore(ctx, cfg); err != nil {
+			return err
+		}
+		st, err := os.Status(ctx)
+		if err != nil {
+			return err
+		}
+		if st, ok := st.(*jetstream.ObjectBucketStatus); ok {
+			return led(st.StreamInfo())
+		}
+		return nil
 	}, func(err error) error { return fmt.Errorf("opening the fleet's object store %s: %w", cfg.Bucket, err) })
 	return os, err
+}
+
+// led is nil once a bucket's stream has elected its leader. Just made, or
+// just after a node joined, it has none for a moment: a write then gets no
+// response and a read no responder.
+func led(si *jetstream.StreamInfo) error {
+	if si != nil && si.Cluster != nil && si.Cluster.Leader == "" {
+		return errors.New("its stream has no leader yet")
+	}
+	return nil
 }
 
 // Close leaves the fleet: the connection is drained and the embedded
