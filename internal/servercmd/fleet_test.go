@@ -56,7 +56,7 @@ func TestFleetSyncReachesEveryNode(t *testing.T) {
 				writeSite(t, arena, "index.html", index)
 				writeSite(t, arena, "hoster-game.json", fmt.Sprintf(`{"tickRate": %d, "sendRate": 10, "capacity": 16, "origins": ["https://example.com"]}`, v.tickRate))
 				if code, out := hosterSync(t, nodes[0].url(), sites); code != 0 {
-					t.Fatalf("sync through %s: exit %d\n%s", nodes[0].name, code, out)
+					t.Fatalf("sync through %s: exit %d\n%s", nodes[0].Name, code, out)
 				}
 				want := nodes[0].diskTree(t)
 				for _, nd := range nodes[1:] {
@@ -66,7 +66,7 @@ func TestFleetSyncReachesEveryNode(t *testing.T) {
 				}
 				for _, nd := range nodes {
 					if tree := nd.apiTree(); !sameTree(tree, want) {
-						t.Fatalf("%s's tree is not the fleet's: %d files, want %d", nd.name, len(tree), len(want))
+						t.Fatalf("%s's tree is not the fleet's: %d files, want %d", nd.Name, len(tree), len(want))
 					}
 				}
 			}
@@ -92,10 +92,10 @@ func TestFleetOutlivesItsNodes(t *testing.T) {
 	g := newGate(t, a)
 	done := syncing(t, g.URL, sites)
 	g.waitFirst(t)
-	if !b.out.WaitFor(`msg="fleet: wrote a game's published files"`, 1, 60*time.Second) {
-		t.Fatalf("B never wrote the first batch:\n%s", b.out)
+	if !b.Out.WaitFor(`msg="fleet: wrote a game's published files"`, 1, 60*time.Second) {
+		t.Fatalf("B never wrote the first batch:\n%s", b.Out)
 	}
-	b.kill(t)
+	b.Kill(t)
 	g.release()
 	if res := <-done; res[0] != "0" {
 		t.Fatalf("the sync through A with B dead: exit %s\n%s", res[0], res[1])
@@ -105,8 +105,8 @@ func TestFleetOutlivesItsNodes(t *testing.T) {
 	if !sameTree(a.apiTree(), want) || !sameTree(c.apiTree(), want) {
 		t.Fatal("A or C answers another tree than the synced one")
 	}
-	b.start(t)
-	b.waitServing(t)
+	b.Start(t)
+	b.WaitServing(t)
 	b.until(t, "what it missed", func() bool { return sameTree(b.diskTree(t), want) })
 
 	// A, the node the client talks to, dies in the middle of a sync.
@@ -117,7 +117,7 @@ func TestFleetOutlivesItsNodes(t *testing.T) {
 	g = newGate(t, a)
 	done = syncing(t, g.URL, sites)
 	g.waitFirst(t)
-	a.kill(t)
+	a.Kill(t)
 	g.release()
 	if res := <-done; res[0] != "1" {
 		t.Fatalf("the sync through a node that died: exit %s, want 1\n%s", res[0], res[1])

@@ -13,7 +13,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -23,141 +22,67 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/hoster-dev/hoster/internal/cli"
-	"github.com/hoster-dev/hoster/internal/httptestutil"
-	"github.com/hoster-dev/hoster/internal/waitbuf"
+	"github.com/hoster-dev/hoster/internal/fleettest"
 	"github.com/hoster-dev/hoster/pkg/api"
 )
 
 // fleetToken is the API token every node of a test fleet has.
 var fleetToken = strings.Repeat("ab", 32)
 
-// fleetNode is one hoster-server of a test fleet, a process of its own
-// (this test program, see TestMain) that a test can kill -9 and start again
-// on the same hosting root and ports.
-type fleetNode struct {
-	name, root    string
-	listen, route string
-	peers         []string
-	variant       int
-	cmd           *exec.Cmd
-	out           *waitbuf.Buffer
-	exited        chan struct{}
-	starts        int
-	logs          []*waitbuf.Buffer // the output of each start
-}
+// fleetNode is one hoster-server serve process of a test fleet (this test
+// program, see TestMain), started by fleettest: the sync tests run its
+// games in process (startFleet), the rooms tests in workers
+// (startRoomFleet).
+type fleetNode struct{ *fleettest.Node }
 
-// startFleet starts n nodes of an embedded fleet on loopback, each with a
-// hosting root of its own holding the same token, and waits until each
-// serves.
+// startFleet starts n nodes of an embedded fleet that run their games in
+// process, each with a hosting root of its own holding the same token, and
+// waits until each serves.
 func startFleet(t *testing.T, n, variant int) []*fleetNode {
 	t.Helper()
-	nodes := make([]*fleetNode, n)
-	for i := range nodes {
+	root := func() string {
 		root := t.TempDir()
 		if err := os.WriteFile(filepath.Join(root, api.TokenFile), []byte(fleetToken), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		nodes[i] = &fleetNode{name: fmt.Sprintf("node%c", 'a'+i), root: root, variant: variant,
-			listen: httptestutil.FreeAddrs(t, 1)[0], route: httptestutil.FreeAddrs(t, 1)[0]}
+		return root
 	}
-	for _, nd := range nodes {
-		for _, o := range nodes {
-			if o != nd {
-				nd.peers = append(nd.peers, o.route)
-			}
-		}
-	}
-	// All at once: the last node alone would wait for a quorum to leave.
-	t.Cleanup(func() {
-		for _, nd := range nodes {
-			nd.stop()
-		}
-		for _, nd := range nodes {
-			nd.wait(t)
-		}
-	})
-	for _, nd := range nodes {
-		nd.start(t)
-	}
-	for _, nd := range nodes {
-		nd.waitServing(t)
-	}
-	return nodes
+	return fleetNodes(fleettest.Start(t, n, os.Args[0], root, "--isolation", "none", "--variant", fmt.Sprint(variant),
+		"--reload-debounce", "50ms", "--gamelog-interval", "1h"))
 }
 
-// start starts the node's process (again, after a kill).
-func (nd *fleetNode) start(t *testing.T) {
+// startRoomFleet starts n nodes that run their games in workers, each with
+// the example arena in its own hosting root, and waits until each serves
+// its games.
+func startRoomFleet(t *testing.T, n int) []*fleetNode {
 	t.Helper()
-	nd.cmd = exec.Command(os.Args[0], "serve", "--isolation", "none", "--variant", fmt.Sprint(nd.variant),
-		"--hosting-root", nd.root, "--logs-root", filepath.Join(nd.root, "logs"),
-		"--listen", nd.listen, "--ask-listen", "127.0.0.1:0", "--reload-debounce", "50ms",
-		"--stats-interval", "1h", "--gamelog-interval", "1h",
-		"--cluster-listen", nd.route, "--cluster-peers", strings.Join(nd.peers, ","), "--cluster-node", nd.name,
-		// Not the route port plus one, which another test may hold.
-		"--cluster-relay", "127.0.0.1:0")
-	nd.out = waitbuf.New()
-	nd.cmd.Stdout, nd.cmd.Stderr = nd.out, nd.out
-	if err := nd.cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", nd.name, err)
-	}
-	nd.starts++
-	exited := make(chan struct{})
-	nd.exited = exited
-	go func() { nd.cmd.Wait(); close(exited) }()
-	nd.logs = append(nd.logs, nd.out)
+	return fleetNodes(fleettest.Start(t, n, os.Args[0], func() string { return exampleGames(t, "example.com") }))
 }
 
-// stop stops the node's process as a signal does, at once; wait waits for
-// its end.
-func (nd *fleetNode) stop() { nd.cmd.Process.Signal(os.Interrupt) }
-
-func (nd *fleetNode) wait(t *testing.T) {
-	select {
-	case <-nd.exited:
-	case <-time.After(15 * time.Second):
-		nd.cmd.Process.Kill()
-		<-nd.exited
+func fleetNodes(nodes []*fleettest.Node) []*fleetNode {
+	var out []*fleetNode
+	for _, nd := range nodes {
+		out = append(out, &fleetNode{nd})
 	}
-	if t.Failed() {
-		for i, out := range nd.logs {
-			t.Logf("%s (start %d) said:\n%s", nd.name, i+1, out)
-		}
-	}
-}
-
-// waitServing waits until the node has joined the fleet and serves.
-func (nd *fleetNode) waitServing(t *testing.T) {
-	t.Helper()
-	if !nd.out.WaitFor(`msg="games loaded"`, 1, 60*time.Second) { // a hang guard
-		t.Fatalf("%s never served:\n%s", nd.name, nd.out)
-	}
-}
-
-// kill kills the node's process with SIGKILL and waits for its end.
-func (nd *fleetNode) kill(t *testing.T) {
-	t.Helper()
-	if err := nd.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	<-nd.exited
+	return out
 }
 
 // until waits until cond holds, checking it again whenever the node logs a
 // line (writing a synced game and reloading it both do).
 func (nd *fleetNode) until(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	if !nd.out.Until(func(string) bool { return cond() }, 60*time.Second) { // a hang guard
-		t.Fatalf("%s never got %s", nd.name, what)
+	if !nd.Out.Until(func(string) bool { return cond() }, 60*time.Second) { // a hang guard
+		t.Fatalf("%s never got %s", nd.Name, what)
 	}
 }
 
 // url is the node's base URL.
-func (nd *fleetNode) url() string { return "http://" + nd.listen }
+func (nd *fleetNode) url() string { return "http://" + nd.Listen }
 
 // diskTree is every file under the node's games root with its sha256.
 func (nd *fleetNode) diskTree(t *testing.T) map[string]string {
 	t.Helper()
-	return filesTree(t, filepath.Join(nd.root, api.GamesDir))
+	return filesTree(t, filepath.Join(nd.Root, api.GamesDir))
 }
 
 // filesTree is every regular file under dir with its sha256, but
@@ -218,7 +143,7 @@ func (nd *fleetNode) page(path string) string {
 // version of the game's code and settings it runs (0: none).
 func (nd *fleetNode) tickRate() int {
 	h := http.Header{"Host": {"example.com"}, "Origin": {"https://example.com"}}
-	ws, _, err := websocket.DefaultDialer.Dial("ws://"+nd.listen+"/arena", h)
+	ws, _, err := websocket.DefaultDialer.Dial("ws://"+nd.Listen+"/arena", h)
 	if err != nil {
 		return 0
 	}

@@ -8,86 +8,19 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
-	"github.com/hoster-dev/hoster/internal/httptestutil"
-	"github.com/hoster-dev/hoster/internal/waitbuf"
 	"github.com/hoster-dev/hoster/pkg/api"
 )
 
 // Private rooms across a fleet of three serve processes (this test
 // program, see TestMain), each with its embedded NATS on loopback and its
 // games in worker processes, as hoster-server runs them.
-
-// roomNode is one serve process of a test fleet for the rooms tests, which
-// run games in workers (fleetNode, of the sync tests, runs them in process).
-type roomNode struct {
-	name   string
-	listen string // its --listen address
-	relay  string // its rooms' relay address
-	cmd    *exec.Cmd
-	logs   *waitbuf.Buffer
-}
-
-// kill ends the node as a crash does (SIGKILL): its claims are left to
-// expire, its sockets cut without a close frame.
-func (n *roomNode) kill() {
-	n.cmd.Process.Kill()
-	n.cmd.Wait()
-}
-
-var (
-	servingLine = regexp.MustCompile(`msg=serving listen=(\S+)`)
-	relayLine   = regexp.MustCompile(`msg="fleet: rooms relay listening" addr=(\S+)`)
-)
-
-// startRoomFleet starts n serve processes that form one fleet, each with the
-// example arena in its own hosting root, and waits until each serves its
-// games.
-func startRoomFleet(t *testing.T, n int) []*roomNode {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	routes := httptestutil.FreeAddrs(t, n)
-	nodes := make([]*roomNode, n)
-	for i := range n {
-		var peers []string
-		for j, a := range routes {
-			if j != i {
-				peers = append(peers, a)
-			}
-		}
-		nd := &roomNode{name: fmt.Sprintf("n%d", i), logs: waitbuf.New()}
-		nd.cmd = exec.Command(exe, "serve", "--hosting-root", exampleGames(t, "example.com"), "--logs-root", t.TempDir(),
-			"--listen", "127.0.0.1:0", "--ask-listen", "127.0.0.1:0", "--stats-interval", "1h",
-			"--cluster-listen", routes[i], "--cluster-peers", strings.Join(peers, ","),
-			"--cluster-node", nd.name, "--cluster-relay", "127.0.0.1:0")
-		nd.cmd.Stderr = nd.logs
-		if err := nd.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nd.kill)
-		nodes[i] = nd
-	}
-	for _, nd := range nodes {
-		// A hang guard: a fleet of three forms in a few seconds.
-		if !nd.logs.WaitFor(`msg="games loaded"`, 1, 60*time.Second) {
-			t.Fatalf("node %s never served its games:\n%s", nd.name, nd.logs)
-		}
-		nd.listen = servingLine.FindStringSubmatch(nd.logs.String())[1]
-		nd.relay = relayLine.FindStringSubmatch(nd.logs.String())[1]
-	}
-	return nodes
-}
 
 // roomPlayer is a player of the arena's room, with what it saw: each
 // other player appearing ("appear:<name>") and moving ("move:<name>"), and
@@ -215,20 +148,20 @@ func playTogether(t *testing.T, a, b *roomPlayer) {
 // one's claim expired.
 func TestFleetPrivateRoomFromAnyNode(t *testing.T) {
 	nodes := startRoomFleet(t, 3)
-	alice := joinRoom(t, nodes[0].listen, "alice", "198.51.100.1", "r1")
-	bob := joinRoom(t, nodes[1].listen, "bob", "198.51.100.2", "r1")
+	alice := joinRoom(t, nodes[0].Listen, "alice", "198.51.100.1", "r1")
+	bob := joinRoom(t, nodes[1].Listen, "bob", "198.51.100.2", "r1")
 	playTogether(t, alice, bob)
 
 	// alice's node made the room: it is the owner.
 	died := time.Now()
-	nodes[0].kill()
+	nodes[0].Kill(t)
 	if code := bob.closed(t); code != 1001 {
 		t.Errorf("the relayed player got %d when the room's node died, want 1001", code)
 	}
 	alice.closed(t)
 	back := make(chan *roomPlayer, 2)
-	go func() { back <- joinRoom(t, nodes[2].listen, "alice", "198.51.100.1", "r1") }()
-	go func() { back <- joinRoom(t, nodes[1].listen, "bob", "198.51.100.2", "r1") }()
+	go func() { back <- joinRoom(t, nodes[2].Listen, "alice", "198.51.100.1", "r1") }()
+	go func() { back <- joinRoom(t, nodes[1].Listen, "bob", "198.51.100.2", "r1") }()
 	a, b := <-back, <-back
 	welcomed := time.Since(died)
 	playTogether(t, a, b)
@@ -247,7 +180,7 @@ func TestFleetRelayRefusesAStranger(t *testing.T) {
 		string(binary.BigEndian.AppendUint16(nil, uint16(len(body)))) + body, // a wrong secret
 		req, // no preamble at all
 	} {
-		c, err := net.Dial("tcp", nd.relay)
+		c, err := net.Dial("tcp", nd.Relay)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -259,8 +192,8 @@ func TestFleetRelayRefusesAStranger(t *testing.T) {
 		}
 		c.Close()
 	}
-	if !nd.logs.WaitFor(`msg="fleet: a relay connection refused"`, 2, 20*time.Second) {
-		t.Fatalf("the refusals are not logged:\n%s", nd.logs)
+	if !nd.Out.WaitFor(`msg="fleet: a relay connection refused"`, 2, 20*time.Second) {
+		t.Fatalf("the refusals are not logged:\n%s", nd.Out)
 	}
 }
 

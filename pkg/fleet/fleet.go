@@ -209,17 +209,35 @@ func (n *Node) embed(o Options) error {
 	if n.ns, err = server.NewServer(so); err != nil {
 		return fmt.Errorf("starting the embedded NATS server: %w", err)
 	}
-	n.ns.SetLoggerV2(natsLogger{n.log}, false, false, false)
+	fatal := make(chan error, 1)
+	n.ns.SetLoggerV2(natsLogger{n.log, fatal}, false, false, false)
 	n.ns.Start()
-	if !n.ns.ReadyForConnections(30 * time.Second) {
+	if err := n.ready(fatal); err != nil {
 		n.ns.Shutdown()
-		return errors.New("starting the embedded NATS server: not ready after 30s")
+		return fmt.Errorf("starting the embedded NATS server: %w", err)
 	}
 	if n.nc, err = nats.Connect("", append(n.connOptions(), nats.InProcessServer(n.ns), nats.Token(token))...); err != nil {
 		n.ns.Shutdown()
 		return fmt.Errorf("connecting to the embedded NATS server: %w", err)
 	}
 	return nil
+}
+
+// ready waits until the embedded server takes connections, or says it
+// cannot (fatal: its route port taken, say), which it would otherwise
+// only report after the wait.
+func (n *Node) ready(fatal <-chan error) error {
+	ready := make(chan bool, 1)
+	go func() { ready <- n.ns.ReadyForConnections(30 * time.Second) }()
+	select {
+	case err := <-fatal:
+		return err
+	case ok := <-ready:
+		if !ok {
+			return errors.New("not ready after 30s")
+		}
+		return nil
+	}
 }
 
 // randomToken is a fresh secret of 32 random bytes, hex.
@@ -295,15 +313,25 @@ func (n *Node) JetStream() jetstream.JetStream { return n.js }
 
 // KeyValue creates or opens the key-value bucket cfg names, with the
 // fleet's replica count when cfg sets none, retrying until JetStream can
-// place it (a quorum of the nodes is up) or ctx ends.
+// place it (a quorum of the nodes is up) and its stream has a leader, or
+// ctx ends.
 func (n *Node) KeyValue(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	if cfg.Replicas == 0 {
 		cfg.Replicas = n.replicas
 	}
 	var kv jetstream.KeyValue
 	err := retry(ctx, func(ctx context.Context) (err error) {
-		kv, err = n.js.CreateOrUpdateKeyValue(ctx, cfg)
-		return err
+		if kv, err = n.js.CreateOrUpdateKeyValue(ctx, cfg); err != nil {
+			return err
+		}
+		st, err := kv.Status(ctx)
+		if err != nil {
+			return err
+		}
+		if st, ok := st.(*jetstream.KeyValueBucketStatus); ok {
+			return led(st.StreamInfo())
+		}
+		return nil
 	}, func(err error) error { return fmt.Errorf("opening the fleet's bucket %s: %w", cfg.Bucket, err) })
 	return kv, err
 }
@@ -316,10 +344,29 @@ func (n *Node) ObjectStore(ctx context.Context, cfg jetstream.ObjectStoreConfig)
 	}
 	var os jetstream.ObjectStore
 	err := retry(ctx, func(ctx context.Context) (err error) {
-		os, err = n.js.CreateOrUpdateObjectStore(ctx, cfg)
-		return err
+		if os, err = n.js.CreateOrUpdateObjectStore(ctx, cfg); err != nil {
+			return err
+		}
+		st, err := os.Status(ctx)
+		if err != nil {
+			return err
+		}
+		if st, ok := st.(*jetstream.ObjectBucketStatus); ok {
+			return led(st.StreamInfo())
+		}
+		return nil
 	}, func(err error) error { return fmt.Errorf("opening the fleet's object store %s: %w", cfg.Bucket, err) })
 	return os, err
+}
+
+// led is nil once a bucket's stream has elected its leader. Just made, or
+// just after a node joined, it has none for a moment: a write then gets no
+// response and a read no responder.
+func led(si *jetstream.StreamInfo) error {
+	if si != nil && si.Cluster != nil && si.Cluster.Leader == "" {
+		return errors.New("its stream has no leader yet")
+	}
+	return nil
 }
 
 // Close leaves the fleet: the connection is drained and the embedded
@@ -337,7 +384,11 @@ func (n *Node) Close() error {
 
 // natsLogger passes the embedded server's warnings and errors on; its
 // notices and traces are left out (a started server says a page of them).
-type natsLogger struct{ log *slog.Logger }
+// Its first fatal error goes to fatal too.
+type natsLogger struct {
+	log   *slog.Logger
+	fatal chan<- error
+}
 
 func (l natsLogger) Noticef(string, ...any) {}
 func (l natsLogger) Debugf(string, ...any)  {}
@@ -349,5 +400,10 @@ func (l natsLogger) Errorf(format string, v ...any) {
 	l.log.Error("nats: " + fmt.Sprintf(format, v...))
 }
 func (l natsLogger) Fatalf(format string, v ...any) {
-	l.log.Error("nats: " + fmt.Sprintf(format, v...))
+	msg := fmt.Sprintf(format, v...)
+	l.log.Error("nats: " + msg)
+	select {
+	case l.fatal <- errors.New(msg):
+	default:
+	}
 }

@@ -140,8 +140,13 @@ func StartSync(ctx context.Context, n *Node, o SyncOptions) (*Sync, error) {
 		Description: "hoster: the games' file bodies, by sha256"}); err != nil {
 		return nil, err
 	}
-	if s.bodyStream, err = n.js.Stream(ctx, "OBJ_"+BodyStore); err != nil {
-		return nil, fmt.Errorf("opening the fleet's object store: %w", err)
+	// Read again while JetStream does not answer in time (a stream whose
+	// leader is still being elected, a busy meta layer), as the buckets are.
+	if err := retry(ctx, func(ctx context.Context) (err error) {
+		s.bodyStream, err = n.js.Stream(ctx, "OBJ_"+BodyStore)
+		return err
+	}, func(err error) error { return fmt.Errorf("opening the fleet's object store: %w", err) }); err != nil {
+		return nil, err
 	}
 	s.deb = store.NewDebouncer(o.ReloadDebounce, o.Reload)
 	s.ctx, s.cancel = context.WithCancel(context.Background())

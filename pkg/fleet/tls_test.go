@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hoster-dev/hoster/internal/httptestutil"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -60,30 +59,13 @@ func testCA(t *testing.T, n int) (*x509.CertPool, []tls.Certificate) {
 // others against the fleet's CA, share a bucket.
 func TestRoutesOverTLS(t *testing.T) {
 	pool, certs := testCA(t, 3)
-	addrs := httptestutil.FreeAddrs(t, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	nodes := make([]*Node, 3)
-	errs := make(chan error, 3)
-	for i := range 3 {
+	nodes := joinAll(t, 3, func(i int, addrs []string) Options {
 		cfg := &tls.Config{Certificates: certs[i : i+1], RootCAs: pool, ClientCAs: pool,
 			ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}
-		go func() {
-			var err error
-			nodes[i], err = Join(ctx, Options{Name: fmt.Sprintf("n%d", i), Listen: addrs[i], Peers: others(addrs, i), Dir: t.TempDir(), TLS: cfg})
-			errs <- err
-		}()
-	}
-	for range 3 {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
-	defer func() {
-		for _, nd := range nodes {
-			nd.Close()
-		}
-	}()
+		return Options{Name: fmt.Sprintf("n%d", i), Listen: addrs[i], Peers: others(addrs, i), Dir: t.TempDir(), TLS: cfg}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
 	a, err := nodes[0].KeyValue(ctx, jetstream.KeyValueConfig{Bucket: "tls"})
 	if err != nil {
 		t.Fatal(err)

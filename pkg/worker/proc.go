@@ -108,9 +108,10 @@ func (p *Pool) start(s *slot) (*proc, error) {
 	}
 	relayed := make(chan struct{})
 	go func() { defer close(relayed); wk.relayLog(stderr) }()
-	go wk.readControl()
+	read := make(chan struct{})
+	go wk.readControl(read)
 	go wk.watch()
-	go wk.wait(relayed)
+	go wk.wait(relayed, read)
 	// The version goes first: every socket handed after it finds the game.
 	if err := wk.sendVersion(src); err != nil {
 		wk.stopping.Store(true)

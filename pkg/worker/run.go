@@ -26,8 +26,15 @@ const (
 	reasonEnded  = "the game's worker ended"
 )
 
-// readControl takes the worker's messages until its socket closes.
-func (wk *proc) readControl() {
+// Test hooks, nil outside tests: exitSeen runs once wait has seen the
+// worker's exit, beforeMessage before readControl acts on a message; a
+// test orders the two with them.
+var exitSeen, beforeMessage func(wk *proc)
+
+// readControl takes the worker's messages until its socket closes, then
+// closes read.
+func (wk *proc) readControl(read chan<- struct{}) {
+	defer close(read)
 	for {
 		m, fd, err := wk.ch.recv()
 		if fd >= 0 {
@@ -35,6 +42,9 @@ func (wk *proc) readControl() {
 		}
 		if err != nil {
 			return
+		}
+		if beforeMessage != nil {
+			beforeMessage(wk)
 		}
 		switch m.T {
 		case msgHello:
@@ -106,9 +116,16 @@ func (wk *proc) watch() {
 
 // wait waits for the worker's end, closes the sockets it still had with
 // the code that says why, and tells the pool.
-func (wk *proc) wait(relayed <-chan struct{}) {
+func (wk *proc) wait(relayed, read <-chan struct{}) {
 	<-relayed // its last words are read before its exit is judged
 	err := wk.cmd.Wait()
+	if exitSeen != nil {
+		exitSeen(wk)
+	}
+	// And its last control messages: a stuck worker says why, then exits,
+	// and the exit may be seen first. Its end of the socket closed with
+	// it, so the reading ends.
+	<-read
 	wk.ch.close()
 	wk.judgeMemory(err)
 	wk.mu.Lock()

@@ -309,7 +309,9 @@ func TestKilledWorker(t *testing.T) {
 		t.Fatalf("a killed worker's player got %d %q, want 4004", code, text)
 	}
 	b.play(t, 2)
-	again := e.join("a.example/count", "")
+	// The player is told before the pool forgets the worker: a join in
+	// between meets the dead worker and gets a 503 to retry.
+	again := e.rejoin("a.example/count")
 	again.play(t, 1)
 	if e.workerPid("a.example/count", 2) == e.workerPid("a.example/count", 1) {
 		t.Fatal("the same worker served the rejoin")

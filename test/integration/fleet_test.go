@@ -5,14 +5,12 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/hoster-dev/hoster/internal/waitbuf"
+	"github.com/hoster-dev/hoster/internal/fleettest"
 )
 
 // Two Chromium players of the example arena, each reaching its own node of
@@ -28,8 +26,8 @@ func TestFleetRoomInChromium(t *testing.T) {
 	bin := buildBinaries(t)
 	nodes := startServeFleet(t, filepath.Join(bin, "hoster-server"), 3)
 	// Player a's balancer prefers node 0, then 2; player b's node 1.
-	a := balancer(t, nodes[0].listen, nodes[2].listen)
-	b := balancer(t, nodes[1].listen, nodes[2].listen)
+	a := balancer(t, nodes[0].Listen, nodes[2].Listen)
+	b := balancer(t, nodes[1].Listen, nodes[2].Listen)
 
 	chrome := startChromium(t, "about:blank", "--host-resolver-rules=MAP example.com 127.0.0.1")
 	ta := chrome.attach(chrome.open(fmt.Sprintf("http://example.com:%s/arena/?room=r1", port(a))))
@@ -45,8 +43,7 @@ func TestFleetRoomInChromium(t *testing.T) {
 		}
 	}
 	died := time.Now()
-	nodes[0].Process.Kill() // the room's owner: player a reached it first
-	nodes[0].Wait()
+	nodes[0].Kill(t) // the room's owner: player a reached it first
 	for i, tab := range []*tab{ta, tb} {
 		var me string
 		if err := tab.await(`window.rejoined`, 30*time.Second, &me); err != nil {
@@ -77,26 +74,12 @@ func seeEachOtherMove(t *testing.T, pages ...*tab) {
 	}
 }
 
-// servedNode is a hoster-server serve process of a test fleet.
-type servedNode struct {
-	*exec.Cmd
-	listen string
-}
-
-var servingAt = regexp.MustCompile(`msg=serving listen=(\S+)`)
-
 // startServeFleet starts n hoster-server serve processes that form one
 // fleet on loopback, each with the example arena (open to any origin) in
 // a hosting root of its own, and waits until each serves its games.
-func startServeFleet(t *testing.T, server string, n int) []*servedNode {
+func startServeFleet(t *testing.T, server string, n int) []*fleettest.Node {
 	t.Helper()
-	var routes []string
-	for range n {
-		routes = append(routes, fmt.Sprintf("127.0.0.1:%d", freePort(t)))
-	}
-	nodes := make([]*servedNode, n)
-	logs := make([]*waitbuf.Buffer, n)
-	for i := range n {
+	return fleettest.Start(t, n, server, func() string {
 		root := t.TempDir()
 		arena := filepath.Join(root, "hoster-games", "example.com", "arena")
 		if err := os.CopyFS(arena, os.DirFS(filepath.Join(repoRoot(t), "examples", "sites", "example.com", "arena"))); err != nil {
@@ -105,31 +88,8 @@ func startServeFleet(t *testing.T, server string, n int) []*servedNode {
 		cfg := filepath.Join(arena, "hoster-game.json")
 		b, _ := os.ReadFile(cfg)
 		os.WriteFile(cfg, []byte(strings.Replace(string(b), `"https://example.com"`, `"*"`, 1)), 0o644)
-		var peers []string
-		for j, r := range routes {
-			if j != i {
-				peers = append(peers, r)
-			}
-		}
-		cmd := exec.Command(server, "serve", "--hosting-root", root, "--logs-root", t.TempDir(),
-			"--listen", "127.0.0.1:0", "--ask-listen", "127.0.0.1:0",
-			"--cluster-listen", routes[i], "--cluster-peers", strings.Join(peers, ","),
-			"--cluster-node", fmt.Sprintf("n%d", i), "--cluster-relay", "127.0.0.1:0")
-		logs[i] = waitbuf.New()
-		cmd.Stderr = logs[i]
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		nodes[i] = &servedNode{Cmd: cmd}
-	}
-	for i, nd := range nodes {
-		if !logs[i].WaitFor(`msg="games loaded"`, 1, 60*time.Second) { // a hang guard
-			t.Fatalf("node %d never served its games:\n%s", i, logs[i])
-		}
-		nd.listen = servingAt.FindStringSubmatch(logs[i].String())[1]
-	}
-	return nodes
+		return root
+	})
 }
 
 // balancer is a TCP load balancer as a player meets one: each connection

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/hoster-dev/hoster/internal/fleettest"
 	"github.com/hoster-dev/hoster/internal/socktest"
 	"github.com/hoster-dev/hoster/pkg/deploy"
 )
@@ -28,11 +28,13 @@ func TestWatchReloadsLive(t *testing.T) {
 	os.MkdirAll(srv, 0o755)
 	token, _ := deploy.NewToken()
 	deploy.WriteToken(filepath.Join(srv, "hoster-token"), token)
-	listen, ask := fmt.Sprintf("127.0.0.1:%d", freePort(t)), fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	server := startProcess(t, "hoster-server", exec.Command(filepath.Join(bin, "hoster-server"), "serve",
-		"--hosting-root", srv, "--logs-root", filepath.Join(dir, "logs"), "--listen", listen, "--ask-listen", ask,
+		"--hosting-root", srv, "--logs-root", filepath.Join(dir, "logs"), "--listen", "127.0.0.1:0", "--ask-listen", "127.0.0.1:0",
 		"--reload-debounce", "100ms"))
-	server.waitFor(t, "msg=serving")
+	if !server.Until(fleettest.ServingLine.MatchString, 30*time.Second) { // a hang guard
+		t.Fatalf("the server never served:\n%s", server)
+	}
+	listen := fleettest.ServingLine.FindStringSubmatch(server.String())[1]
 
 	sites := filepath.Join(dir, "sites")
 	os.CopyFS(sites, os.DirFS(filepath.Join(repoRoot(t), "examples", "sites")))
