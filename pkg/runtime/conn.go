@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -344,15 +345,21 @@ func (c *conn) readLoop() {
 		return nil
 	})
 	window, count := time.Now(), 0
+	refreshed := window  // the read deadline moves on at most once a second: each move costs a timer's
+	var buf bytes.Buffer // each frame read into it: handle keeps nothing of it
 	for {
-		kind, data, err := ws.ReadMessage()
+		kind, data, err := readInto(ws, &buf)
 		if err != nil {
 			// gorilla answers a frame over the read limit with 1009 itself.
 			clean = websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway)
 			return
 		}
-		deadline()
-		if now := time.Now(); now.Sub(window) >= time.Second {
+		now := time.Now()
+		if now.Sub(refreshed) >= time.Second {
+			refreshed = now
+			deadline()
+		}
+		if now.Sub(window) >= time.Second {
 			window, count = now, 0
 		}
 		if count++; count > c.rt.o.MaxCommandsPerSecond {
@@ -370,6 +377,24 @@ func (c *conn) readLoop() {
 		}
 		c.handle(data)
 	}
+}
+
+// readInto reads the next data frame's message into buf (emptied first)
+// and returns its bytes, good until the next read; a large frame's buffer
+// is not kept.
+func readInto(ws *websocket.Conn, buf *bytes.Buffer) (int, []byte, error) {
+	if buf.Cap() > 64<<10 {
+		*buf = bytes.Buffer{}
+	}
+	buf.Reset()
+	kind, r, err := ws.NextReader()
+	if err != nil {
+		return 0, nil, err
+	}
+	if _, err := buf.ReadFrom(r); err != nil {
+		return 0, nil, err
+	}
+	return kind, buf.Bytes(), nil
 }
 
 // handle takes one command frame: a malformed one, an unknown command or
