@@ -297,9 +297,12 @@ func (v *vm) ticks(inst *goja.Object, dt float64) error {
 			continue // removed by an earlier entity's tick
 		}
 		var typ goja.Value
-		if t != nil {
+		switch {
+		case t != nil && t.kind != nil:
+			typ = t.kind
+		case t != nil:
 			typ = t.Get("type")
-		} else {
+		default:
 			typ = en.Get("type")
 		}
 		if typ == nil || !goja.IsString(typ) {

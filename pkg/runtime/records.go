@@ -293,6 +293,9 @@ type thing struct {
 	dirt  bool         // some field is dirty
 	extra map[string]goja.Value
 	keys  []string
+	// kind is extra["type"] (nil when not there), kept apart so that the
+	// entities' ticks read an entity's type without a lookup.
+	kind goja.Value
 }
 
 var thingType = reflect.TypeOf((*thing)(nil))
@@ -346,6 +349,9 @@ func (t *thing) Set(key string, x goja.Value) bool {
 		t.keys = append(t.keys, key)
 	}
 	t.extra[key] = x
+	if key == "type" {
+		t.kind = x
+	}
 	return true
 }
 
@@ -366,6 +372,9 @@ func (t *thing) Delete(key string) bool {
 		t.dirty[n], t.dirt = true, true
 	} else if _, ok := t.extra[key]; ok {
 		delete(t.extra, key)
+		if key == "type" {
+			t.kind = nil
+		}
 	} else {
 		return true
 	}

@@ -13,7 +13,7 @@ import (
 // The entities' ticks walk the entities as they were when the tick began,
 // each one as it is when its turn comes: one an earlier tick removed is
 // skipped, one it replaced runs as its replacement, one it spawned waits
-// for the next tick.
+// for the next tick; one whose type a tick changed runs its new type's.
 func TestEntityTicksSeeEarlierTicksChanges(t *testing.T) {
 	root := t.TempDir()
 	dir := filepath.Join(root, "d.example", "g")
@@ -27,7 +27,10 @@ func TestEntityTicksSeeEarlierTicksChanges(t *testing.T) {
   i.state.seen.push("box " + e.id);
   if (e.id === "e1" && !i.state.done) { i.state.done = true; i.remove("e2"); i.entities.e3 = i.spawn("gem", {}); }
 }`,
-		"hoster-entities/gem/tick.js": `export default function (i, e) { i.state.seen.push("gem " + e.id); }`,
+		"hoster-entities/gem/tick.js": `export default function (i, e) {
+  i.state.seen.push("gem " + e.id);
+  if (e.id === "e4") e.type = "box";
+}`,
 	}
 	for rel, body := range files {
 		os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755)
@@ -57,7 +60,7 @@ func TestEntityTicksSeeEarlierTicksChanges(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := []string{"box e1", "gem e5", "gem e4", "box e1", "gem e5", "gem e4", "gem e5"}
+	want := []string{"box e1", "gem e5", "gem e4", "box e1", "gem e5", "box e4", "gem e5"}
 	if !slices.Equal(state.Seen[:7], want) {
 		t.Fatalf("the ticks ran as %q, want %q", state.Seen, want)
 	}
