@@ -77,7 +77,10 @@ type conn struct {
 }
 
 var upgrader = websocket.Upgrader{
-	ReadBufferSize: 4096,
+	// 0: gorilla reads through the HTTP server's hijacked reader (4 KiB)
+	// instead of a buffer of its own, when it reads at all (a frameReader
+	// reads most sockets).
+	ReadBufferSize: 0,
 	// gorilla writes no message here (conn.writeOut frames them all): a pool
 	// it never draws from spares each connection a write buffer.
 	WriteBufferPool: &sync.Pool{},

@@ -82,7 +82,7 @@ func (f *frameReader) compact() {
 		need = n
 	}
 	if cap(f.buf) < need || cap(f.buf) > 4*minRead && need <= minRead {
-		nb := make([]byte, rest, max(need, 2*minRead))
+		nb := make([]byte, rest, need)
 		copy(nb, f.buf[f.at:])
 		f.buf = nb
 	} else {
