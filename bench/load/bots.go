@@ -120,8 +120,8 @@ func wireSize(payload int) int64 {
 // moveRate times a second and reads everything it is sent until ctx ends.
 // It returns once every bot has joined or failed (or after a minute), with
 // wait, which returns once every bot has stopped.
-func runBots(ctx context.Context, p protocol, n, moveRate, sendRate, timeEvery int) (st *botStats, wait func()) {
-	return runBotsWith(ctx, p, n, moveRate, sendRate, botOptions{timeEvery: timeEvery}, nil)
+func runBots(ctx context.Context, p protocol, n, moveRate, sendRate int) (st *botStats, wait func()) {
+	return runBotsWith(ctx, p, n, moveRate, sendRate, botOptions{}, nil)
 }
 
 // runBotsWith is runBots with options; with bySecond, st counts each

@@ -143,7 +143,7 @@ func inProcess(g loadGame, players, moveRate, timeEvery, seconds int, cpuprofile
 	defer srv.Close()
 
 	ctx, cancel := context.WithCancel(context.Background())
-	st, wait := runBots(ctx, hosterProtocol{url: "ws" + strings.TrimPrefix(srv.URL, "http") + "/load", host: "load.example", compact: g.compact}, players, moveRate, g.send, timeEvery)
+	st, wait := runBotsWith(ctx, hosterProtocol{url: "ws" + strings.TrimPrefix(srv.URL, "http") + "/load", host: "load.example", compact: g.compact}, players, moveRate, g.send, botOptions{timeEvery: timeEvery}, nil)
 	time.Sleep(2 * time.Second) // let the joins settle
 	o.mu.Lock()
 	o.ticks, o.sends = o.ticks[:0], o.sends[:0]
@@ -207,7 +207,7 @@ func outOfProcess(peer string, g loadGame, players, moveRate, timeEvery, seconds
 	if warm {
 		firstJoin = joinAndLeave(ctx, proto)
 	}
-	st, wait := runBots(ctx, proto, players, moveRate, g.send, timeEvery)
+	st, wait := runBotsWith(ctx, proto, players, moveRate, g.send, botOptions{timeEvery: timeEvery}, nil)
 	time.Sleep(2 * time.Second) // let the joins settle
 	cpu0, err := srv.cpu()
 	if err != nil {
