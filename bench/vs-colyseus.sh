@@ -7,7 +7,10 @@
 # (bench/load -peer) drive each in turn from their own process, each moving
 # 10 times a second. Server CPU comes from /proc/PID/stat over the window
 # (hoster-server's process and its game workers, --isolation process),
-# bytes per update as received on the wire.
+# bytes per update as received on the wire. The command latency is timed at
+# the bots: one bot in 10 sends one move at a time, and times it from its
+# write to its read of the first update in which its own player changed
+# (loopback both ways, the wait for the server's tick and send round).
 #
 # Environment: SECS (measured window, default 20), VISIBLE=1 (each player
 # sees only what is within 25 units: hoster's visibility hook against
@@ -61,13 +64,16 @@ function v(line, key,   m) { if (match(line, " " key "=[^ ]*")) { m = substr(lin
 /peer=hoster/ { h[++nh] = $0 }
 /peer=colyseus/ { c[++nc] = $0 }
 END {
-	print "| players | server CPU hoster / Colyseus | RSS MiB | updates per player per s | bytes per update | players thrown out, silent | instances closed | hoster run queue (median) |"
-	print "|---|---|---|---|---|---|---|---|"
+	print "| players | server CPU hoster / Colyseus | RSS MiB | updates per player per s | bytes per update | command to update p50 / p99 ms | players thrown out, silent | instances closed | hoster run queue (median) |"
+	print "|---|---|---|---|---|---|---|---|---|"
 	for (i = 1; i <= nh && i <= nc; i++) {
 		hc = v(h[i], "cpu"); cc = v(c[i], "cpu"); hb = v(h[i], "bpu"); cb = v(c[i], "bpu")
-		printf "| %s | %.2f / %.2f cores (%.1fx) | %s / %s | %s / %s | %s / %s (%.1fx) | %s, %s / %s, %s | %s | %s |\n",
+		printf "| %s | %.2f / %.2f cores (%.1fx) | %s / %s | %s / %s | %s / %s (%.1fx) | %.0f / %.0f, %.0f / %.0f | %s, %s / %s, %s | %s | %s |\n",
 			v(h[i], "players"), hc, cc, (cc > 0 ? hc / cc : 0), v(h[i], "rss_mib"), v(c[i], "rss_mib"),
 			v(h[i], "ups"), v(c[i], "ups"), hb, cb, (cb > 0 ? hb / cb : 0),
+			v(h[i], "cmd_p50_ms"), v(h[i], "cmd_p99_ms"), v(c[i], "cmd_p50_ms"), v(c[i], "cmd_p99_ms"),
 			v(h[i], "thrown"), v(h[i], "silent"), v(c[i], "thrown"), v(c[i], "silent"), v(h[i], "closed"), v(h[i], "runq")
 	}
 }' "$out"
+echo
+echo "Command to update: at the bots, one in 10 moving one move at a time, from its write of a move to its read of the first update its own player changed in, hoster p50 / p99, Colyseus p50 / p99 (loopback both ways included)."

@@ -32,15 +32,21 @@ type protocol interface {
 	// answer is what the bot must send back for a received frame, if
 	// anything (Colyseus's join acknowledgement).
 	answer(data []byte) []byte
+	// effects follows a joined socket's frames for a timed bot
+	// (latency.go).
+	effects(j joined) (effects, error)
 }
 
 // joined is what a join's welcome said: the room (instance) the player
 // landed in and, for hoster, the token that resumes its seat; and how long
 // the WebSocket handshake took (from the dial to the upgrade's answer,
-// before the welcome).
+// before the welcome); its player's id (hoster's player, Colyseus's
+// sessionId) and hoster's welcome as it came.
 type joined struct {
 	room, resume string
 	handshake    time.Duration
+	player       string
+	welcome      []byte
 }
 
 // botStats is what the bots saw. Frames are counted only while measuring is
@@ -62,9 +68,11 @@ type botStats struct {
 	t0       atomic.Int64
 	bySecond []atomic.Int64
 
-	mu    sync.Mutex
-	rooms map[string]int
-	joins []time.Duration // each bot's first join: from its dial to its welcome
+	mu        sync.Mutex
+	rooms     map[string]int
+	joins     []time.Duration // each bot's first join: from its dial to its welcome
+	latencies []time.Duration // the timed bots' moves while measuring (latency.go)
+	lost      atomic.Int64    // timed moves whose effect did not come
 }
 
 // startMeasuring starts counting updates, bySecond's seconds from now.
@@ -87,6 +95,9 @@ type botOptions struct {
 	// dial).
 	closed   func(bot, code int, reason string)
 	welcomed func(bot int, room string, took time.Duration)
+	// timeEvery: one bot in timeEvery (0: none) times its moves instead of
+	// sending one each move interval (latency.go).
+	timeEvery int
 }
 
 // final are the close codes after which client.js does not come back.
@@ -174,7 +185,13 @@ func (st *botStats) bot(ctx context.Context, p protocol, i, moveRate, sendRate i
 				o.welcomed(i, j.room, took)
 			}
 			first, attempt = false, 0
-			code, reason := st.play(ctx, p, ws, i, moveRate, sendRate, &got)
+			var fx effects // a timed bot's
+			if o.timeEvery > 0 && i%o.timeEvery == 0 {
+				if fx, err = p.effects(j); err != nil {
+					log.Printf("bot %d: %v", i, err)
+				}
+			}
+			code, reason := st.play(ctx, p, ws, i, moveRate, sendRate, fx, &got)
 			if ctx.Err() != nil || !o.rejoin || final[code] {
 				return
 			}
@@ -206,8 +223,9 @@ func closeAtEnd(ctx context.Context, ws *websocket.Conn, wmu *sync.Mutex, ended 
 }
 
 // play moves and reads on one joined socket until it ends; it returns the
-// close code the server gave (1006 when none) and its reason.
-func (st *botStats) play(ctx context.Context, p protocol, ws *websocket.Conn, i, moveRate, sendRate int, got *int64) (int, string) {
+// close code the server gave (1006 when none) and its reason. With fx, the
+// bot times its moves (latency.go).
+func (st *botStats) play(ctx context.Context, p protocol, ws *websocket.Conn, i, moveRate, sendRate int, fx effects, got *int64) (int, string) {
 	defer ws.Close()
 	sendEvery := time.Second / time.Duration(sendRate)
 	moveEvery := time.Second / time.Duration(moveRate)
@@ -220,7 +238,16 @@ func (st *botStats) play(ctx context.Context, p protocol, ws *websocket.Conn, i,
 	ended := make(chan struct{})
 	defer close(ended)
 	go closeAtEnd(ctx, ws, &wmu, ended)
+	seen := make(chan time.Time, 1) // a timed bot's reads of its own player's changes
+	timed := fx != nil
+	if timed {
+		ft, mv := p.move()
+		go st.timedMoves(write, ft, mv, moveEvery, seen, ended)
+	}
 	go func() {
+		if timed {
+			return
+		}
 		t := time.NewTicker(moveEvery)
 		defer t.Stop()
 		ft, mv := p.move()
@@ -260,6 +287,17 @@ func (st *botStats) play(ctx context.Context, p protocol, ws *websocket.Conn, i,
 		data := buf.Bytes()
 		if a := p.answer(data); a != nil {
 			write(websocket.BinaryMessage, a)
+		}
+		if fx != nil {
+			if mine, err := fx.mine(data); err != nil {
+				log.Printf("bot %d: timing its moves: %v", i, err)
+				fx = nil // its moves go on untimed: lost
+			} else if mine {
+				select {
+				case seen <- time.Now():
+				default:
+				}
+			}
 		}
 		if !st.measuring.Load() || !p.isUpdate(data) {
 			continue
@@ -319,14 +357,19 @@ func (h hosterProtocol) join(ctx context.Context, resume string) (*websocket.Con
 		T        string `json:"t"`
 		Instance string `json:"instance"`
 		Resume   string `json:"resume"`
+		Player   string `json:"player"`
 	}
 	ws.SetReadDeadline(time.Now().Add(30 * time.Second))
-	if err := ws.ReadJSON(&welcome); err != nil || welcome.T != "welcome" {
+	_, raw, err := ws.ReadMessage()
+	if err == nil {
+		err = json.Unmarshal(raw, &welcome)
+	}
+	if err != nil || welcome.T != "welcome" {
 		ws.Close()
 		return nil, joined{}, fmt.Errorf("reading the welcome: %v (%q)", err, welcome.T)
 	}
 	ws.SetReadDeadline(time.Time{})
-	return ws, joined{room: welcome.Instance, resume: welcome.Resume, handshake: handshake}, nil
+	return ws, joined{room: welcome.Instance, resume: welcome.Resume, handshake: handshake, player: welcome.Player, welcome: raw}, nil
 }
 
 func (hosterProtocol) move() (int, []byte) {
@@ -381,7 +424,7 @@ func (c colyseusProtocol) join(ctx context.Context, _ string) (*websocket.Conn, 
 	if err != nil {
 		return nil, joined{}, fmt.Errorf("dialing the room: %w", err)
 	}
-	return ws, joined{room: seat.RoomID}, nil
+	return ws, joined{room: seat.RoomID, player: seat.SessionID}, nil
 }
 
 // move is ROOM_DATA with the type "move" as a msgpack string and

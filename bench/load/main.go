@@ -53,6 +53,7 @@ func main() {
 	tickRate := flag.Int("tick", 20, "tick rate")
 	sendRate := flag.Int("send", 10, "send rate")
 	moveRate := flag.Int("moves", 10, "moves each bot sends a second")
+	timeEvery := flag.Int("time-every", 10, "one bot in this many (0: none) times its moves, one at a time, from its write to the first update its own player changed in, instead of moving each move interval")
 	precision := flag.Float64("precision", 0.0001, "the precision the game declares for x and y (0: none); Colyseus's number type sends a float as float32 when that loses less than 1e-4")
 	format := flag.String("format", "compact", `the encoding hoster's bots ask for: "compact" (the subprotocol `+compact.Protocol+`, as the browser library does) or "json"`)
 	visible := flag.Bool("visible", false, "give the game a visibility hook: each player sees what is within 25 units of it")
@@ -88,9 +89,9 @@ func main() {
 	}
 	switch *peer {
 	case "":
-		inProcess(g, *players, *moveRate, *seconds, *cpuprofile)
+		inProcess(g, *players, *moveRate, *timeEvery, *seconds, *cpuprofile)
 	case "hoster", "colyseus":
-		outOfProcess(*peer, g, *players, *moveRate, *seconds, *serverBin, *colyseusDir, strings.Fields(*serverFlags), *warm, *probeEvery)
+		outOfProcess(*peer, g, *players, *moveRate, *timeEvery, *seconds, *serverBin, *colyseusDir, strings.Fields(*serverFlags), *warm, *probeEvery)
 	default:
 		log.Fatalf("reading -peer: %q is not hoster, colyseus or empty", *peer)
 	}
@@ -130,7 +131,7 @@ func (o *observer) observe(kind string, d time.Duration) {
 
 // inProcess runs the runtime in this process, beside the bots: it reports
 // the runtime's own tick and send-round times, and the CPU of both.
-func inProcess(g loadGame, players, moveRate, seconds int, cpuprofile string) {
+func inProcess(g loadGame, players, moveRate, timeEvery, seconds int, cpuprofile string) {
 	root, err := os.MkdirTemp("", "hoster-load-")
 	if err != nil {
 		log.Fatal(err)
@@ -149,7 +150,7 @@ func inProcess(g loadGame, players, moveRate, seconds int, cpuprofile string) {
 	defer srv.Close()
 
 	ctx, cancel := context.WithCancel(context.Background())
-	st, wait := runBots(ctx, hosterProtocol{url: "ws" + strings.TrimPrefix(srv.URL, "http") + "/load", host: "load.example", compact: g.compact}, players, moveRate, g.send)
+	st, wait := runBotsWith(ctx, hosterProtocol{url: "ws" + strings.TrimPrefix(srv.URL, "http") + "/load", host: "load.example", compact: g.compact}, players, moveRate, g.send, botOptions{timeEvery: timeEvery}, nil)
 	time.Sleep(2 * time.Second) // let the joins settle
 	o.mu.Lock()
 	o.ticks, o.sends = o.ticks[:0], o.sends[:0]
@@ -190,6 +191,7 @@ func inProcess(g loadGame, players, moveRate, seconds int, cpuprofile string) {
 		fmt.Printf("missed sends   %.3f%% of viewer send rounds skipped (%d of %d): the viewer's earlier updates were still waiting for its socket\n",
 			100*float64(skips.Load())/float64(skips.Load()+u), skips.Load(), skips.Load()+u)
 	}
+	timedLine(st, timeEvery)
 	if n := stalls.Load(); n > 0 {
 		fmt.Printf("stalls         %d times an instance fell too far behind and restarted its schedule (%v behind on average)\n",
 			n, (time.Duration(stalled.Load()) / time.Duration(n)).Round(time.Millisecond))
@@ -201,7 +203,7 @@ func inProcess(g loadGame, players, moveRate, seconds int, cpuprofile string) {
 // outOfProcess runs the server, hoster-server or the Colyseus room, in its
 // own process, the bots in this one, and measures the server from outside:
 // its CPU and memory from /proc, updates and their bytes at the bots.
-func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serverBin, colyseusDir string, serverFlags []string, warm bool, probeEvery time.Duration) {
+func outOfProcess(peer string, g loadGame, players, moveRate, timeEvery, seconds int, serverBin, colyseusDir string, serverFlags []string, warm bool, probeEvery time.Duration) {
 	addr := freeAddr()
 	srv, proto, cleanup := startPeer(peer, g, players, addr, serverBin, colyseusDir, serverFlags)
 	defer cleanup()
@@ -212,7 +214,7 @@ func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serve
 	if warm {
 		firstJoin = joinAndLeave(ctx, proto)
 	}
-	st, wait := runBots(ctx, proto, players, moveRate, g.send)
+	st, wait := runBotsWith(ctx, proto, players, moveRate, g.send, botOptions{timeEvery: timeEvery}, nil)
 	time.Sleep(2 * time.Second) // let the joins settle
 	cpu0, err := srv.cpu()
 	if err != nil {
@@ -261,6 +263,7 @@ func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serve
 			len(queued), queued[len(queued)/2], queued[len(queued)*9/10], queued[len(queued)-1])
 	}
 	joins := printJoins(st, firstJoin, probes, handshakes)
+	timed := timedLine(st, timeEvery)
 	fmt.Printf("thrown out     %d players whose connection the server ended; %d got no update while measured; %d instances closed by the server\n", thrownWhileMeasured, st.silent.Load(), closed)
 	// One line for bench/vs-colyseus.sh to read.
 	format := "json"
@@ -270,10 +273,10 @@ func outOfProcess(peer string, g loadGame, players, moveRate, seconds int, serve
 	if peer != "hoster" {
 		format = peer
 	}
-	fmt.Printf("RESULT format=%s peer=%s players=%d connected=%d rooms=%d cpu=%.3f rss_mib=%d ups=%.2f bpu=%.0f thrown=%d silent=%d closed=%d runq=%d %s flags=%s\n",
+	fmt.Printf("RESULT format=%s peer=%s players=%d connected=%d rooms=%d cpu=%.3f rss_mib=%d ups=%.2f bpu=%.0f thrown=%d silent=%d closed=%d runq=%d %s %s flags=%s\n",
 		format, peer, players, n, len(st.rooms), cores, rss>>20, float64(st.updates.Load())/float64(max(n, 1))/wall.Seconds(),
 		float64(st.received.Load())/float64(max(st.updates.Load(), 1)), thrownWhileMeasured, st.silent.Load(), closed, runq,
-		joins, strings.Join(serverFlags, ","))
+		joins, timed, strings.Join(serverFlags, ","))
 }
 
 // startPeer starts the server of peer, hoster-server or the Colyseus room,

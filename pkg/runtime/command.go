@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"strconv"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -27,14 +28,14 @@ func quickCommand(data []byte) (m command, ok bool) {
 		if !first && !s.byte(',') {
 			return command{}, false
 		}
-		key, ok := s.str()
+		key, ok := s.name()
 		if !ok || !s.byte(':') {
 			return command{}, false
 		}
 		switch {
 		case key == "c" && !seenC:
 			seenC = true
-			if m.C, ok = s.str(); !ok {
+			if m.C, ok = s.name(); !ok {
 				return command{}, false
 			}
 		case key == "a" && !seenA:
@@ -80,8 +81,24 @@ func (s *scan) byte(c byte) bool {
 
 // str reads a string without escapes or control characters, valid UTF-8.
 func (s *scan) str() (string, bool) {
-	if !s.byte('"') {
+	b, ok := s.strBytes()
+	return string(b), ok
+}
+
+// name is str for a command's name or an argument's: the same few come in
+// every frame, and are made strings once (names).
+func (s *scan) name() (string, bool) {
+	b, ok := s.strBytes()
+	if !ok {
 		return "", false
+	}
+	return names.of(b), true
+}
+
+// strBytes is str's bytes, in the frame.
+func (s *scan) strBytes() ([]byte, bool) {
+	if !s.byte('"') {
+		return nil, false
 	}
 	start, ascii := s.i, true
 	for ; s.i < len(s.b); s.i++ {
@@ -90,16 +107,39 @@ func (s *scan) str() (string, bool) {
 			str := s.b[start:s.i]
 			s.i++
 			if !ascii && !utf8.Valid(str) {
-				return "", false
+				return nil, false
 			}
-			return string(str), true
+			return str, true
 		case c == '\\' || c < 0x20:
-			return "", false
+			return nil, false
 		case c >= utf8.RuneSelf:
 			ascii = false
 		}
 	}
-	return "", false
+	return nil, false
+}
+
+// nameCache keeps the strings of names seen, a few hundred at most, each
+// in the slot its hash picks (the last one there stays): every reader
+// shares it without a lock.
+type nameCache [256]atomic.Pointer[string]
+
+var names nameCache
+
+// of is b as a string: the one kept when it is there, else a new one,
+// kept.
+func (c *nameCache) of(b []byte) string {
+	h := uint32(2166136261) // FNV-1a
+	for _, x := range b {
+		h = (h ^ uint32(x)) * 16777619
+	}
+	slot := &c[h%uint32(len(c))]
+	if p := slot.Load(); p != nil && *p == string(b) {
+		return *p
+	}
+	str := string(b)
+	slot.Store(&str)
+	return str
 }
 
 // args reads "a": null, or an object of scalars with distinct keys.
@@ -116,7 +156,7 @@ func (s *scan) args() (any, bool) {
 		return m, true
 	}
 	for {
-		key, ok := s.str()
+		key, ok := s.name()
 		if !ok || !s.byte(':') {
 			return nil, false
 		}

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -76,7 +77,10 @@ type conn struct {
 }
 
 var upgrader = websocket.Upgrader{
-	ReadBufferSize: 4096,
+	// 0: gorilla reads through the HTTP server's hijacked reader (4 KiB)
+	// instead of a buffer of its own, when it reads at all (a frameReader
+	// reads most sockets).
+	ReadBufferSize: 0,
 	// gorilla writes no message here (conn.writeOut frames them all): a pool
 	// it never draws from spares each connection a write buffer.
 	WriteBufferPool: &sync.Pool{},
@@ -321,55 +325,106 @@ func (rt *Runtime) dropSeats(in *Instance) {
 
 // readLoop reads commands until the socket ends: a malformed frame or a bad
 // command gets an error frame and the socket stays open; too large a frame or
-// too many commands closes it (1008).
+// too many commands closes it (1008). A socket that gives its descriptor is
+// read by a frameReader, another (TLS, a test's pipe) by gorilla's reader.
 func (c *conn) readLoop() {
 	clean := false // the player closed with 1000 or 1001: a leave
 	defer func() { c.rt.disconnected(c, clean) }()
 	defer c.closeWith(1000, "")
 	ws := c.ws
-	ws.SetReadLimit(c.rt.o.MaxFrame)
 	deadline := func() { ws.SetReadDeadline(time.Now().Add(3 * pingEvery)) }
 	deadline()
-	ws.SetPongHandler(func(string) error { deadline(); return nil })
-	// gorilla would answer pings and a close frame with writes of its own;
-	// they go out in order with the runtime's frames instead.
-	ws.SetPingHandler(func(data string) error {
-		if c.add(outFrame{opPong, []byte(data)}, false) {
+	// Pings are answered in order with the runtime's frames, not by a write
+	// of the reader's own.
+	ping := func(data []byte) {
+		if c.add(outFrame{opPong, bytes.Clone(data)}, false) {
 			c.flush()
 		}
-		return nil
-	})
+	}
+	var err error
+	if rc := c.sock.reader(); rc != nil {
+		f := &frameReader{limit: c.rt.o.MaxFrame}
+		err = f.run(rc, c.commands(deadline), ping, func([]byte) { deadline() }, c.closeWith)
+	} else {
+		err = c.readGorilla(deadline, ping)
+	}
+	clean = websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway)
+}
+
+// readGorilla reads the socket's messages with gorilla's reader until it
+// ends, and returns why.
+func (c *conn) readGorilla(deadline func(), ping func([]byte)) error {
+	ws := c.ws
+	ws.SetReadLimit(c.rt.o.MaxFrame)
+	ws.SetPongHandler(func(string) error { deadline(); return nil })
+	ws.SetPingHandler(func(data string) error { ping([]byte(data)); return nil })
 	ws.SetCloseHandler(func(code int, _ string) error {
 		c.closeWith(code, "")
 		return nil
 	})
-	window, count := time.Now(), 0
+	message := c.commands(deadline)
+	var buf bytes.Buffer // each frame read into it: handle keeps nothing of it
 	for {
-		kind, data, err := ws.ReadMessage()
+		// gorilla answers a frame over the read limit with 1009 itself.
+		kind, data, err := readInto(ws, &buf)
 		if err != nil {
-			// gorilla answers a frame over the read limit with 1009 itself.
-			clean = websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway)
-			return
+			return err
 		}
-		deadline()
-		if now := time.Now(); now.Sub(window) >= time.Second {
+		if !message(kind, data) {
+			return nil
+		}
+	}
+}
+
+// commands is what takes the socket's messages (false: the socket is to
+// end): each one moves the read deadline on (at most once a second: each
+// move costs a timer's work) and counts for the commands per second.
+func (c *conn) commands(deadline func()) func(kind int, data []byte) bool {
+	window, count := time.Now(), 0
+	refreshed := window
+	return func(kind int, data []byte) bool {
+		now := time.Now()
+		if now.Sub(refreshed) >= time.Second {
+			refreshed = now
+			deadline()
+		}
+		if now.Sub(window) >= time.Second {
 			window, count = now, 0
 		}
 		if count++; count > c.rt.o.MaxCommandsPerSecond {
 			c.closeWith(websocket.ClosePolicyViolation, "too many commands")
-			return
+			return false
 		}
 		if kind != websocket.TextMessage {
 			c.sendError("frames must be text: JSON {\"c\": command, \"a\": {arguments}}", "")
-			continue
+			return true
 		}
 		if !utf8.Valid(data) {
 			// RFC 6455 8.1: a text frame that is not UTF-8 fails the connection.
 			c.closeWith(websocket.CloseInvalidFramePayloadData, "text frames must be valid UTF-8")
-			return
+			return false
 		}
 		c.handle(data)
+		return true
 	}
+}
+
+// readInto reads the next data frame's message into buf (emptied first)
+// and returns its bytes, good until the next read; a large frame's buffer
+// is not kept.
+func readInto(ws *websocket.Conn, buf *bytes.Buffer) (int, []byte, error) {
+	if buf.Cap() > 64<<10 {
+		*buf = bytes.Buffer{}
+	}
+	buf.Reset()
+	kind, r, err := ws.NextReader()
+	if err != nil {
+		return 0, nil, err
+	}
+	if _, err := buf.ReadFrom(r); err != nil {
+		return 0, nil, err
+	}
+	return kind, buf.Bytes(), nil
 }
 
 // handle takes one command frame: a malformed one, an unknown command or

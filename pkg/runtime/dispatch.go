@@ -269,19 +269,27 @@ func (v *vm) ticks(inst *goja.Object, dt float64) error {
 		return errors.New("instance.entities is not an object")
 	}
 	var ids []string
+	var snap []mapEntry // m's entries while no tick has set or deleted one (gen)
+	var gen uint64
 	m := thingMapOf(ents)
 	if m != nil { // the usual instance.entities: its ids and things without goja
-		ids = slices.Clone(m.ids)
+		ids, snap, gen = slices.Clone(m.ids), m.entries(), m.gen
 	} else {
 		ids = ents.Keys()
 	}
 	args := []goja.Value{inst, nil, dtV} // goja copies them: one slice for every entity
-	for _, id := range ids {
+	var last string                      // the type of the entity before, and its hook
+	var lastHook hook
+	var hasLast bool
+	for i, id := range ids {
 		var x goja.Value
 		var t *thing
-		if m != nil {
+		switch {
+		case m != nil && m.gen == gen:
+			x, t = snap[i].obj, snap[i].t
+		case m != nil:
 			x, t = m.at(id)
-		} else {
+		default:
 			x = ents.Get(id)
 		}
 		en, ok := x.(*goja.Object)
@@ -289,19 +297,27 @@ func (v *vm) ticks(inst *goja.Object, dt float64) error {
 			continue // removed by an earlier entity's tick
 		}
 		var typ goja.Value
-		if t != nil {
+		switch {
+		case t != nil && t.kind != nil:
+			typ = t.kind
+		case t != nil:
 			typ = t.Get("type")
-		} else {
+		default:
 			typ = en.Get("type")
 		}
 		if typ == nil || !goja.IsString(typ) {
 			continue
 		}
-		if th, ok := h.entityTicks[typ.String()]; ok {
-			args[1] = en
-			if err := v.callHook(th, "entity", "", typ.String(), args...); err != nil {
-				return err
+		if name := typ.String(); !hasLast || name != last {
+			last = name
+			lastHook, hasLast = h.entityTicks[name]
+			if !hasLast {
+				continue
 			}
+		}
+		args[1] = en
+		if err := v.callHook(lastHook, "entity", "", last, args...); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -293,6 +293,9 @@ type thing struct {
 	dirt  bool         // some field is dirty
 	extra map[string]goja.Value
 	keys  []string
+	// kind is extra["type"] (nil when not there), kept apart so that the
+	// entities' ticks read an entity's type without a lookup.
+	kind goja.Value
 }
 
 var thingType = reflect.TypeOf((*thing)(nil))
@@ -346,6 +349,9 @@ func (t *thing) Set(key string, x goja.Value) bool {
 		t.keys = append(t.keys, key)
 	}
 	t.extra[key] = x
+	if key == "type" {
+		t.kind = x
+	}
 	return true
 }
 
@@ -366,6 +372,9 @@ func (t *thing) Delete(key string) bool {
 		t.dirty[n], t.dirt = true, true
 	} else if _, ok := t.extra[key]; ok {
 		delete(t.extra, key)
+		if key == "type" {
+			t.kind = nil
+		}
 	} else {
 		return true
 	}
@@ -402,6 +411,12 @@ func (v *vm) badField(owner string, f *fieldSpec, x goja.Value, at string) {
 type thingMap struct {
 	ids  []string
 	objs map[string]mapEntry
+	// gen counts the Sets and Deletes; ents is ids' entries in their
+	// order as of the last entries (fresh: no Set or Delete since), so
+	// that walking an unchanged map looks nothing up.
+	gen   uint64
+	ents  []mapEntry
+	fresh bool
 }
 
 // mapEntry is a value of a thingMap and, when it is a thing, the thing,
@@ -427,6 +442,7 @@ func (m *thingMap) Set(key string, x goja.Value) bool {
 		m.objs = map[string]mapEntry{}
 	}
 	m.objs[key] = e
+	m.gen, m.fresh = m.gen+1, false
 	return true
 }
 
@@ -445,8 +461,23 @@ func (m *thingMap) Delete(key string) bool {
 	if _, ok := m.objs[key]; ok {
 		delete(m.objs, key)
 		m.ids = slices.DeleteFunc(m.ids, func(k string) bool { return k == key })
+		m.gen, m.fresh = m.gen+1, false
 	}
 	return true
+}
+
+// entries is ids' entries, in their order, good until the next Set or
+// Delete (gen tells); after one, the first call looks them up again.
+func (m *thingMap) entries() []mapEntry {
+	if !m.fresh {
+		clear(m.ents)
+		m.ents = m.ents[:0]
+		for _, id := range m.ids {
+			m.ents = append(m.ents, m.objs[id])
+		}
+		m.fresh = true
+	}
+	return m.ents
 }
 
 func (m *thingMap) Keys() []string { return slices.Clone(m.ids) }

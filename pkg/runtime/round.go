@@ -81,17 +81,18 @@ func (v *vm) collect() error {
 			return errors.New("instance." + name + " is not an object")
 		}
 		ids := s.ids[:0]
+		var ents []mapEntry
 		m := thingMapOf(objs)
 		if m != nil {
-			ids = m.ids
+			ids, ents = m.ids, m.entries()
 		} else {
 			ids = append(ids, objs.Keys()...)
 		}
-		for _, id := range ids {
+		for i, id := range ids {
 			var x goja.Value
 			var t *thing
 			if m != nil {
-				x, t = m.at(id)
+				x, t = ents[i].obj, ents[i].t
 			} else {
 				x = objs.Get(id)
 			}

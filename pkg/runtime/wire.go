@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -52,7 +53,8 @@ var errWouldBlock = errors.New("the socket cannot take more without blocking")
 // protocol), so frames never interleave.
 type wire struct {
 	net.Conn
-	raw rawWriter // nil: no non-blocking writes, the writer goroutine writes all
+	raw rawWriter       // nil: no non-blocking writes, the writer goroutine writes all
+	rd  syscall.RawConn // nil: gorilla's reader reads the socket (conn.readLoop)
 
 	mu        sync.Mutex // held for each write
 	upgraded  bool       // the handshake is written: what gorilla writes now is a close frame
@@ -67,7 +69,15 @@ type rawWriter interface {
 }
 
 func newWire(c net.Conn) *wire {
-	return &wire{Conn: c, raw: rawOf(c)}
+	return &wire{Conn: c, raw: rawOf(c), rd: readerOf(c)}
+}
+
+// reader is the socket's descriptor to read frames from, nil for none.
+func (w *wire) reader() syscall.RawConn {
+	if w == nil {
+		return nil
+	}
+	return w.rd
 }
 
 // SetWriteDeadline keeps gorilla's deadline for its own next write; the

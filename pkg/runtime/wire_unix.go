@@ -23,6 +23,34 @@ func rawOf(c net.Conn) rawWriter {
 	return sysWriter{rc}
 }
 
+// readerOf is c's descriptor for a frameReader, nil when c gives none.
+func readerOf(c net.Conn) syscall.RawConn {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return rc
+}
+
+// readSome is one read(2) on fd (retried when a signal interrupted it);
+// again: nothing to read now.
+func readSome(fd uintptr, p []byte) (n int, again bool, err error) {
+	for {
+		n, err = syscall.Read(int(fd), p)
+		switch err {
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return 0, true, nil
+		}
+		return max(n, 0), false, err
+	}
+}
+
 func (s sysWriter) tryWrite(p []byte) (int, error) {
 	var n int
 	var werr error
