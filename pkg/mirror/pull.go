@@ -372,20 +372,20 @@ func (f *puller) add(list []*fileJob, bad []Failure) {
 	if dup != nil {
 		bad = append([]Failure{*dup}, bad...)
 	}
-	refused := reportBad(f.rep, bad)
+	got := reportBad(f.rep, bad) // the refused entries, and the files exact already
 	scanLocal(list)
 	var todo []*fileJob
 	var total int64
 	for _, j := range list {
 		if j.local == j.size {
-			refused.Unchanged++
+			got.Unchanged++
 			continue
 		}
 		todo = append(todo, j)
 		total += j.bytes()
 	}
 	f.mu.Lock()
-	f.sum.add(refused)
+	f.sum.add(got)
 	f.mu.Unlock()
 	if len(todo) > 0 {
 		f.rep.Begin("fetch", len(todo), total)
