@@ -26,6 +26,8 @@ type output struct {
 	bar      *mpb.Bar
 	done     int
 	total    int
+	kind     string // the bar's phase
+	bytes    int64  // the bar's total bytes
 }
 
 func newOutput(ios *IO, g *globals) *output {
@@ -38,15 +40,27 @@ func (o *output) barMode() bool { return o.ios.ErrIsTerminal && !o.quiet && !o.j
 // lines reports whether a line per action is printed.
 func (o *output) lineMode() bool { return !o.ios.ErrIsTerminal && !o.quiet && !o.json }
 
-// Begin starts a phase.
+// Begin starts a phase, or adds to the one under way when it is of the
+// same kind: a pull begins fetching each part's files as its listing
+// comes.
 func (o *output) Begin(kind string, ops int, bytes int64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	done, count := 0, ops
+	if o.bar != nil && kind == o.kind && o.bytes > 0 {
+		if !o.bar.Completed() {
+			o.total += ops
+			o.bytes += bytes
+			o.bar.SetTotal(o.bytes, false)
+			return
+		}
+		done, count = o.done, o.total+ops // a bar for the bytes added, the files counted on
+	}
 	o.finishBar()
 	if !o.barMode() || ops == 0 {
 		return
 	}
-	o.done, o.total = 0, ops
+	o.done, o.total, o.kind, o.bytes = done, count, kind, bytes
 	o.progress = mpb.New(mpb.WithOutput(o.ios.ErrOut), mpb.WithWidth(40))
 	total := bytes
 	unit := decor.CountersKibiByte("% .1f / % .1f")

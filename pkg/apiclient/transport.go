@@ -46,6 +46,14 @@ func transports(u *url.URL, pin string, cfg ClientConfig) (uploads, small http.R
 	}
 	sm := tr.Clone()
 	sm.ForceAttemptHTTP2 = true // with our own TLS config, HTTP/2 must be asked for
+	// Frames of up to 1 MiB, not the 16 KiB a client takes unless it says
+	// more: Caddy then sends a download in frames of its own copy's size
+	// (32 KiB), each written to TLS as a 4 KiB piece and the rest, where a
+	// 16 KiB frame is a 4 KiB piece and 12 KiB; a quarter fewer writes and
+	// records for it, the proxies on the way and this client, and half the
+	// window updates back (bench/pull-link.sh: Caddy's writes for a month
+	// of logs 10,190 to 7,572).
+	sm.HTTP2 = &http.HTTP2Config{MaxReadFrameSize: 1 << 20}
 	tr.TLSClientConfig = tlsCfg.Clone()
 	if tlsCfg != nil {
 		tr.TLSClientConfig.NextProtos = []string{"http/1.1"}

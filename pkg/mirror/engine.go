@@ -44,11 +44,23 @@ type queue[T any] struct {
 	left    int // items not yet handed out
 	running int // items handed out and not yet done
 	stopped bool
+	// open: more items may come (add); the held ones wait for it to end
+	// (close), and the workers wait for items rather than return.
+	open bool
 }
 
-func newQueue[T any](items []T, k kind[T]) *queue[T] {
-	q := &queue[T]{k: k, held: map[string][]T{}, failed: map[string]bool{}, left: len(items)}
+func newQueue[T any](k kind[T]) *queue[T] {
+	q := &queue[T]{k: k, held: map[string][]T{}, failed: map[string]bool{}, open: true}
 	q.cond = sync.NewCond(&q.mu)
+	return q
+}
+
+// add puts items in the queue, in its order with those there.
+func (q *queue[T]) add(items []T) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	defer q.cond.Broadcast()
+	q.left += len(items)
 	for _, it := range items {
 		if g, ok := q.group(it); ok {
 			q.held[g] = append(q.held[g], it)
@@ -57,9 +69,19 @@ func newQueue[T any](items []T, k kind[T]) *queue[T] {
 		q.pending++
 		q.ready = append(q.ready, it)
 	}
-	q.release()
 	q.sort()
-	return q
+}
+
+// close says no item comes after those added, and returns those held back
+// for good, if every other item landed already.
+func (q *queue[T]) close() (heldBack []T) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	defer q.cond.Broadcast()
+	q.open = false
+	heldBack = q.release()
+	q.sort()
+	return heldBack
 }
 
 func (q *queue[T]) group(it T) (string, bool) {
@@ -69,11 +91,11 @@ func (q *queue[T]) group(it T) (string, bool) {
 	return q.k.held(it)
 }
 
-// release makes the held items ready once no other item is pending, and
-// returns those of groups with a failure: held back for good. q.mu is held
-// (or q is new).
+// release makes the held items ready once no other item is pending or
+// may still come, and returns those of groups with a failure: held back
+// for good. q.mu is held.
 func (q *queue[T]) release() (heldBack []T) {
-	if q.pending > 0 {
+	if q.pending > 0 || q.open {
 		return nil
 	}
 	for _, g := range slices.Sorted(maps.Keys(q.held)) {
@@ -114,13 +136,13 @@ func (q *queue[T]) alone(it T) bool { return q.k.alone != nil && q.k.alone(it) }
 func (q *queue[T]) next(big, batch bool) (out []T, last bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for len(q.ready) == 0 && q.left > 0 && !q.stopped {
+	for len(q.ready) == 0 && (q.left > 0 || q.open) && !q.stopped {
 		q.cond.Wait()
 	}
 	if q.stopped || len(q.ready) == 0 {
 		return nil, false
 	}
-	if batch && q.k.held != nil && q.pending == 0 && q.running == 0 && len(q.ready) == q.left {
+	if batch && q.k.held != nil && !q.open && q.pending == 0 && q.running == 0 && len(q.ready) == q.left {
 		out, q.ready, q.left = q.ready, nil, 0
 		q.running += len(out)
 		return out, true
@@ -187,33 +209,72 @@ func (q *queue[T]) stop() {
 // held-back items included, with heldErr), until all are done or ctx ends.
 func run[T any](ctx context.Context, items []T, k kind[T], jobs int, one func(T) error,
 	many func(ts []T, last bool) []error, report func(T, error), heldErr error) {
-	q := newQueue(items, k)
-	stop := context.AfterFunc(ctx, q.stop)
-	defer stop()
-	var wg sync.WaitGroup
-	for w := 0; w < min(jobs, len(items)); w++ {
-		wg.Add(1)
+	e := start(ctx, k, min(jobs, len(items)), one, many, report, heldErr)
+	e.add(items)
+	e.wait()
+}
+
+// engine is a run whose items are added as they become known (a pull's,
+// as each listing comes): the workers start at once, and the transfers of
+// the items added first go while the rest are still being found.
+type engine[T any] struct {
+	q       *queue[T]
+	wg      sync.WaitGroup
+	stop    func() bool
+	report  func(T, error)
+	heldErr error
+}
+
+// start starts a run of jobs workers with no items yet; add gives them
+// items, wait says there are no more and waits for them all to be done.
+// The arguments are run's.
+func start[T any](ctx context.Context, k kind[T], jobs int, one func(T) error,
+	many func(ts []T, last bool) []error, report func(T, error), heldErr error) *engine[T] {
+	e := &engine[T]{q: newQueue(k), report: report, heldErr: heldErr}
+	e.stop = context.AfterFunc(ctx, e.q.stop)
+	for w := 0; w < jobs; w++ {
+		e.wg.Add(1)
 		go func(big bool) {
-			defer wg.Done()
-			for {
-				ts, last := q.next(big, many != nil)
-				if len(ts) == 0 {
-					return
-				}
-				var errs []error
-				if many == nil || q.alone(ts[0]) {
-					errs = []error{one(ts[0])}
-				} else {
-					errs = many(ts, last)
-				}
-				for i, it := range ts {
-					report(it, errs[i])
-					for _, h := range q.done(it, errs[i]) {
-						report(h, heldErr)
-					}
-				}
-			}
+			defer e.wg.Done()
+			e.work(big, one, many)
 		}(w%2 == 0)
 	}
-	wg.Wait()
+	return e
+}
+
+// work is one worker: it takes items (big: from the biggest end) until
+// none is left.
+func (e *engine[T]) work(big bool, one func(T) error, many func(ts []T, last bool) []error) {
+	q := e.q
+	for {
+		ts, last := q.next(big, many != nil)
+		if len(ts) == 0 {
+			return
+		}
+		var errs []error
+		if many == nil || q.alone(ts[0]) {
+			errs = []error{one(ts[0])}
+		} else {
+			errs = many(ts, last)
+		}
+		for i, it := range ts {
+			e.report(it, errs[i])
+			for _, h := range q.done(it, errs[i]) {
+				e.report(h, e.heldErr)
+			}
+		}
+	}
+}
+
+// add gives the workers more items.
+func (e *engine[T]) add(items []T) { e.q.add(items) }
+
+// wait says no item comes after those added, and returns once every one
+// is done (or ctx ended).
+func (e *engine[T]) wait() {
+	for _, h := range e.q.close() {
+		e.report(h, e.heldErr)
+	}
+	e.wg.Wait()
+	e.stop()
 }

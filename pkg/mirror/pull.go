@@ -163,10 +163,13 @@ func pullOne(ctx context.Context, remote LogsRemote, p Part, jobs int, rep Repor
 }
 
 // Pull mirrors the parts: their listings are asked at once (and the check
-// beside them), then every file of every part is brought up to date in one
-// run of the transfer engine, as many at once as the link warrants. errs
-// holds each part's own error (its listing failed: nothing of it was
-// fetched), err what stops the whole pull (the check failed).
+// beside them), and every file of every part is brought up to date in one
+// run of the transfer engine, as many at once as the link warrants, each
+// part's files from the moment its listing comes: the access logs and the
+// day-files are on their way while the game-log tree is still being
+// listed. errs holds each part's own error (its listing failed: nothing of
+// it was fetched), err what stops the whole pull (the check failed: nothing
+// was fetched).
 func Pull(ctx context.Context, remote LogsRemote, parts []Part, opts PullOptions, rep Reporter) (sum PullSummary, errs []error, err error) {
 	if rep == nil {
 		rep = NopReporter{}
@@ -175,36 +178,37 @@ func Pull(ctx context.Context, remote LogsRemote, parts []Part, opts PullOptions
 		opts.Jobs = 8
 	}
 	errs = make([]error, len(parts))
-	lists := make([][]*fileJob, len(parts))
-	bad := make([][]Failure, len(parts))
-	var wg sync.WaitGroup
+	type listed struct {
+		list []*fileJob
+		bad  []Failure
+	}
+	lists := make(chan listed, len(parts))
 	for i, p := range parts {
-		wg.Add(1)
 		go func() {
-			defer wg.Done()
-			lists[i], bad[i], errs[i] = p.plan(ctx, remote, p.Dir)
+			var l listed
+			l.list, l.bad, errs[i] = p.plan(ctx, remote, p.Dir)
+			lists <- l
 		}()
 	}
 	if opts.Check != nil {
 		err = opts.Check()
 	}
-	wg.Wait()
 	if err != nil {
+		for range parts {
+			<-lists
+		}
 		return PullSummary{Failures: []Failure{}}, errs, err
-	}
-	var all []*fileJob
-	var refused []Failure
-	for i := range parts {
-		all = append(all, lists[i]...)
-		refused = append(refused, bad[i]...)
 	}
 	jobs := opts.Jobs
 	if l, ok := remote.(Link); ok {
 		jobs = InFlight(l.RTT(), opts.Jobs)
 	}
-	sum = runJobs(ctx, remote, all, jobs, rep)
-	sum.add(reportBad(rep, refused))
-	return sum, errs, nil
+	f := startPull(ctx, remote, jobs, rep)
+	for range parts {
+		l := <-lists
+		f.add(l.list, l.bad)
+	}
+	return f.wait(), errs, nil
 }
 
 // planLogs lists the access logs: access.log is the active log,
@@ -332,61 +336,88 @@ type BatchFetcher interface {
 	FetchFiles(ctx context.Context, files []api.FetchFile, each func(i int, body io.Reader, length int64)) error
 }
 
-// runJobs brings every file up to date on the transfer engine, jobs at a
-// time: the small whole files in batches where the remote offers the batch
-// download, every other one (tails, big files) with a request of its own.
-func runJobs(ctx context.Context, remote LogsRemote, list []*fileJob, jobs int, rep Reporter) PullSummary {
+// puller is a pull's run of the transfer engine: the files of each listing
+// are added as it comes (add), the small whole ones fetched in batches
+// where the remote offers the batch download, every other one (tails, big
+// files) with a request of its own.
+type puller struct {
+	rep  Reporter
+	dirs *folders
+	e    *engine[*fileJob]
+	mu   sync.Mutex
+	sum  PullSummary
+}
+
+// startPull starts the engine's jobs workers, with no file yet.
+func startPull(ctx context.Context, remote LogsRemote, jobs int, rep Reporter) *puller {
 	if rep == nil {
 		rep = NopReporter{}
 	}
-	sum := PullSummary{Failures: []Failure{}}
+	f := &puller{rep: rep, dirs: &folders{}, sum: PullSummary{Failures: []Failure{}}}
+	var batch func([]*fileJob, bool) []error
+	if b, ok := remote.(BatchFetcher); ok && b.CanFetchBatch() {
+		batch = func(js []*fileJob, _ bool) []error { return fetchBatch(ctx, b, js, f.dirs) }
+	}
+	f.e = start(ctx, fetches, jobs, func(j *fileJob) (err error) {
+		j.got, err = syncFile(ctx, remote, j, f.dirs)
+		return err
+	}, batch, f.done, nil)
+	return f
+}
+
+// add brings the files of one listing up to date, those not exact
+// already, and reports the entries of it that were refused (bad).
+func (f *puller) add(list []*fileJob, bad []Failure) {
 	list, dup := unique(list)
 	if dup != nil {
-		sum.add(reportBad(rep, []Failure{*dup}))
+		bad = append([]Failure{*dup}, bad...)
 	}
+	got := reportBad(f.rep, bad) // the refused entries, and the files exact already
 	scanLocal(list)
 	var todo []*fileJob
 	var total int64
 	for _, j := range list {
 		if j.local == j.size {
-			sum.Unchanged++
+			got.Unchanged++
 			continue
 		}
 		todo = append(todo, j)
 		total += j.bytes()
 	}
+	f.mu.Lock()
+	f.sum.add(got)
+	f.mu.Unlock()
 	if len(todo) > 0 {
-		rep.Begin("fetch", len(todo), total)
+		f.rep.Begin("fetch", len(todo), total)
 	}
-	dirs := &folders{}
-	defer dirs.close()
-	var batch func([]*fileJob, bool) []error
-	if b, ok := remote.(BatchFetcher); ok && b.CanFetchBatch() {
-		batch = func(js []*fileJob, _ bool) []error { return fetchBatch(ctx, b, js, dirs) }
+	f.e.add(todo)
+}
+
+// done records how one file's fetch ended.
+func (f *puller) done(j *fileJob, err error) {
+	if err != nil {
+		err = errors.New(pullCause(err))
 	}
-	var mu sync.Mutex
-	run(ctx, todo, fetches, jobs, func(j *fileJob) (err error) {
-		j.got, err = syncFile(ctx, remote, j, dirs)
-		return err
-	}, batch, func(j *fileJob, err error) {
-		if err != nil {
-			err = errors.New(pullCause(err))
+	f.mu.Lock()
+	if err != nil {
+		f.sum.Failures = append(f.sum.Failures, Failure{Op: "fetch", Path: j.label, Error: err.Error()})
+	} else {
+		f.sum.Fetched++
+		f.sum.Bytes += j.got.n
+		if j.got.kept != nil {
+			f.sum.Kept = append(f.sum.Kept, *j.got.kept)
 		}
-		mu.Lock()
-		if err != nil {
-			sum.Failures = append(sum.Failures, Failure{Op: "fetch", Path: j.label, Error: err.Error()})
-		} else {
-			sum.Fetched++
-			sum.Bytes += j.got.n
-			if j.got.kept != nil {
-				sum.Kept = append(sum.Kept, *j.got.kept)
-			}
-		}
-		mu.Unlock()
-		rep.Done(Op{Kind: "fetch", Path: j.label, Size: j.got.n}, err)
-	}, nil)
-	sort.Slice(sum.Kept, func(a, b int) bool { return sum.Kept[a].Path < sum.Kept[b].Path })
-	return sum
+	}
+	f.mu.Unlock()
+	f.rep.Done(Op{Kind: "fetch", Path: j.label, Size: j.got.n}, err)
+}
+
+// wait returns what the pull did once every file added is done.
+func (f *puller) wait() PullSummary {
+	f.e.wait()
+	f.dirs.close()
+	sort.Slice(f.sum.Kept, func(a, b int) bool { return f.sum.Kept[a].Path < f.sum.Kept[b].Path })
+	return f.sum
 }
 
 // fetchBatch fetches js whole in one batch download, each written in place
