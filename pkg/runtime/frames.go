@@ -144,12 +144,17 @@ func (f *frameReader) take(message func(int, []byte) bool, ping, pong func([]byt
 		}
 		p := f.buf[f.at:]
 		final, op := p[0]&0x80 != 0, int(p[0]&0x0f)
+		if n < 0 { // a 64-bit length with its top bit set (RFC 6455 5.2: must be 0), of any frame
+			closeWith(websocket.CloseMessageTooBig, "")
+			f.err = errFrameLimit
+			return true
+		}
 		if reason := f.check(p[0], p[1], op, final, n); reason != "" {
 			closeWith(websocket.CloseProtocolError, reason)
 			f.err = errors.New("websocket: " + reason)
 			return true
 		}
-		if op < 8 && (n < 0 || f.limit > 0 && int64(len(f.msg))+n > f.limit) {
+		if op < 8 && f.limit > 0 && int64(len(f.msg))+n > f.limit {
 			closeWith(websocket.CloseMessageTooBig, "")
 			f.err = errFrameLimit
 			return true

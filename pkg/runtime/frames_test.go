@@ -151,6 +151,7 @@ func TestFrameReaderRefusesBadFrames(t *testing.T) {
 		{"bad close code", clientFrame(true, websocket.CloseMessage, []byte{0x03, 0xed}, true), "close 1002 bad close code 1005"},
 		{"over the limit", clientFrame(true, 1, bytes.Repeat([]byte("a"), 17), true), "close 1009 "},
 		{"fragments over the limit", append(clientFrame(false, 1, bytes.Repeat([]byte("a"), 10), true), clientFrame(true, 0, bytes.Repeat([]byte("a"), 7), true)...), "close 1009 "},
+		{"a length with its top bit set", []byte{0x89, 0xff, 0x80, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4}, "close 1009 "},
 		{"close without a code", clientFrame(true, websocket.CloseMessage, nil, true), "close 1005 "},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -172,4 +173,40 @@ func TestFrameReaderRefusesBadFrames(t *testing.T) {
 	if err := (&frameReader{limit: 16}).run(rc, l.message, l.ping, l.pong, l.closeWith); err == nil || strings.Join(l.got, "|") != "msg 1 a" {
 		t.Fatalf("a socket that ended: got %q and %v", l.got, err)
 	}
+}
+
+// FuzzFrameReader: whatever bytes a player sends, the frame reader neither
+// panics nor hands on more than its limit, and hands on the same messages
+// and close whether the bytes come at once or a byte at a time.
+func FuzzFrameReader(f *testing.F) {
+	f.Add(clientFrame(true, websocket.TextMessage, []byte("hello"), true))
+	f.Add(append(clientFrame(false, websocket.TextMessage, []byte("he"), true), clientFrame(true, 0, []byte("llo"), true)...))
+	f.Add(clientFrame(true, websocket.PingMessage, []byte("p"), true))
+	f.Add(clientFrame(true, websocket.CloseMessage, []byte{0x03, 0xe8}, true))
+	f.Add([]byte{0x89, 0xff, 0x80, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		const limit = 64
+		feed := func(step int) (string, bool) {
+			var l frameLog
+			r := &frameReader{limit: limit, buf: make([]byte, 0, len(b))}
+			msg := func(op int, data []byte) bool {
+				if len(data) > limit {
+					t.Fatalf("a message of %d bytes passed the limit %d", len(data), limit)
+				}
+				return l.message(op, data)
+			}
+			for i := 0; i < len(b); i += step {
+				r.buf = append(r.buf, b[i:min(i+step, len(b))]...)
+				if r.take(msg, l.ping, l.pong, l.closeWith) {
+					return strings.Join(l.got, "|"), true
+				}
+			}
+			return strings.Join(l.got, "|"), false
+		}
+		whole, wholeEnded := feed(max(len(b), 1))
+		single, singleEnded := feed(1)
+		if whole != single || wholeEnded != singleEnded {
+			t.Fatalf("at once: %q (ended %v); a byte at a time: %q (ended %v)", whole, wholeEnded, single, singleEnded)
+		}
+	})
 }
