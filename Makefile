@@ -59,6 +59,9 @@ fuzz: ## fuzz the path checks and parsers, FUZZTIME (30s) each
 	$(GO) test -run '^$$' -fuzz FuzzParseCommand -fuzztime $(FUZZTIME) ./pkg/runtime
 	$(GO) test -run '^$$' -fuzz FuzzPlanAgainstAHostileTree -fuzztime $(FUZZTIME) ./pkg/mirror
 	$(GO) test -run '^$$' -fuzz FuzzNormalisePin -fuzztime $(FUZZTIME) ./pkg/apiclient
+	$(GO) test -run '^$$' -fuzz FuzzPureHook -fuzztime $(FUZZTIME) ./pkg/runtime
+	$(GO) test -run '^$$' -fuzz FuzzQuickCommand -fuzztime $(FUZZTIME) ./pkg/runtime
+	$(GO) test -run '^$$' -fuzz FuzzRecords -fuzztime $(FUZZTIME) ./pkg/runtime
 
 docs: ## regenerate the command-line reference, docs/cli, from the cobra commands
 	$(GO) run ./internal/docgen -out docs/cli
