@@ -16,7 +16,9 @@
 # sees only what is within 25 units: hoster's visibility hook against
 # Colyseus's StateView), FIRST=colyseus (run Colyseus first at each size),
 # RUNS (runs at each size, default 1), FORMAT (what hoster's bots ask for:
-# compact, the default, as the browser library does, or json).
+# compact, the default, as the browser library does, or json),
+# BENCH_SERVER_LOG=FILE (hoster-server's output appended there, to read
+# after a run that went wrong).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -53,6 +54,16 @@ func startServer(argv []string, env []string, dir, addr string) (*server, error)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the bench
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
+	// BENCH_SERVER_LOG: a file that gets the server's output too, to read
+	// after a run that went wrong.
+	if p := os.Getenv("BENCH_SERVER_LOG"); p != "" {
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("opening BENCH_SERVER_LOG: %w", err)
+		}
+		w := io.MultiWriter(out, f)
+		cmd.Stdout, cmd.Stderr = w, w
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", argv[0], err)
 	}
