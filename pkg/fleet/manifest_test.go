@@ -47,7 +47,7 @@ func externalFleet(t *testing.T, n int) []*Node {
 
 // bigGame writes files files of a game on sn's disk, each with a path of
 // about 200 bytes, and returns their changes and the tree: a manifest of
-// 6,000 of them is some 1.5 MB of JSON. The bodies are few, so that the
+// 6,000 of them is some 1.6 MB of JSON. The bodies are few, so that the
 // test spends its time on the manifest.
 func (sn *syncNode) bigGame(t *testing.T, game string, files int) ([]store.Change, map[string]string) {
 	t.Helper()
