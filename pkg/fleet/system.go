@@ -112,6 +112,9 @@ func RemoveNode(ctx context.Context, systemURL, name string) error {
 	if err := json.Unmarshal(msg.Data, &resp); err != nil {
 		return fail(fmt.Errorf("reading JetStream's answer: %w", err))
 	}
+	if server.IsNatsErr(resp.Error, server.JSClusterServerNotMemberErr) {
+		return fail(fmt.Errorf("JetStream refused: %s (no node of that --cluster-node name, or removed already)", resp.Error.Description))
+	}
 	if resp.Error != nil {
 		return fail(fmt.Errorf("JetStream refused: %s", resp.Error.Description))
 	}

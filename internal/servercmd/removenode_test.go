@@ -1,0 +1,61 @@
+package servercmd
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// removeNode runs hoster-server remove-node with args, and returns its exit
+// status and its output.
+func removeNode(args ...string) (int, string) {
+	var out bytes.Buffer
+	code := Main(append([]string{"remove-node"}, args...), &out, &out)
+	return code, out.String()
+}
+
+// TestRemoveNodeOfAnEmbeddedFleet: hoster-server remove-node, run beside a
+// live node of a fleet of three, refuses to remove a running node, removes
+// a stopped one from JetStream, and the two left go on syncing. (Before, an
+// embedded fleet had no way to remove a node: peer-remove needs NATS's
+// system account, which the embedded server opened to nobody.)
+func TestRemoveNodeOfAnEmbeddedFleet(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir()) // not the developer's hoster.json
+	nodes := startFleet(t, 3, 1)
+	a, b, c := nodes[0], nodes[1], nodes[2]
+
+	if code, out := removeNode(c.name, "--hosting-root", a.root); code != 1 || !strings.Contains(out, "it is running") {
+		t.Fatalf("removing the running %s: exit %d, want 1 and why:\n%s", c.name, code, out)
+	}
+	c.stop()
+	c.wait(t)
+	if code, out := removeNode(c.name, "--hosting-root", a.root); code != 0 || !strings.Contains(out, "removed "+c.name) {
+		t.Fatalf("removing the stopped %s: exit %d\n%s", c.name, code, out)
+	}
+	if strings.Contains(a.out.String(), "JetStream being DISABLED") {
+		t.Fatalf("%s turned its JetStream off:\n%s", a.name, a.out)
+	}
+
+	sites := arenaSites(t, 3)
+	index := "<p>after the removal</p>"
+	writeSite(t, filepath.Join(sites, "example.com", "arena"), "index.html", index)
+	if code, out := hosterSync(t, a.url(), sites); code != 0 {
+		t.Fatalf("sync through %s with %s removed: exit %d\n%s", a.name, c.name, code, out)
+	}
+	b.until(t, "the sync after the removal", func() bool { return b.page("") == index })
+
+	for _, tc := range []struct {
+		args []string
+		code int
+		why  string
+	}{
+		{[]string{c.name, "--hosting-root", a.root}, 1, "not a member of the cluster (no node of that --cluster-node name, or removed already)"},
+		{[]string{c.name, "--hosting-root", t.TempDir()}, 1, "no node of an embedded fleet runs"},
+		{nil, 2, "accepts 1 arg"},
+	} {
+		if code, out := removeNode(tc.args...); code != tc.code || !strings.Contains(out, tc.why) {
+			t.Errorf("remove-node %v: exit %d, want %d and %q:\n%s", tc.args, code, tc.code, tc.why, out)
+		}
+	}
+}
