@@ -83,9 +83,9 @@ type Node struct {
 	// systemURL is the embedded server's system account's URL, and
 	// systemFile the file it is written to (system.go).
 	systemURL, systemFile string
-	nc       *nats.Conn
-	js       jetstream.JetStream
-	log      *slog.Logger
+	nc                    *nats.Conn
+	js                    jetstream.JetStream
+	log                   *slog.Logger
 }
 
 // Join starts the embedded NATS server (Options.Listen) or connects to the
