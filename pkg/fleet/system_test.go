@@ -35,9 +35,10 @@ func streamPeers(ctx context.Context, n *Node, stream string) ([]string, bool, e
 // TestRemovedNodesCopiesMove: a stopped node removed from an embedded
 // fleet through a live node's system account is gone from JetStream: the
 // buckets' copies it held move to the node that held none (four nodes) or
-// stay on the two left (three), and syncs go on. A running node, or one
-// already removed, is refused with why. (Before, an embedded node's NATS
-// had no system account and nobody could remove a node.)
+// stay on the two left (three) until a node joins, and syncs go on. A
+// running node, or one already removed, is refused with why. (Before, an
+// embedded node's NATS had no system account and nobody could remove a
+// node.)
 func TestRemovedNodesCopiesMove(t *testing.T) {
 	for _, size := range []int{3, 4} {
 		t.Run(fmt.Sprint(size, " nodes"), func(t *testing.T) {
@@ -49,7 +50,7 @@ func TestRemovedNodesCopiesMove(t *testing.T) {
 				t.Fatal(err)
 			}
 			b.waitTree(t, map[string]string{p: sha("v1")})
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard
 			defer cancel()
 			before, _, err := streamPeers(ctx, nodes[0], "KV_"+ManifestBucket)
 			if err != nil {
@@ -69,20 +70,7 @@ func TestRemovedNodesCopiesMove(t *testing.T) {
 			if err := RemoveNode(ctx, url, gone.Name()); err != nil {
 				t.Fatal(err)
 			}
-			want := min(MaxReplicas, size-1)
-			for _, stream := range []string{"KV_" + ManifestBucket, "OBJ_" + BodyStore} {
-				for {
-					peers, current, err := streamPeers(ctx, nodes[0], stream)
-					if err == nil && current && len(peers) == want && !slices.Contains(peers, gone.Name()) {
-						break
-					}
-					select {
-					case <-ctx.Done():
-						t.Fatalf("the stream %s is on %v (current %v, %v), want %d nodes without %s", stream, peers, current, err, want, gone.Name())
-					case <-time.After(50 * time.Millisecond):
-					}
-				}
-			}
+			waitCopies(ctx, t, nodes[0], min(MaxReplicas, size-1), gone.Name())
 			if err := a.write(p, "v2"); err != nil {
 				t.Fatal(err)
 			}
@@ -90,6 +78,39 @@ func TestRemovedNodesCopiesMove(t *testing.T) {
 			if err := RemoveNode(ctx, url, gone.Name()); err == nil || !strings.Contains(err.Error(), "JetStream refused") {
 				t.Fatalf("removing %s again: %v, want refused by JetStream", gone.Name(), err)
 			}
+			if size > MaxReplicas {
+				return
+			}
+			// A node that joins later is given the missing copies.
+			var peers []string
+			for _, n := range nodes[:2] {
+				peers = append(peers, n.ns.ClusterAddr().String())
+			}
+			late, err := Join(ctx, Options{Name: "late", Listen: "127.0.0.1:-1", Peers: peers, Dir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer late.Close()
+			waitCopies(ctx, t, nodes[0], MaxReplicas, gone.Name())
 		})
+	}
+}
+
+// waitCopies waits until both of the sync's streams have want current
+// copies, none on the node gone.
+func waitCopies(ctx context.Context, t *testing.T, n *Node, want int, gone string) {
+	t.Helper()
+	for _, stream := range []string{"KV_" + ManifestBucket, "OBJ_" + BodyStore} {
+		for {
+			peers, current, err := streamPeers(ctx, n, stream)
+			if err == nil && current && len(peers) == want && !slices.Contains(peers, gone) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("the stream %s is on %v (current %v, %v), want %d nodes without %s", stream, peers, current, err, want, gone)
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
 	}
 }
