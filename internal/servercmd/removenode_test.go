@@ -2,9 +2,12 @@ package servercmd
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hoster-dev/hoster/pkg/fleet"
 )
 
 // removeNode runs hoster-server remove-node with args, and returns its exit
@@ -28,8 +31,14 @@ func TestRemoveNodeOfAnEmbeddedFleet(t *testing.T) {
 	if code, out := removeNode(c.name, "--hosting-root", a.root); code != 1 || !strings.Contains(out, "it is running") {
 		t.Fatalf("removing the running %s: exit %d, want 1 and why:\n%s", c.name, code, out)
 	}
+	if fi, err := os.Stat(filepath.Join(a.root, FleetDir, fleet.SystemURLFile)); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the system account's file of a running node: %v, want mode 600", err)
+	}
 	c.stop()
 	c.wait(t)
+	if _, err := os.Stat(filepath.Join(c.root, FleetDir, fleet.SystemURLFile)); !os.IsNotExist(err) {
+		t.Fatalf("a stopped node left its system account's file: %v", err)
+	}
 	if code, out := removeNode(c.name, "--hosting-root", a.root); code != 0 || !strings.Contains(out, "removed "+c.name) {
 		t.Fatalf("removing the stopped %s: exit %d\n%s", c.name, code, out)
 	}
