@@ -46,7 +46,7 @@ func Command(out, errOut io.Writer) *cobra.Command {
 	root.SetOut(out)
 	root.SetErr(errOut)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	for _, add := range []func(out, errOut io.Writer) *cobra.Command{newServeCmd, newInitCmd, newVersionCmd, newWorkerCmd} {
+	for _, add := range []func(out, errOut io.Writer) *cobra.Command{newServeCmd, newInitCmd, newRemoveNodeCmd, newVersionCmd, newWorkerCmd} {
 		root.AddCommand(add(out, errOut))
 	}
 	return root

@@ -80,9 +80,12 @@ type Node struct {
 	id       string
 	replicas int
 	ns       *server.Server // nil: an external NATS
-	nc       *nats.Conn
-	js       jetstream.JetStream
-	log      *slog.Logger
+	// systemURL is the embedded server's system account's URL, and
+	// systemFile the file it is written to (system.go).
+	systemURL, systemFile string
+	nc                    *nats.Conn
+	js                    jetstream.JetStream
+	log                   *slog.Logger
 }
 
 // Join starts the embedded NATS server (Options.Listen) or connects to the
@@ -177,18 +180,29 @@ func (n *Node) embed(o Options) error {
 	if err != nil {
 		return err
 	}
+	sysToken, err := randomToken()
+	if err != nil {
+		return err
+	}
 	// The client port is on loopback, on a port of its own choosing, behind
-	// a token only this process knows: the server's routing starts only
-	// once a client port is open (DontListen would leave it waiting).
+	// passwords only this process knows: the server's routing starts only
+	// once a client port is open (DontListen would leave it waiting). The
+	// node's own user is in the global account, which holds the fleet's
+	// JetStream; the system account's (NATS's administration: removing a
+	// node, system.go) is written for local operators to Dir/SystemURLFile.
+	sys := server.NewAccount(server.DEFAULT_SYSTEM_ACCOUNT)
 	so := &server.Options{
 		ServerName:    o.Name,
 		Host:          "127.0.0.1",
 		Port:          server.RANDOM_PORT,
-		Authorization: token,
-		JetStream:     true,
-		MaxPayload:    MaxPayload,
-		StoreDir:      filepath.Join(o.Dir, "jetstream"),
-		NoSigs:        true,
+		Accounts:      []*server.Account{sys},
+		SystemAccount: server.DEFAULT_SYSTEM_ACCOUNT,
+		Users: []*server.User{{Username: nodeUser, Password: token},
+			{Username: systemUser, Password: sysToken, Account: sys}},
+		JetStream:  true,
+		MaxPayload: MaxPayload,
+		StoreDir:   filepath.Join(o.Dir, "jetstream"),
+		NoSigs:     true,
 	}
 	if len(o.Peers) > 0 {
 		so.Cluster = server.ClusterOpts{Name: ClusterName, Host: host, Port: p, TLSConfig: o.TLS}
@@ -216,9 +230,14 @@ func (n *Node) embed(o Options) error {
 		n.ns.Shutdown()
 		return fmt.Errorf("starting the embedded NATS server: %w", err)
 	}
-	if n.nc, err = nats.Connect("", append(n.connOptions(), nats.InProcessServer(n.ns), nats.Token(token))...); err != nil {
+	if n.nc, err = nats.Connect("", append(n.connOptions(), nats.InProcessServer(n.ns), nats.UserInfo(nodeUser, token))...); err != nil {
 		n.ns.Shutdown()
 		return fmt.Errorf("connecting to the embedded NATS server: %w", err)
+	}
+	if err := n.writeSystemURL(o.Dir, sysToken); err != nil {
+		n.nc.Close()
+		n.ns.Shutdown()
+		return err
 	}
 	return nil
 }
@@ -376,6 +395,7 @@ func (n *Node) Close() error {
 		n.nc.Close()
 	}
 	if n.ns != nil {
+		n.removeSystemURL()
 		n.ns.Shutdown()
 		n.ns.WaitForShutdown()
 	}

@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hoster-dev/hoster/pkg/store"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -255,7 +255,7 @@ func (s *Sync) casUpdate(ctx context.Context, g *gameState, changes []store.Chan
 		}
 		applyChanges(next.Files, changes)
 		var err error
-		next.rev, err = s.write(ctx, g.key, base.rev, next)
+		next.rev, err = s.write(ctx, g.key, base.rev, &next)
 		if isCASLost(err) && round < maxCASRounds {
 			s.log.Info("fleet: a concurrent sync changed the game first; merging", "game", g.domain+"/"+g.name)
 			if round > 0 {
@@ -317,37 +317,36 @@ func applyChanges(files map[string]string, changes []store.Change) {
 // latest reads a game's manifest as the bucket has it now (revision 0:
 // none), trying again while JetStream cannot answer.
 func (s *Sync) latest(ctx context.Context, key string) (manifest, error) {
-	var m manifest
-	err := retry(ctx, func(ctx context.Context) error {
-		e, err := s.kv.Get(ctx, key)
+	var e jetstream.KeyValueEntry
+	err := retry(ctx, func(ctx context.Context) (err error) {
+		e, err = s.kv.Get(ctx, key)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			m = manifest{}
+			e = nil
 			return nil
 		}
-		if err != nil {
-			return err
-		}
-		m = manifest{}
-		if err := json.Unmarshal(e.Value(), &m); err != nil {
-			return fmt.Errorf("reading the manifest: %w", err)
-		}
-		m.rev = e.Revision()
-		return nil
+		return err
 	}, func(err error) error { return err })
+	if err != nil || e == nil {
+		return manifest{}, err
+	}
+	m, err := s.decode(ctx, key, e.Value())
+	m.rev = e.Revision()
 	return m, err
 }
 
 // write writes m at key if the key is still at revision rev (0: absent),
 // and returns its new revision. A deleted game keeps its key, with no
 // files: every write has a revision to order it by. A lost compare-and-set
-// is returned at once; other failures are tried again until ctx ends.
-func (s *Sync) write(ctx context.Context, key string, rev uint64, m manifest) (uint64, error) {
-	b, err := json.Marshal(m)
+// is returned at once, and so is an entry larger than a NATS message (a
+// NATS whose max_payload leaves no room even for a pointer); other
+// failures are tried again until ctx ends.
+func (s *Sync) write(ctx context.Context, key string, rev uint64, m *manifest) (uint64, error) {
+	b, err := s.encode(ctx, m)
 	if err != nil {
 		return 0, err
 	}
 	var out uint64
-	var lost error
+	var final error
 	err = retry(ctx, func(ctx context.Context) error {
 		var err error
 		if rev == 0 {
@@ -355,14 +354,18 @@ func (s *Sync) write(ctx context.Context, key string, rev uint64, m manifest) (u
 		} else {
 			out, err = s.kv.Update(ctx, key, b, rev)
 		}
-		if isCASLost(err) {
-			lost = err
+		switch {
+		case isCASLost(err):
+			final = err
+			return nil
+		case errors.Is(err, nats.ErrMaxPayload):
+			final = fmt.Errorf("writing its manifest's entry (%d bytes): %w (the NATS's max_payload is %d)", len(b), err, s.node.nc.MaxPayload())
 			return nil
 		}
 		return err
 	}, func(err error) error { return err })
-	if lost != nil {
-		return 0, lost
+	if final != nil {
+		return 0, final
 	}
 	return out, err
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -91,6 +90,8 @@ type Sync struct {
 
 	grace time.Duration
 	now   func() time.Time
+	// inlineLimit, when set (by tests), replaces inlineMax's.
+	inlineLimit int
 
 	mu        sync.Mutex
 	games     map[string]*gameState // by manifest key
@@ -107,9 +108,21 @@ type manifest struct {
 	// Files maps each file's path under the games root to its sha256.
 	Files map[string]string `json:"files"`
 	// rev is the manifest's revision in the bucket; deleted, whether the
-	// game was deleted.
+	// game was deleted; body, the sha256 of the body in BodyStore that
+	// holds the manifest when its entry points at one (manifest.go).
 	rev     uint64
 	deleted bool
+	body    string
+}
+
+// names calls f with each body m names: its files' and its own.
+func (m manifest) names(f func(hash string)) {
+	for _, h := range m.Files {
+		f(h)
+	}
+	if m.body != "" {
+		f(m.body)
+	}
 }
 
 // StartSync opens the fleet's buckets, reads every game's latest manifest
@@ -195,7 +208,7 @@ func (s *Sync) watch(w jetstream.KeyWatcher, caught chan struct{}) {
 // seen takes a manifest's new revision: it is the published tree from now
 // on, and this node's disk follows it.
 func (s *Sync) seen(e jetstream.KeyValueEntry) {
-	m := manifest{rev: e.Revision()}
+	var m manifest
 	if e.Operation() != jetstream.KeyValuePut {
 		m.deleted = true
 		domain, game, ok := gameOfKey(e.Key())
@@ -203,13 +216,43 @@ func (s *Sync) seen(e jetstream.KeyValueEntry) {
 			return
 		}
 		m.Domain, m.Game = domain, game
-	} else if err := json.Unmarshal(e.Value(), &m); err != nil || manifestKey(m.Domain, m.Game) != e.Key() {
-		s.log.Warn("fleet: a manifest that is not one", "key", e.Key(), "err", err)
-		return
+	} else {
+		var ok bool
+		if m, ok = s.read(e); !ok {
+			return
+		}
 	}
+	m.rev = e.Revision()
 	s.remember(e.Key(), m)
 	g := s.game(m.Domain, m.Game)
 	g.want(m)
+}
+
+// read decodes a manifest's entry, fetching the manifest it points at,
+// and tries again (later and later) while the object store cannot answer,
+// until the sync closes. An entry that is not a manifest, or whose stored
+// manifest is gone, is logged and skipped.
+func (s *Sync) read(e jetstream.KeyValueEntry) (manifest, bool) {
+	wait := 100 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(s.ctx, publishTimeout)
+		m, err := s.decode(ctx, e.Key(), e.Value())
+		cancel()
+		switch {
+		case err == nil:
+			return m, true
+		case errors.Is(err, errNotManifest) || errors.Is(err, jetstream.ErrObjectNotFound):
+			s.log.Warn("fleet: a manifest that is not one", "key", e.Key(), "rev", e.Revision(), "err", err)
+			return manifest{}, false
+		}
+		s.log.Warn("fleet: reading a manifest", "key", e.Key(), "rev", e.Revision(), "err", err)
+		select {
+		case <-s.ctx.Done():
+			return manifest{}, false
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
 }
 
 // remember makes m the published manifest of its game, unless a newer one
@@ -222,14 +265,12 @@ func (s *Sync) remember(key string, m manifest) {
 		return
 	}
 	s.published[key] = m
-	for _, h := range m.Files {
-		s.named[h]++
-	}
-	for _, h := range old.Files {
+	m.names(func(h string) { s.named[h]++ })
+	old.names(func(h string) {
 		if s.named[h]--; s.named[h] <= 0 {
 			delete(s.named, h)
 		}
-	}
+	})
 }
 
 // Tree is the fleet's published tree: every game's latest manifest this
