@@ -66,12 +66,12 @@ function v(line, key,   m) { if (match(line, " " key "=[^ ]*")) { m = substr(lin
 /peer=hoster/ { h[++nh] = $0 }
 /peer=colyseus/ { c[++nc] = $0 }
 END {
-	print "| players | server CPU hoster / Colyseus | RSS MiB | updates per player per s | bytes per update | command to update p50 / p99 ms | players thrown out, silent | instances closed | hoster run queue (median) |"
+	print "| players | server CPU hoster / Colyseus | RSS MiB (PSS) | updates per player per s | bytes per update | command to update p50 / p99 ms | players thrown out, silent | instances closed | hoster run queue (median) |"
 	print "|---|---|---|---|---|---|---|---|---|"
 	for (i = 1; i <= nh && i <= nc; i++) {
 		hc = v(h[i], "cpu"); cc = v(c[i], "cpu"); hb = v(h[i], "bpu"); cb = v(c[i], "bpu")
-		printf "| %s | %.2f / %.2f cores (%.1fx) | %s / %s | %s / %s | %s / %s (%.1fx) | %.0f / %.0f, %.0f / %.0f | %s, %s / %s, %s | %s | %s |\n",
-			v(h[i], "players"), hc, cc, (cc > 0 ? hc / cc : 0), v(h[i], "rss_mib"), v(c[i], "rss_mib"),
+		printf "| %s | %.2f / %.2f cores (%.1fx) | %s (%s) / %s (%s) | %s / %s | %s / %s (%.1fx) | %.0f / %.0f, %.0f / %.0f | %s, %s / %s, %s | %s | %s |\n",
+			v(h[i], "players"), hc, cc, (cc > 0 ? hc / cc : 0), v(h[i], "rss_mib"), v(h[i], "pss_mib"), v(c[i], "rss_mib"), v(c[i], "pss_mib"),
 			v(h[i], "ups"), v(c[i], "ups"), hb, cb, (cb > 0 ? hb / cb : 0),
 			v(h[i], "cmd_p50_ms"), v(h[i], "cmd_p99_ms"), v(c[i], "cmd_p50_ms"), v(c[i], "cmd_p99_ms"),
 			v(h[i], "thrown"), v(h[i], "silent"), v(c[i], "thrown"), v(c[i], "silent"), v(h[i], "closed"), v(h[i], "runq")

@@ -231,7 +231,7 @@ func outOfProcess(peer string, g loadGame, players, moveRate, timeEvery, seconds
 		log.Fatal(err)
 	}
 	wall := time.Since(wall0)
-	rss, peak := srv.memory()
+	rss, peak, pss := srv.memory()
 	thrownWhileMeasured := st.thrown.Load()
 	cancel()
 	wait()
@@ -254,7 +254,7 @@ func outOfProcess(peer string, g loadGame, players, moveRate, timeEvery, seconds
 		printUpdates(st, n, wall, g.send)
 	}
 	fmt.Printf("server CPU     %.2f cores (its process and its game workers, bots not included), %.2f per 1,000 players\n", cores, cores/float64(max(n, 1))*1000)
-	fmt.Printf("server memory  %d MiB resident at the end, %d MiB at the peak\n", rss>>20, peak>>20)
+	fmt.Printf("server memory  %d MiB resident at the end (%d MiB proportional: shared pages counted once), %d MiB at the peak\n", rss>>20, pss>>20, peak>>20)
 	runq := -1 // the median, -1 when unknown
 	if len(queued) > 0 {
 		slices.Sort(queued)
@@ -273,8 +273,8 @@ func outOfProcess(peer string, g loadGame, players, moveRate, timeEvery, seconds
 	if peer != "hoster" {
 		format = peer
 	}
-	fmt.Printf("RESULT format=%s peer=%s players=%d connected=%d rooms=%d cpu=%.3f rss_mib=%d ups=%.2f bpu=%.0f thrown=%d silent=%d closed=%d runq=%d %s %s flags=%s\n",
-		format, peer, players, n, len(st.rooms), cores, rss>>20, float64(st.updates.Load())/float64(max(n, 1))/wall.Seconds(),
+	fmt.Printf("RESULT format=%s peer=%s players=%d connected=%d rooms=%d cpu=%.3f rss_mib=%d pss_mib=%d ups=%.2f bpu=%.0f thrown=%d silent=%d closed=%d runq=%d %s %s flags=%s\n",
+		format, peer, players, n, len(st.rooms), cores, rss>>20, pss>>20, float64(st.updates.Load())/float64(max(n, 1))/wall.Seconds(),
 		float64(st.received.Load())/float64(max(st.updates.Load(), 1)), thrownWhileMeasured, st.silent.Load(), closed, runq,
 		joins, timed, strings.Join(serverFlags, ","))
 }

@@ -164,15 +164,34 @@ func treeCPU(pid int) (time.Duration, error) {
 
 // memory is the server's resident set now and its peak, in bytes, from
 // /proc/PID/status: its process and its game workers together (the peak
-// is the sum of each one's peak, at most what they held at once).
-func (s *server) memory() (rss, peak int64) {
+// is the sum of each one's peak, at most what they held at once); and its
+// proportional set (Pss, /proc/PID/smaps_rollup), where a page several of
+// them map (the binary's text, above all) counts once over all of them,
+// as summed resident sets do not.
+func (s *server) memory() (rss, peak, pss int64) {
 	pid := s.cmd.Process.Pid
 	for _, p := range append([]int{pid}, children(pid)...) {
 		r, hwm := memoryOf(p)
 		rss += r
 		peak += hwm
+		pss += pssOf(p)
 	}
-	return rss, peak
+	return rss, peak, pss
+}
+
+// pssOf is one process's proportional set size in bytes, 0 when unknown.
+func pssOf(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Pss:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 // memoryOf is one process's resident set (VmRSS) and its peak (VmHWM).
