@@ -244,26 +244,10 @@ func (st *botStats) play(ctx context.Context, p protocol, ws *websocket.Conn, i,
 		ft, mv := p.move()
 		go st.timedMoves(write, ft, mv, moveEvery, seen, ended)
 	}
-	go func() {
-		if timed {
-			return
-		}
-		t := time.NewTicker(moveEvery)
-		defer t.Stop()
+	if !timed {
 		ft, mv := p.move()
-		for {
-			select {
-			case <-ended:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if write(ft, mv) != nil {
-					return
-				}
-			}
-		}
-	}()
+		go moves(ctx, write, ft, mv, moveEvery, ended)
+	}
 	var last time.Time
 	var buf bytes.Buffer // reused: a bot's garbage would be counted with the server's
 	for {
@@ -299,24 +283,47 @@ func (st *botStats) play(ctx context.Context, p protocol, ws *websocket.Conn, i,
 				}
 			}
 		}
-		if !st.measuring.Load() || !p.isUpdate(data) {
-			continue
+		if st.measuring.Load() && p.isUpdate(data) {
+			*got++
+			last = st.count(len(data), last, sendEvery)
 		}
-		now := time.Now()
-		*got++
-		st.updates.Add(1)
-		st.received.Add(wireSize(len(data)))
-		if s := int(now.UnixNano()-st.t0.Load()) / int(time.Second); s >= 0 && s < len(st.bySecond) {
-			st.bySecond[s].Add(1)
-		}
-		if !last.IsZero() {
-			st.gaps.Add(1)
-			if now.Sub(last) > sendEvery*3/2 {
-				st.lateGaps.Add(1) // a send round this viewer missed
+	}
+}
+
+// moves writes a bot's move every moveEvery until the bot ends.
+func moves(ctx context.Context, write func(int, []byte) error, ft int, mv []byte, moveEvery time.Duration, ended <-chan struct{}) {
+	t := time.NewTicker(moveEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ended:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if write(ft, mv) != nil {
+				return
 			}
 		}
-		last = now
 	}
+}
+
+// count takes an update of n bytes received now, the bot's previous one at
+// last (zero: none), into the stats; it returns now.
+func (st *botStats) count(n int, last time.Time, sendEvery time.Duration) time.Time {
+	now := time.Now()
+	st.updates.Add(1)
+	st.received.Add(wireSize(n))
+	if s := int(now.UnixNano()-st.t0.Load()) / int(time.Second); s >= 0 && s < len(st.bySecond) {
+		st.bySecond[s].Add(1)
+	}
+	if !last.IsZero() {
+		st.gaps.Add(1)
+		if now.Sub(last) > sendEvery*3/2 {
+			st.lateGaps.Add(1) // a send round this viewer missed
+		}
+	}
+	return now
 }
 
 // hosterProtocol is the game socket of DESIGN.md: one socket, a welcome,
