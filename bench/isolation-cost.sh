@@ -18,7 +18,9 @@
 # game workers lower themselves to nice 10, and bots above them on the same
 # cores would take the worker's CPU in a way no production server sees (the
 # bots are not there), while with --isolation none the game runs at the
-# bots' own priority. NICE=0 runs them as before.
+# bots' own priority. NICE=0 runs them as before. SERVER_FLAGS: more
+# hoster-server serve flags for both (e.g. "--cpus 2": a worker may use
+# every core, where the default leaves it all but one).
 #
 # Goals (issue 26): process at most 5% more server CPU than none, and its
 # join p99 at most 5 ms more. Where the machine cannot give the server all
@@ -50,7 +52,7 @@ for ((r = 1; r <= runs; r++)); do
 	((r % 2 == 0)) && order=(process none)
 	for iso in "${order[@]}"; do
 		echo "== --isolation $iso, $players players, run $r, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-		res=$(nice -n "$nice" bin/bench-load -peer hoster -players "$players" -seconds "$secs" -warm -probe-every "$probe" -server-flags "--isolation $iso" \
+		res=$(nice -n "$nice" bin/bench-load -peer hoster -players "$players" -seconds "$secs" -warm -probe-every "$probe" -server-flags "--isolation $iso${SERVER_FLAGS:+ $SERVER_FLAGS}" \
 			-server-bin bin/hoster-server 2>/dev/null) || true
 		echo "$res" >&2
 		line=$(grep '^RESULT' <<<"$res") || { echo "run $r, --isolation $iso: no result" >&2; continue; }
