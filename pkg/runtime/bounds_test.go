@@ -191,3 +191,49 @@ func TestNoAddressBound(t *testing.T) {
 		}
 	}
 }
+
+// A join that starts a room may wait for the server's parent to grant it
+// (Options.TakeRoom, a round trip in a worker); meanwhile other joins of
+// the game go on: one to a running instance is welcomed, and another to
+// the same new room waits for it and then joins it.
+func TestJoinsGoOnWhileARoomIsTaken(t *testing.T) {
+	asked, grant := make(chan string, 4), make(chan bool)
+	e := startWith(t, map[string]map[string]string{"a.example/lab": boundedLab(0)}, func(o *Options) {
+		o.RoomsPerMinute = 100
+		o.TakeRoom = func(addr string) bool {
+			asked <- addr
+			return <-grant
+		}
+	})
+	go func() { <-asked; grant <- true }() // the public instance starts at once
+	public := e.welcomed(t, "/lab", from("203.0.113.1"))
+
+	r1 := make(chan string, 2)
+	for range 2 {
+		go func() {
+			c, _, err := e.dial(t, "a.example", "/lab?room=r1", from("203.0.113.2"))
+			if err != nil {
+				r1 <- err.Error()
+				return
+			}
+			r1 <- c.next("welcome")["instance"].(string)
+		}()
+	}
+	if addr := <-asked; addr != "203.0.113.2" {
+		t.Fatalf("the room was asked for %q, want 203.0.113.2", addr)
+	}
+	// r1 is being granted: a player of the running instance joins it.
+	if in := e.welcomed(t, "/lab", from("203.0.113.3")); in != public {
+		t.Fatalf("a public player went to %s, want the running %s", in, public)
+	}
+	grant <- true
+	a, b := <-r1, <-r1
+	if a != b || a == public {
+		t.Fatalf("the two players of r1 went to %q and %q, want one new instance", a, b)
+	}
+	select {
+	case addr := <-asked:
+		t.Fatalf("a second room was asked for (%s) where one r1 was to start", addr)
+	default:
+	}
+}

@@ -29,10 +29,14 @@ type Game struct {
 
 	cur atomic.Pointer[version] // the code new instances start on
 
-	mu        sync.Mutex // guards instances, removed and loadErr; see Runtime.mu for the lock order
+	mu        sync.Mutex // guards instances, removed, loadErr and starting; see Runtime.mu for the lock order
 	instances map[string]*Instance
 	removed   bool  // the folder is gone: no new instance
 	loadErr   error // why the newest files did not load; nil once they did
+	// starting holds, for each room a join is taking a new instance for
+	// (place; "": a public one), what closes once it has: the room's
+	// other joins wait for it.
+	starting map[string]chan struct{}
 
 	// The allowance of hook error and instance.log lines: see logAllowed.
 	logTokens  float64

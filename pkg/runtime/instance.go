@@ -112,14 +112,62 @@ func (e *errNoPlace) Error() string { return e.reason }
 // instance starts past the game's maxInstances, nor past the new instances
 // addr (an addrKey; "" for none) may start in a minute: both are refused
 // before any of the game's code runs.
+//
+// Taking a new room may ask the server's parent (Options.TakeRoom: a round
+// trip over a worker's control socket), so it is done without the game's
+// lock: joins that fit a running instance are not held behind it. One join
+// at a time starts an instance of a given room (g.starting); the others
+// for that room wait for it, then look again.
 func (rt *Runtime) place(g *Game, room string, params map[string]string, addr string) (*Instance, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.removed {
-		return nil, &errNoPlace{code: 1001, reason: "the game was removed"}
+	for {
+		g.mu.Lock()
+		best, live, err := rt.pick(g, room)
+		switch {
+		case err != nil:
+			g.mu.Unlock()
+			return nil, err
+		case best != nil:
+			seatIn(best)
+			g.mu.Unlock()
+			return best, nil
+		}
+		if limit := rt.maxInstances(g.current().cfg); live >= limit {
+			g.mu.Unlock()
+			return nil, &errNoPlace{code: 1013, reason: instancesReason(limit), bound: boundInstances}
+		}
+		if wait, ok := g.starting[room]; ok {
+			g.mu.Unlock()
+			<-wait
+			continue
+		}
+		if g.starting == nil {
+			g.starting = map[string]chan struct{}{}
+		}
+		started := make(chan struct{})
+		g.starting[room] = started
+		g.mu.Unlock()
+		took := rt.TakeRoom(addr)
+		g.mu.Lock()
+		delete(g.starting, room)
+		close(started)
+		if !took {
+			g.mu.Unlock()
+			return nil, &errNoPlace{code: 1013, reason: roomsReason, bound: boundRooms}
+		}
+		in, err := rt.start(g, room, params)
+		g.mu.Unlock()
+		return in, err
 	}
-	var best *Instance
-	live := 0
+}
+
+// pick is the instance of room a player joins (for "", the fullest one
+// with a free seat), nil for none, and how many instances of g are live;
+// an error for a room that is locked or full, or a removed game. g.mu is
+// held.
+func (rt *Runtime) pick(g *Game, room string) (best *Instance, live int, err error) {
+	if g.removed {
+		return nil, 0, &errNoPlace{code: 1001, reason: "the game was removed"}
+	}
 	for _, in := range g.instances {
 		in.mu.Lock()
 		if !in.stopping {
@@ -130,10 +178,10 @@ func (rt *Runtime) place(g *Game, room string, params map[string]string, addr st
 				switch {
 				case in.locked:
 					in.mu.Unlock()
-					return nil, &errNoPlace{code: 1013, reason: "room " + room + " is locked"}
+					return nil, 0, &errNoPlace{code: 1013, reason: "room " + room + " is locked"}
 				case in.seats >= in.ver.cfg.Capacity:
 					in.mu.Unlock()
-					return nil, &errNoPlace{code: 1013, reason: "room " + room + " is full"}
+					return nil, 0, &errNoPlace{code: 1013, reason: "room " + room + " is full"}
 				}
 				best = in
 			} else if !in.locked && in.seats < in.ver.cfg.Capacity && (best == nil || in.seats > best.seats) {
@@ -142,31 +190,48 @@ func (rt *Runtime) place(g *Game, room string, params map[string]string, addr st
 		}
 		in.mu.Unlock()
 	}
-	if best == nil {
-		if limit := rt.maxInstances(g.current().cfg); live >= limit {
-			return nil, &errNoPlace{code: 1013, reason: instancesReason(limit), bound: boundInstances}
-		}
-		if !rt.TakeRoom(addr) {
-			return nil, &errNoPlace{code: 1013, reason: roomsReason, bound: boundRooms}
-		}
-		best = &Instance{id: newID(), rt: rt, g: g, domain: g.Domain, name: g.Name, ver: g.current(), room: room, params: params, started: rt.now(),
-			conns: map[string]*conn{}, byPlayer: map[string]*seat{}, quit: make(chan struct{}), done: make(chan struct{})}
-		best.log = rt.log.With("game", g.Key(), "instance", best.id)
-		best.tel.reset()
-		g.instances[best.id] = best
-		if !rt.o.manual {
-			rt.sched.add(best)
-		}
+	return best, live, nil
+}
+
+// start begins a new instance of room in g, with the player's seat, once
+// its room was taken: unless, meanwhile, the game was removed or another
+// room took the last instance it may run (the room taken is then spent).
+// g.mu is held.
+func (rt *Runtime) start(g *Game, room string, params map[string]string) (*Instance, error) {
+	best, live, err := rt.pick(g, room)
+	switch {
+	case err != nil:
+		return nil, err
+	case best != nil: // a seat came free in the fullest public instance
+		seatIn(best)
+		return best, nil
 	}
-	best.mu.Lock()
-	best.seats++
-	if best.empty != nil {
-		best.empty.Stop()
-		best.empty = nil
+	if limit := rt.maxInstances(g.current().cfg); live >= limit {
+		return nil, &errNoPlace{code: 1013, reason: instancesReason(limit), bound: boundInstances}
 	}
-	best.emptyDue = false
-	best.mu.Unlock()
-	return best, nil
+	in := &Instance{id: newID(), rt: rt, g: g, domain: g.Domain, name: g.Name, ver: g.current(), room: room, params: params, started: rt.now(),
+		conns: map[string]*conn{}, byPlayer: map[string]*seat{}, quit: make(chan struct{}), done: make(chan struct{})}
+	in.log = rt.log.With("game", g.Key(), "instance", in.id)
+	in.tel.reset()
+	g.instances[in.id] = in
+	if !rt.o.manual {
+		rt.sched.add(in)
+	}
+	seatIn(in)
+	return in, nil
+}
+
+// seatIn takes a seat of in for a joining player: an instance waiting to
+// end for want of players no longer does.
+func seatIn(in *Instance) {
+	in.mu.Lock()
+	in.seats++
+	if in.empty != nil {
+		in.empty.Stop()
+		in.empty = nil
+	}
+	in.emptyDue = false
+	in.mu.Unlock()
 }
 
 // version is the code the instance runs.
