@@ -66,6 +66,29 @@ func (c *stepClock) waitArmed(t *testing.T) {
 	}
 }
 
+// waitJoinQueued returns once an instance of g has a join waiting for its
+// next step: a test stepping the clock must not run that step before the
+// join is there.
+func waitJoinQueued(t *testing.T, g *Game) {
+	t.Helper()
+	guard := time.After(10 * time.Second) // a hang guard
+	for {
+		for _, in := range g.snapshot() {
+			in.mu.Lock()
+			n := len(in.events)
+			in.mu.Unlock()
+			if n > 0 {
+				return
+			}
+		}
+		select {
+		case <-guard:
+			t.Fatal("no join was queued")
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
 type fakeTimer struct {
 	clk *stepClock
 	ch  chan time.Time
@@ -122,7 +145,7 @@ func TestScheduleFollowsTheClock(t *testing.T) {
 			}
 		}
 	})
-	if _, err := e.rt.place(e.rt.lookup("a.example", "lab"), "", nil, ""); err != nil {
+	if _, err := e.rt.place(e.rt.lookup("a.example", "lab"), "", nil, "", nil); err != nil {
 		t.Fatal(err)
 	}
 	step := time.Second / 50
@@ -162,7 +185,7 @@ func TestEmptyGraceIsTheGames(t *testing.T) {
 		if g == nil {
 			t.Fatalf("emptyGrace %d: the game did not load", grace)
 		}
-		in, err := e.rt.place(g, "", nil, "")
+		in, err := e.rt.place(g, "", nil, "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}

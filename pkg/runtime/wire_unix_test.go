@@ -184,6 +184,9 @@ func TestARoundsFramesGoInOneWrite(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The join is queued once its socket is placed, which may come
+			// after the dial returns and after the instance's first timer.
+			waitJoinQueued(t, e.rt.lookup("a.example", "lab"))
 			clk.waitArmed(t)
 			clk.Advance(step) // the join, and the first send round
 			me := c.next("welcome")["player"].(string)
