@@ -109,14 +109,15 @@ func workerPool(o serveOptions, node string, parent hostserver.Parent, log *slog
 		cmd = append(cmd, "--node", node)
 	}
 	return worker.New(worker.Options{
-		Command:  cmd,
-		LogsRoot: o.LogsRoot,
-		Logger:   log,
-		Watch:    o.memoryWatch,
-		Source:   parent.Source,
-		TakeRoom: parent.TakeRoom,
-		Cgroup:   worker.CgroupName(o.HostingRoot),
-		CPUs:     o.CPUs,
+		Command:    cmd,
+		LogsRoot:   o.LogsRoot,
+		Logger:     log,
+		Watch:      o.memoryWatch,
+		Source:     parent.Source,
+		TakeRoom:   parent.TakeRoom,
+		ReturnRoom: parent.ReturnRoom,
+		Cgroup:     worker.CgroupName(o.HostingRoot),
+		CPUs:       o.CPUs,
 		Budget: func(domain, name string) int64 {
 			cfg, _ := parent.Config(domain, name)
 			return game.MemoryBudget(cfg, o.Memory, o.MaxMemory)

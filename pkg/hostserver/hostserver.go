@@ -83,6 +83,7 @@ type Parent interface {
 	Config(domain, name string) (game.Config, bool)
 	Source(domain, name string) (src runtime.Source, ok bool, stale error)
 	TakeRoom(addr string) bool
+	ReturnRoom(addr string)
 }
 
 // parent is the Host's runtime as a Parent: Isolate is called before the
@@ -95,6 +96,7 @@ func (p parent) Source(domain, name string) (runtime.Source, bool, error) {
 	return p.h.rt.Source(domain, name)
 }
 func (p parent) TakeRoom(addr string) bool { return p.h.rt.TakeRoom(addr) }
+func (p parent) ReturnRoom(addr string)    { p.h.rt.ReturnRoom(addr) }
 
 // Host is a server's parts, wired.
 type Host struct {

@@ -2,10 +2,12 @@ package runtime
 
 import (
 	"fmt"
+	"net/http"
 	"net/netip"
 	"sync"
 	"time"
 
+	"github.com/hoster-dev/hoster/pkg/clientip"
 	"github.com/hoster-dev/hoster/pkg/game"
 )
 
@@ -57,6 +59,11 @@ func addrKey(a netip.Addr) string {
 	}
 	return a.String()
 }
+
+// AddrKey is the address r's socket counts for in the per-address bounds
+// (addrKey of its client's address): what a worker's parent takes a room
+// of, and what the worker asks for.
+func AddrKey(r *http.Request) string { return addrKey(clientip.Of(r)) }
 
 // maxInstances is how many instances of a game with cfg may run at once:
 // its maxInstances, else Options.Instances, never above
@@ -143,6 +150,22 @@ func (rt *Runtime) TakeRoom(addr string) bool {
 	}
 	bk.tokens--
 	return true
+}
+
+// ReturnRoom gives addr back a room TakeRoom took and no instance spent
+// (a room taken for a socket that joined a running instance), up to the
+// bucket's RoomsPerMinute.
+func (rt *Runtime) ReturnRoom(addr string) {
+	per := float64(rt.o.RoomsPerMinute)
+	if addr == "" || per < 0 || rt.o.TakeRoom != nil {
+		return
+	}
+	b := &rt.bounds
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if bk := b.rooms[addr]; bk != nil {
+		bk.tokens = min(per, bk.tokens+1)
+	}
 }
 
 // refuseBound turns c's player away for a bound (one of the bound

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"testing"
@@ -235,5 +236,87 @@ func TestJoinsGoOnWhileARoomIsTaken(t *testing.T) {
 	case addr := <-asked:
 		t.Fatalf("a second room was asked for (%s) where one r1 was to start", addr)
 	default:
+	}
+}
+
+// A socket whose room the parent took as it handed the socket over (a
+// worker's) starts its instance without asking again (Options.TakeRoom),
+// and says whether it spent that room once its place is known: a join of
+// a running instance, or a socket turned away before its place, gives it
+// back. A socket with no such room still asks.
+func TestGrantedRoomSpentWithoutAsking(t *testing.T) {
+	asked := make(chan string, 4)
+	e := startWith(t, map[string]map[string]string{"a.example/lab": boundedLab(0)}, func(o *Options) {
+		o.RoomsPerMinute = 100
+		o.TakeRoom = func(addr string) bool { asked <- addr; return true }
+	})
+	settled := make(chan bool, 4)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Test-Granted") != "" {
+			r = r.WithContext(WithRoomGrant(r.Context(), func(spent bool) { settled <- spent }))
+		}
+		e.rt.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	g := *e
+	g.url = ts.URL
+	granted := func(addr string) http.Header { h := from(addr); h.Set("X-Test-Granted", "1"); return h }
+
+	first := g.welcomed(t, "/lab", granted("203.0.113.1"))
+	if spent := <-settled; !spent {
+		t.Fatal("the join that started the public instance did not spend its granted room")
+	}
+	if in := g.welcomed(t, "/lab", granted("203.0.113.1")); in != first {
+		t.Fatalf("the second player went to %s, want the running %s", in, first)
+	}
+	if spent := <-settled; spent {
+		t.Fatal("a join of a running instance spent its granted room")
+	}
+	select {
+	case addr := <-asked:
+		t.Fatalf("a granted socket asked for a room again (%s)", addr)
+	default:
+	}
+	g.welcomed(t, "/lab?room=r1", from("203.0.113.2"))
+	if addr := <-asked; addr != "203.0.113.2" {
+		t.Fatalf("the room was asked for %q, want 203.0.113.2", addr)
+	}
+	req, _ := http.NewRequest("GET", ts.URL+"/lab?room=not-a-code", nil)
+	req.Host = "a.example"
+	req.Header = granted("203.0.113.3")
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "websocket")
+	if res, err := http.DefaultClient.Do(req); err == nil {
+		res.Body.Close()
+	}
+	if spent := <-settled; spent {
+		t.Fatal("a socket turned away before its place spent its granted room")
+	}
+}
+
+// A room taken and not spent goes back to its address, never past the
+// bucket's RoomsPerMinute.
+func TestReturnRoom(t *testing.T) {
+	now := time.Unix(1e6, 0)
+	rt := &Runtime{o: Options{RoomsPerMinute: 2}, now: func() time.Time { return now }}
+	for range 2 {
+		if !rt.TakeRoom("203.0.113.1") {
+			t.Fatal("a room within the bound was refused")
+		}
+	}
+	if rt.TakeRoom("203.0.113.1") {
+		t.Fatal("a room past the bound was taken")
+	}
+	rt.ReturnRoom("203.0.113.1")
+	if !rt.TakeRoom("203.0.113.1") {
+		t.Fatal("a room given back was not there to take")
+	}
+	for range 5 {
+		rt.ReturnRoom("203.0.113.1")
+	}
+	for i := range 3 {
+		if ok := rt.TakeRoom("203.0.113.1"); ok != (i < 2) {
+			t.Fatalf("take %d after rooms were given back: %v, want at most RoomsPerMinute (2)", i, ok)
+		}
 	}
 }

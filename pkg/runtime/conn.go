@@ -11,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
-	"github.com/hoster-dev/hoster/pkg/clientip"
 	"github.com/hoster-dev/hoster/pkg/compact"
 )
 
@@ -95,8 +94,11 @@ var upgrader = websocket.Upgrader{
 // past its address's bound is turned away after the upgrade, with 1013 and
 // a reason the page can show. With a HandOff, a socket that passes the
 // checks and its address's bound goes to the game's worker instead, and
-// counts for its address until the worker is done with it.
+// counts for its address until the worker is done with it. In a worker, a
+// socket may come with a room its parent took for it (WithRoomGrant).
 func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) {
+	grant := grantOf(r.Context())
+	defer grant.done()
 	if origin := r.Header.Get("Origin"); origin != "" && !g.current().cfg.AllowsOrigin(origin) {
 		rt.refusedOrigin(g, origin)
 		http.Error(w, "origin not allowed", http.StatusForbidden)
@@ -111,7 +113,7 @@ func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) 
 		http.Error(w, "room must be letters and digits, up to 32", http.StatusBadRequest)
 		return
 	}
-	addr := addrKey(clientip.Of(r))
+	addr := AddrKey(r)
 	held := rt.takeSocket(addr)
 	if held {
 		defer rt.dropSocket(addr)
@@ -149,9 +151,10 @@ func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) 
 	}
 	if s := rt.resume(q.Get("resume"), g, c); s != nil {
 		c.seat = s
-	} else if rt.seatNew(g, q.Get("room"), params, c) == nil {
+	} else if rt.seatNew(g, q.Get("room"), params, c, grant) == nil {
 		return
 	}
+	grant.done() // its place is known: the room goes back unless spent
 	c.readLoop()
 }
 
@@ -173,9 +176,10 @@ func (rt *Runtime) roomLinger(g *Game) time.Duration {
 // seatNew places a new player on c (room and params from its socket's
 // query) and queues its join for the instance's next tick. A player with
 // no place (a full or locked room, a bound reached) gets an error frame
-// and a close saying why, and nil is returned.
-func (rt *Runtime) seatNew(g *Game, room string, params map[string]string, c *conn) *seat {
-	in, err := rt.place(g, room, params, c.addr)
+// and a close saying why, and nil is returned. grant is the room the
+// parent took for c's socket, nil for none.
+func (rt *Runtime) seatNew(g *Game, room string, params map[string]string, c *conn, grant *roomGrant) *seat {
+	in, err := rt.place(g, room, params, c.addr, grant)
 	if err != nil {
 		np := err.(*errNoPlace)
 		if np.bound != "" {

@@ -115,10 +115,12 @@ func (e *errNoPlace) Error() string { return e.reason }
 //
 // Taking a new room may ask the server's parent (Options.TakeRoom: a round
 // trip over a worker's control socket), so it is done without the game's
-// lock: joins that fit a running instance are not held behind it. One join
-// at a time starts an instance of a given room (g.starting); the others
-// for that room wait for it, then look again.
-func (rt *Runtime) place(g *Game, room string, params map[string]string, addr string) (*Instance, error) {
+// lock: joins that fit a running instance are not held behind it, and a
+// socket the parent handed over with a room taken for it (grant) spends
+// that one instead of asking. One join at a time starts an instance of a
+// given room (g.starting); the others for that room wait for it, then look
+// again.
+func (rt *Runtime) place(g *Game, room string, params map[string]string, addr string, grant *roomGrant) (*Instance, error) {
 	for {
 		g.mu.Lock()
 		best, live, err := rt.pick(g, room)
@@ -146,7 +148,7 @@ func (rt *Runtime) place(g *Game, room string, params map[string]string, addr st
 		started := make(chan struct{})
 		g.starting[room] = started
 		g.mu.Unlock()
-		took := rt.TakeRoom(addr)
+		took := grant.take() || rt.TakeRoom(addr)
 		g.mu.Lock()
 		delete(g.starting, room)
 		close(started)

@@ -232,7 +232,7 @@ func TestReloadKeepsTheGameIdentity(t *testing.T) {
 	if e.rt.lookup("a.example", "lab") != g {
 		t.Fatal("a reload replaced the game's identity")
 	}
-	in, err := e.rt.place(g, "", nil, "")
+	in, err := e.rt.place(g, "", nil, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,7 +95,7 @@ func benchRooms(b *testing.B, clk clock, games map[string]map[string]string, roo
 		for r := range n {
 			for range 20 {
 				c := &conn{rt: rt, sock: &wire{raw: discardRaw{writes}}, wake: make(chan struct{}, 1), gone: make(chan struct{})}
-				if rt.seatNew(g, fmt.Sprintf("r%d", r), nil, c) == nil {
+				if rt.seatNew(g, fmt.Sprintf("r%d", r), nil, c, nil) == nil {
 					b.Fatalf("seating a player in room %d of %s refused", r, key)
 				}
 			}

@@ -57,7 +57,7 @@ func TestSchedulerStepsManyInstancesOnFewWorkers(t *testing.T) {
 	before := goruntime.NumGoroutine()
 	const rooms = 20
 	for r := range rooms {
-		if _, err := e.rt.place(g, fmt.Sprintf("r%d", r), nil, ""); err != nil {
+		if _, err := e.rt.place(g, fmt.Sprintf("r%d", r), nil, "", nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -89,7 +89,7 @@ func TestSpinningHookDoesNotStopOtherInstances(t *testing.T) {
 	spin := lab(4)
 	spin["hoster-instance/tick.js"] = `export default function () { for (;;) {} }`
 	e, clk, ticks, started, detached := schedEnv(t, map[string]map[string]string{"a.example/spin": spin, "b.example/lab": lab(4)}, 1, time.Minute)
-	spinner, err := e.rt.place(e.rt.lookup("a.example", "spin"), "", nil, "")
+	spinner, err := e.rt.place(e.rt.lookup("a.example", "spin"), "", nil, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestSpinningHookDoesNotStopOtherInstances(t *testing.T) {
 		spinRT.Interrupt("the test is over")
 		<-spinner.done
 	}()
-	if _, err := e.rt.place(e.rt.lookup("b.example", "lab"), "", nil, ""); err != nil {
+	if _, err := e.rt.place(e.rt.lookup("b.example", "lab"), "", nil, "", nil); err != nil {
 		t.Fatal(err)
 	}
 	token(t, started, "the other game's create")

@@ -86,7 +86,7 @@ func (tg *TestGame) first() (*TestInstance, error) {
 	if len(tg.instances) > 0 {
 		return tg.instances[0], nil
 	}
-	in, err := tg.rt.place(tg.g, "", nil, "")
+	in, err := tg.rt.place(tg.g, "", nil, "", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +135,7 @@ func (tg *TestGame) Join(params map[string]string) (*TestPlayer, error) {
 	}
 	p := &TestPlayer{tg: tg, c: tg.socket(), sees: map[string]bool{}}
 	tg.players = append(tg.players, p)
-	p.s = tg.rt.seatNew(tg.g, params["room"], params, p.c)
+	p.s = tg.rt.seatNew(tg.g, params["room"], params, p.c, nil)
 	if p.s == nil {
 		tg.deliver()
 		return p, nil

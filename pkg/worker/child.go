@@ -295,6 +295,11 @@ func (c *child) serve(m message, fd int) {
 		c.closed(m.ID)
 		return
 	}
+	if m.OK { // the parent took a room for it
+		r = r.WithContext(runtime.WithRoomGrant(r.Context(), func(spent bool) {
+			c.ch.send(message{T: msgSettled, ID: m.ID, OK: spent}, -1)
+		}))
+	}
 	var once sync.Once
 	done := func() { once.Do(func() { c.closed(m.ID) }) }
 	conn := wrapConn(nc, done)

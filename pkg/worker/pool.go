@@ -29,6 +29,11 @@ type Options struct {
 	// instance (runtime.Runtime.TakeRoom of the parent): one count of new
 	// rooms per address for the whole server. Nil allows every one.
 	TakeRoom func(addr string) bool
+	// ReturnRoom gives back a room TakeRoom took (runtime.Runtime.ReturnRoom
+	// of the parent). With it, the parent takes a room for each socket as
+	// it hands it over, and the worker gives back the ones its joins did
+	// not spend; nil: a worker asks at each new instance.
+	ReturnRoom func(addr string)
 	// Watch is how often the parent reads each worker's resident memory:
 	// 100 ms.
 	Watch time.Duration

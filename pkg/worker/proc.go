@@ -52,9 +52,21 @@ type proc struct {
 
 // handed is a socket handed to a worker.
 type handed struct {
-	fd   int           // the parent's own descriptor of it
-	up   bool          // the worker upgraded it
-	done chan struct{} // closed once the worker is done with it, or gone
+	fd      int           // the parent's own descriptor of it
+	up      bool          // the worker upgraded it
+	done    chan struct{} // closed once the worker is done with it, or gone
+	back    func()        // gives back the room taken for it; nil: none
+	settled sync.Once
+}
+
+// settle is told, once, whether the worker spent the room taken for the
+// socket (msgSettled): one not spent goes back to its address.
+func (h *handed) settle(spent bool) {
+	h.settled.Do(func() {
+		if !spent && h.back != nil {
+			h.back()
+		}
+	})
 }
 
 // start spawns s's worker and gives it the game's running version. The
@@ -207,11 +219,31 @@ func (wk *proc) hand(w http.ResponseWriter, r *http.Request) {
 	h := &handed{fd: fd, done: make(chan struct{})}
 	wk.conns[id] = h
 	wk.mu.Unlock()
-	if err := wk.ch.send(message{T: msgConn, ID: id, Req: req, Buf: buf}, fd); err != nil {
+	granted := wk.takeRoom(h, r)
+	if err := wk.ch.send(message{T: msgConn, ID: id, Req: req, Buf: buf, OK: granted}, fd); err != nil {
 		wk.log.Warn("handing a socket to its worker", "err", err)
 		wk.drop(id, CodeEnded, reasonEnded)
 	}
 	<-h.done
+}
+
+// takeRoom takes a new room for the socket of r as it is handed over, if
+// its address has one, so that a join of it that starts an instance need
+// not ask back (a round trip that would hold every join of the game
+// waiting for that instance): the worker says whether it spent it
+// (msgSettled), and one not spent goes back, as it does if the socket ends
+// first.
+func (wk *proc) takeRoom(h *handed, r *http.Request) bool {
+	o := wk.p.o
+	if o.TakeRoom == nil || o.ReturnRoom == nil {
+		return false
+	}
+	addr := runtime.AddrKey(r)
+	if !o.TakeRoom(addr) {
+		return false
+	}
+	h.back = func() { o.ReturnRoom(addr) }
+	return true
 }
 
 // refuse answers a handed socket the worker never upgraded: 503.
@@ -284,8 +316,10 @@ func (wk *proc) drop(id uint64, code int, reason string) {
 
 // end closes the parent's descriptor of a handed socket: with a code, a
 // WebSocket gets a close frame with it first, and a socket never upgraded
-// a 503. The hand-off then returns.
+// a 503. The hand-off then returns. A room taken for it and not settled
+// goes back.
 func (h *handed) end(code int, reason string) {
+	h.settle(false)
 	switch {
 	case code == 0:
 		unix.Close(h.fd)

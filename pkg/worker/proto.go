@@ -27,13 +27,16 @@ import (
 const maxMessage = 64 << 10
 
 // The messages' kinds. Parent to worker: msgConn (a socket, its descriptor
-// attached), msgVersion (the game's version to run: a memfd holding its
+// attached; OK: a new room was taken for it, see runtime.WithRoomGrant),
+// msgVersion (the game's version to run: a memfd holding its
 // runtime.Source as JSON attached), msgRemove (the game was removed),
 // msgRetire (no more sockets will come: end once idle), msgShutdown.
 // Worker to parent: msgHello (its telemetry process id), msgUpgraded (a
 // handed socket is a WebSocket now), msgClosed (a handed socket is done
-// with), msgIdle (no instance for the idle time), msgStuck (a hook ignored
-// its interrupt: the worker ends). Both ways: msgRoom, the worker asking
+// with), msgSettled (whether a handed socket spent the room taken for it,
+// OK; one not spent goes back to its address), msgIdle (no instance for
+// the idle time), msgStuck (a hook ignored its interrupt: the worker
+// ends). Both ways: msgRoom, the worker asking
 // whether an address may start a new instance (ID, Addr) and the parent's
 // answer (ID, OK).
 const (
@@ -45,6 +48,7 @@ const (
 	msgShutdown = "shutdown"
 	msgHello    = "hello"
 	msgClosed   = "closed"
+	msgSettled  = "settled"
 	msgUpgraded = "upgraded"
 	msgIdle     = "idle"
 	msgStuck    = "stuck"
@@ -59,7 +63,7 @@ type message struct {
 	Process string   `json:"process,omitempty"`
 	Reason  string   `json:"reason,omitempty"`
 	Addr    string   `json:"addr,omitempty"` // msgRoom's address, as the bounds count it
-	OK      bool     `json:"ok,omitempty"`   // msgRoom's answer
+	OK      bool     `json:"ok,omitempty"`   // msgRoom's answer, msgConn's room taken, msgSettled's room spent
 }
 
 // request is what the worker needs of a handed socket's HTTP request.

@@ -51,6 +51,13 @@ func (wk *proc) readControl(read chan<- struct{}) {
 			wk.process.Store(m.Process)
 		case msgClosed:
 			wk.drop(m.ID, 0, "")
+		case msgSettled:
+			wk.mu.Lock()
+			h := wk.conns[m.ID]
+			wk.mu.Unlock()
+			if h != nil {
+				h.settle(m.OK)
+			}
 		case msgUpgraded:
 			wk.mu.Lock()
 			if h, ok := wk.conns[m.ID]; ok {

@@ -611,3 +611,19 @@ func TestRoomsPerMinuteAcrossGames(t *testing.T) {
 	// A room that exists takes its players still.
 	e.join("b.example/count", "?room=r2")
 }
+
+// The parent takes a new room for each socket as it hands it over: a join
+// that starts an instance spends it without asking again, and one that
+// joins a running instance gives it back, so the count of new rooms per
+// address stays exact. With two a minute: the public instance spends one,
+// its second player's goes back, a private room spends it, and the next
+// is refused.
+func TestRoomTakenAtHandOff(t *testing.T) {
+	e := start(t, map[string]map[string]string{"a.example/count": counter("")}, "--rooms-per-minute", "2")
+	e.join("a.example/count", "")
+	e.join("a.example/count", "")
+	e.join("a.example/count", "?room=r1")
+	if code, text := e.refusal("a.example/count", "?room=r2"); code != 1013 || !strings.Contains(text, "too many new rooms") {
+		t.Fatalf("a third new room in a minute got %d %q, want 1013 saying why", code, text)
+	}
+}

@@ -1,0 +1,58 @@
+package runtime
+
+import "context"
+
+// A game's worker asks its parent before it starts a new instance
+// (Options.TakeRoom): the parent counts new rooms per address for the
+// whole server. That round trip waits behind whatever both processes are
+// busy with, and a public room's start holds every join of the game that
+// needs it: in a burst of joins the round trips line up, one per room. So
+// the parent takes the room for a socket as it hands the socket over, a
+// grant, and the worker says at the socket's placement whether it was
+// spent; one not spent goes back to its address (ReturnRoom).
+
+// RoomSettle is told, once, whether a socket's granted room was spent.
+type RoomSettle func(spent bool)
+
+type grantKey struct{}
+
+// WithRoomGrant says that a new room was taken for the socket of ctx's
+// request before it reached this runtime: a join of it that starts an
+// instance spends that room instead of asking Options.TakeRoom, and
+// settle is called once the socket's place is known (or it ended first).
+func WithRoomGrant(ctx context.Context, settle RoomSettle) context.Context {
+	return context.WithValue(ctx, grantKey{}, settle)
+}
+
+// roomGrant is a socket's granted room, nil for none. One goroutine, the
+// socket's own, uses it.
+type roomGrant struct {
+	settle  RoomSettle
+	spent   bool
+	settled bool
+}
+
+func grantOf(ctx context.Context) *roomGrant {
+	if s, ok := ctx.Value(grantKey{}).(RoomSettle); ok && s != nil {
+		return &roomGrant{settle: s}
+	}
+	return nil
+}
+
+// take spends the grant, if there is one still.
+func (g *roomGrant) take() bool {
+	if g == nil || g.spent || g.settled {
+		return false
+	}
+	g.spent = true
+	return true
+}
+
+// done settles the grant, once.
+func (g *roomGrant) done() {
+	if g == nil || g.settled {
+		return
+	}
+	g.settled = true
+	g.settle(g.spent)
+}
