@@ -15,6 +15,7 @@ package accesslog
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,6 +27,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -143,7 +145,8 @@ type tlsInfo struct {
 	ServerName  string `json:"server_name"`
 }
 
-// Middleware logs every request that passes through next.
+// Middleware logs every request that passes through next: when its
+// handler returns, or later for one the handler held (Hold).
 func (l *Log) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -152,9 +155,42 @@ func (l *Log) Middleware(next http.Handler) http.Handler {
 		if r.Body != nil {
 			r.Body = body
 		}
-		next.ServeHTTP(rec, r)
-		l.write(r, rec, body.n, start)
+		p := &pending{}
+		p.left.Store(1)
+		p.write = func() { l.write(r, rec, body.n, start) }
+		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), pendingKey{}, p)))
+		p.finish()
 	})
+}
+
+// pending is a request's line, written once its handler returned and
+// every hold on it was released.
+type pending struct {
+	left  atomic.Int32
+	write func()
+}
+
+type pendingKey struct{}
+
+func (p *pending) finish() {
+	if p.left.Add(-1) == 0 {
+		p.write()
+	}
+}
+
+// Hold keeps r's line from being written when its handler returns, until
+// the function it returns is called (once; later calls do nothing): for a
+// request whose connection lives on past its handler, a socket handed to
+// another process, whose line says how long it lasted. A request the
+// middleware did not see gets a function that does nothing.
+func Hold(r *http.Request) (release func()) {
+	p, ok := r.Context().Value(pendingKey{}).(*pending)
+	if !ok {
+		return func() {}
+	}
+	p.left.Add(1)
+	var once sync.Once
+	return func() { once.Do(p.finish) }
 }
 
 func (l *Log) write(r *http.Request, rec *recorder, read int64, start time.Time) {

@@ -138,3 +138,40 @@ func TestLineIsBounded(t *testing.T) {
 		t.Fatalf("%d headers kept", len(ln.Request.Headers))
 	}
 }
+
+// A handler that holds its request's line (a socket handed to another
+// process lives on past it) has it written when it releases it, once,
+// whichever of the release and the handler's return comes last.
+func TestHeldLine(t *testing.T) {
+	root := t.TempDir()
+	l, err := New(root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := func() int {
+		b, _ := os.ReadFile(filepath.Join(root, "web-logs", "access.log"))
+		return strings.Count(string(b), "\n")
+	}
+	var release func()
+	h := l.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		release = Hold(r)
+		if r.URL.Path == "/early" {
+			release() // the socket ended before its handler returned
+		}
+		w.WriteHeader(http.StatusSwitchingProtocols)
+	}))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/held", nil))
+	if n := lines(); n != 0 {
+		t.Fatalf("%d lines written while the request was held, want 0", n)
+	}
+	release()
+	release()
+	if n := lines(); n != 1 {
+		t.Fatalf("%d lines written once the request was released (twice), want 1", n)
+	}
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/early", nil))
+	if n := lines(); n != 2 {
+		t.Fatalf("%d lines after a request released before its handler returned, want 2", n)
+	}
+	Hold(httptest.NewRequest("GET", "/", nil))() // no middleware: nothing to hold
+}
