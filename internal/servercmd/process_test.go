@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
@@ -226,6 +227,27 @@ func TestProcessSocketsPerAddressServerWide(t *testing.T) {
 		if !errors.As(err, &ce) || ce.Code != 1013 {
 			t.Fatalf("a socket after the first ended: %v", err)
 		}
+	}
+}
+
+// The parent hands a socket over and keeps nothing running for it: no
+// goroutine of serve's waits for each of a worker's sockets (they were
+// memory for nothing, 1,000 of them at 1,000 players), while the socket
+// still counts for its address until its end (the test above).
+func TestProcessHandOffKeepsNoGoroutine(t *testing.T) {
+	listen, _, _ := startServe(t, serveOptions{HostingRoot: exampleGames(t, "example.com"), LogsRoot: t.TempDir(), AccessLog: true})
+	if _, err := dialArena(t, listen, "example.com", "198.51.100.1", ""); err != nil { // the worker starts
+		t.Fatal(err)
+	}
+	before := goruntime.NumGoroutine()
+	const n = 40
+	for i := range n {
+		if _, err := dialArena(t, listen, "example.com", fmt.Sprintf("198.51.100.%d", 2+i), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if grew := goruntime.NumGoroutine() - before; grew >= n/2 {
+		t.Fatalf("serve has %d more goroutines with %d more handed sockets open, want fewer than %d", grew, n, n/2)
 	}
 }
 

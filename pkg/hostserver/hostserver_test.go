@@ -27,7 +27,8 @@ type isolation struct {
 	parent                   Parent
 }
 
-func (i *isolation) HandOff(w http.ResponseWriter, r *http.Request, domain, name string) {
+func (i *isolation) HandOff(w http.ResponseWriter, r *http.Request, domain, name string, end func()) {
+	defer end()
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	i.handOffs = append(i.handOffs, domain+"/"+name)

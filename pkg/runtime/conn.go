@@ -116,18 +116,20 @@ func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) 
 	addr := AddrKey(r)
 	held := rt.takeSocket(addr)
 	if held {
-		defer rt.dropSocket(addr)
+		end := func() { rt.dropSocket(addr) }
 		if room != "" && rt.o.Rooms != nil {
 			leave, served := rt.o.Rooms.Enter(w, r, g.Key()+"/"+room, rt.roomLinger(g))
 			if served {
+				end()
 				return
 			}
-			defer leave()
+			end = func() { leave(); rt.dropSocket(addr) }
 		}
 		if rt.o.HandOff != nil {
-			rt.o.HandOff(w, r, g.Domain, g.Name)
+			rt.o.HandOff(w, r, g.Domain, g.Name, end)
 			return
 		}
+		defer end()
 	}
 	var sock *wire
 	ws, err := upgrader.Upgrade(hijackInto{w, &sock}, r, nil)

@@ -107,9 +107,12 @@ type Options struct {
 	// runtime: a parent hands it to the game's worker. It gets the
 	// requests that pass the checks before an upgrade (the game loaded,
 	// its origins, the room's name) and the bound of sockets per address,
-	// which this runtime holds for every game: it returns when the worker
-	// is done with the socket, which counts for its address until then.
-	HandOff func(w http.ResponseWriter, r *http.Request, domain, game string)
+	// which this runtime holds for every game. The socket counts for its
+	// address until the worker is done with it, which HandOff says by
+	// calling end, once: before it returns, or later (HandOff need not
+	// wait for the socket's end, and a parent's goroutine for each of a
+	// worker's sockets would be memory for nothing).
+	HandOff func(w http.ResponseWriter, r *http.Request, domain, game string, end func())
 	// Rooms, if set, says where each private room (?room=) lives in a
 	// fleet of servers (pkg/fleet): it is asked before a private room's
 	// socket is served here or handed off, once it passed the same checks

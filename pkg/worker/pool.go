@@ -105,16 +105,18 @@ func New(o Options) *Pool {
 }
 
 // HandOff takes a game socket's request: it hands the socket to the game's
-// worker, starting one if there is none. A game held stopped, or waiting
-// out its restart backoff, answers 503.
-func (p *Pool) HandOff(w http.ResponseWriter, r *http.Request, domain, game string) {
+// worker, starting one if there is none, and calls end once the worker is
+// done with it. A game held stopped, or waiting out its restart backoff,
+// answers 503.
+func (p *Pool) HandOff(w http.ResponseWriter, r *http.Request, domain, game string, end func()) {
 	wk, err := p.worker(domain + "/" + game)
 	if err != nil {
 		w.Header().Set("Retry-After", "5")
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		end()
 		return
 	}
-	wk.hand(w, r)
+	wk.hand(w, r, end)
 }
 
 // worker is the game's running worker, started if need be.

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/hoster-dev/hoster/pkg/accesslog"
 	"github.com/hoster-dev/hoster/pkg/runtime"
 	"golang.org/x/sys/unix"
 )
@@ -52,10 +53,10 @@ type proc struct {
 
 // handed is a socket handed to a worker.
 type handed struct {
-	fd      int           // the parent's own descriptor of it
-	up      bool          // the worker upgraded it
-	done    chan struct{} // closed once the worker is done with it, or gone
-	back    func()        // gives back the room taken for it; nil: none
+	fd      int    // the parent's own descriptor of it
+	up      bool   // the worker upgraded it
+	ended   func() // called once the worker is done with it, or gone
+	back    func() // gives back the room taken for it; nil: none
 	settled sync.Once
 }
 
@@ -183,12 +184,19 @@ func (wk *proc) enterCgroups() (*os.File, error) {
 }
 
 // hand gives the worker the socket of r: the connection's descriptor and
-// what was read past its headers, and returns once the worker is done with
-// it (so the socket counts for its address until then, and the access log
-// writes its line at its end, as for a socket served in the parent). The
+// what was read past its headers, and returns; end is called once the
+// worker is done with it (so the socket counts for its address until
+// then), and the access log writes its line then, as for a socket served
+// in the parent. No goroutine of the parent waits for each socket. The
 // parent keeps a descriptor of its own of the socket, unwatched, to close
 // the connection with a code should the worker end.
-func (wk *proc) hand(w http.ResponseWriter, r *http.Request) {
+func (wk *proc) hand(w http.ResponseWriter, r *http.Request, end func()) {
+	kept := false // by the worker: the socket's end calls end
+	defer func() {
+		if !kept {
+			end()
+		}
+	}()
 	req := &request{Method: r.Method, URI: r.RequestURI, Host: r.Host, RemoteAddr: r.RemoteAddr, Header: r.Header}
 	if b, _ := json.Marshal(req); len(b) > maxMessage-8<<10 {
 		http.Error(w, "request headers too large", http.StatusRequestHeaderFieldsTooLarge)
@@ -216,15 +224,16 @@ func (wk *proc) hand(w http.ResponseWriter, r *http.Request) {
 	}
 	wk.nextID++
 	id := wk.nextID
-	h := &handed{fd: fd, done: make(chan struct{})}
+	logged := accesslog.Hold(r)
+	h := &handed{fd: fd, ended: func() { end(); logged() }}
 	wk.conns[id] = h
+	kept = true
 	wk.mu.Unlock()
 	granted := wk.takeRoom(h, r)
 	if err := wk.ch.send(message{T: msgConn, ID: id, Req: req, Buf: buf, OK: granted}, fd); err != nil {
 		wk.log.Warn("handing a socket to its worker", "err", err)
 		wk.drop(id, CodeEnded, reasonEnded)
 	}
-	<-h.done
 }
 
 // takeRoom takes a new room for the socket of r as it is handed over, if
@@ -316,8 +325,8 @@ func (wk *proc) drop(id uint64, code int, reason string) {
 
 // end closes the parent's descriptor of a handed socket: with a code, a
 // WebSocket gets a close frame with it first, and a socket never upgraded
-// a 503. The hand-off then returns. A room taken for it and not settled
-// goes back.
+// a 503. Then its end is told (the address's count, the access log's
+// line), and a room taken for it and not settled goes back.
 func (h *handed) end(code int, reason string) {
 	h.settle(false)
 	switch {
@@ -328,5 +337,5 @@ func (h *handed) end(code int, reason string) {
 	default:
 		closeWith(h.fd, code, reason)
 	}
-	close(h.done)
+	h.ended()
 }
