@@ -44,10 +44,13 @@ type seat struct {
 // Frames are written by whichever goroutine queued them, without blocking:
 // the instance's after a send round (one write carrying the viewer's update
 // and the messages that follow it), the reader's for an error frame or a
-// pong. What the socket does not take at once goes to the connection's
-// writer goroutine, which waits for the socket up to the write deadline; it
-// also sends the pings and closes the socket. Only one goroutine writes at a
-// time (writing); one that finds another writing leaves its frames to it.
+// pong, a timer's for a ping. What the socket does not take at once goes
+// to a writer goroutine, started then and ended once the socket took it
+// all, which waits for the socket up to the write deadline; it also closes
+// the socket at its end. A socket that keeps up has no goroutine writing
+// for it (a goroutine each was 8 KiB of stack for each player). Only one
+// goroutine writes at a time (writing); one that finds another writing
+// leaves its frames to it.
 type conn struct {
 	ws   *websocket.Conn
 	sock *wire // nil for a TestGame's players: nothing is written
@@ -69,10 +72,13 @@ type conn struct {
 	queued  int        // bytes in queue and out
 	updates int        // updates queued since the socket last took everything
 	writing bool       // a goroutine is writing out
+	writer  bool       // a writer goroutine runs (writeLoop)
 	closed  bool       // takes no more frames: its close frame is queued, or the socket failed
 	ended   bool       // the close frame is written or a write failed: the writer goroutine closes the socket
 	wake    chan struct{}
-	gone    chan struct{}
+	gone    chan struct{} // closed once the socket is closed
+	pinger  *time.Timer   // sends the next ping
+
 }
 
 var upgrader = websocket.Upgrader{
@@ -138,7 +144,7 @@ func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) 
 	}
 	sock.markUpgraded()
 	c := &conn{ws: ws, sock: sock, rt: rt, addr: addr, wake: make(chan struct{}, 1), gone: make(chan struct{}), compact: ws.Subprotocol() == compact.Protocol}
-	go c.writeLoop()
+	c.pinger = time.AfterFunc(pingEvery, c.ping)
 	if !held {
 		rt.refuseBound(c, g, boundSockets, socketsReason)
 		return
@@ -560,11 +566,28 @@ func (c *conn) flush() {
 	}
 }
 
-// signal wakes the writer goroutine.
+// signal wakes the writer goroutine, started if none runs (a socket of a
+// TestGame's player has none: nothing is written).
 func (c *conn) signal() {
+	c.mu.Lock()
+	start := !c.writer && c.ws != nil
+	c.writer = c.writer || start
+	c.mu.Unlock()
+	if start {
+		go c.writeLoop()
+	}
 	select {
 	case c.wake <- struct{}{}:
 	default:
+	}
+}
+
+// ping queues a ping and writes it, and sets the next, until the socket
+// ends.
+func (c *conn) ping() {
+	if c.add(outFrame{opPing, nil}, false) {
+		c.flush()
+		c.pinger.Reset(pingEvery)
 	}
 }
 
@@ -629,25 +652,28 @@ func (c *conn) writeOut(wait bool) {
 }
 
 // writeLoop writes what the socket did not take at once, waiting for it,
-// sends the pings, and closes the socket when it has ended.
+// and returns once it took everything; it closes the socket when it has
+// ended.
 func (c *conn) writeLoop() {
-	defer close(c.gone)
-	defer c.ws.Close()
-	ping := time.NewTicker(pingEvery)
-	defer ping.Stop()
 	for {
-		select {
-		case <-c.wake:
-		case <-ping.C:
-			c.add(outFrame{opPing, nil}, false)
-		}
+		<-c.wake
 		c.writeOut(true)
 		c.mu.Lock()
-		ended := c.ended
-		c.mu.Unlock()
-		if ended {
+		switch {
+		case c.ended:
+			c.mu.Unlock()
+			if c.pinger != nil {
+				c.pinger.Stop()
+			}
+			c.ws.Close()
+			close(c.gone)
+			return
+		case len(c.queue) == 0 && len(c.out) == 0 && !c.writing:
+			c.writer = false // the next signal starts another
+			c.mu.Unlock()
 			return
 		}
+		c.mu.Unlock()
 	}
 }
 

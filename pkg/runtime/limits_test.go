@@ -3,6 +3,8 @@ package runtime
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +47,27 @@ func TestSlowReaderDisconnected(t *testing.T) {
 	// The fast player is still being served.
 	fast.drain()
 	fast.next("update")
+}
+
+// A socket that takes its updates as they come has no goroutine writing
+// for it: one reads it, and a writer runs only while the socket is behind
+// (the test above), so that 1,000 players are not 1,000 idle writers.
+func TestNoWriterForASocketThatKeepsUp(t *testing.T) {
+	e := start(t, map[string]map[string]string{"a.example/lab": lab(4)})
+	first := e.join(t, "a.example", "lab", "p0")
+	first.next("update")
+	before := goruntime.NumGoroutine()
+	const n = 12
+	for i := range n {
+		c := e.join(t, "a.example", "lab", fmt.Sprintf("p%d", i+1))
+		c.next("update")
+	}
+	first.next("update")
+	// Each test client has a reading goroutine of its own, and each socket
+	// one in the server: 2 a player; a writer each would make it 3.
+	if grew := goruntime.NumGoroutine() - before; grew >= 5*n/2 {
+		t.Fatalf("%d more goroutines for %d more players, want fewer than %d: a writer goroutine each?", grew, n, 5*n/2)
+	}
 }
 
 func TestFrameAndRateLimits(t *testing.T) {

@@ -37,7 +37,6 @@ func BenchmarkSendRoundWrites(b *testing.B) {
 				}
 				sock.markUpgraded()
 				c := &conn{ws: ws, sock: sock, rt: rt, wake: make(chan struct{}, 1), gone: make(chan struct{})}
-				go c.writeLoop()
 				conns <- c
 			}))
 			if mode == "writer" {
