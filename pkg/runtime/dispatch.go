@@ -61,7 +61,42 @@ func (v *vm) findHooks(reg *goja.Object) error {
 		}
 		*fn = f
 	}
+	return v.findEnter()
+}
+
+// findEnter gets __js.enter, for nested.
+func (v *vm) findEnter() error {
+	js, _ := v.rt.Get("__js").(*goja.Object)
+	if js == nil {
+		return errors.New("the intrinsics are gone")
+	}
+	f, ok := goja.AssertFunction(js.Get("enter"))
+	if !ok {
+		return errors.New("the intrinsics are broken: enter is not a function")
+	}
+	v.enter = f
+	v.body = v.rt.ToValue(func(goja.FunctionCall) goja.Value {
+		v.nestedErr = v.work()
+		return goja.Undefined()
+	})
 	return nil
+}
+
+// nested runs work inside one call into JavaScript (__js.enter), so that
+// the hooks it calls are calls from inside JavaScript: goja drops its value
+// stack after every call from outside, and a hook called from outside
+// grows a new one, allocation after allocation. What work returns is
+// returned; a failure of the call itself (work panicked with a thrown
+// value, or an interrupt) when work returned nil.
+func (v *vm) nested(work func() error) error {
+	v.work, v.nestedErr = work, nil
+	_, err := v.enter(goja.Undefined(), v.body)
+	werr := v.nestedErr
+	v.work, v.nestedErr = nil, nil
+	if werr != nil {
+		return werr
+	}
+	return err
 }
 
 // create makes the instance object (id, now) and runs the create hook with
@@ -147,7 +182,7 @@ func (v *vm) sizes() (players, entities int, err error) {
 func (v *vm) tickAt(dt float64, now int64, events []event) (string, error) {
 	v.now = now
 	return guarded(v.rt, v.budget, v.stuck, "tick", func() (string, error) {
-		if err := v.dispatch(dt, now, events); err != nil {
+		if err := v.nested(func() error { return v.dispatch(dt, now, events) }); err != nil {
 			return "", err
 		}
 		res, err := v.hooks.takeOut(goja.Undefined())

@@ -338,6 +338,12 @@ type vm struct {
 	scratch       roundScratch
 	herrs         []hookErr // hook errors found by Go, for the instance to log
 	now           int64     // the time of the last tick, in ms
+	// enter is __js.enter, body the Go function it calls: nested runs
+	// body's work, nestedErr is what that returned.
+	enter     goja.Callable
+	body      goja.Value
+	work      func() error
+	nestedErr error
 }
 
 // hookErr is a hook error found in Go: where, and a text as a thrown

@@ -13,6 +13,9 @@ Object.defineProperty(this, "__js", {
     // redirect), and is cheaper than it in goja.
     push: function (a, x) { a[a.length] = x; },
     push2: function (a, x, y) { a[a.length] = x; a[a.length] = y; },
+    // enter calls f, a Go function, so that the hooks it calls are calls
+    // from inside JavaScript (see vm.nested).
+    enter: function (f) { f(); },
     // bytes is a Uint8Array over an ArrayBuffer Go made (see __sees).
     bytes: (function (U8) { return function (b) { return new U8(b); }; })(Uint8Array),
     // source is a function's source text (Function.prototype.toString's,

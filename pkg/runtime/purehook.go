@@ -576,16 +576,14 @@ func (f *fieldRef) get(p, t *thing) goja.Value {
 	}
 	if slot == -2 {
 		slot = -1
-		if k, ok := th.ts.index[f.key]; ok {
-			slot = k
-		}
+		slot = th.ts.find(f.key)
 		f.slots = append(f.slots, fieldSlot{th.ts, slot})
 	}
 	var x goja.Value
 	if slot >= 0 {
 		x = th.vals[slot]
 	} else {
-		x = th.extra[f.key]
+		x = th.extra.get(f.key)
 	}
 	if x == nil && f.h.unset {
 		return goja.Undefined()

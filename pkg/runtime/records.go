@@ -35,12 +35,36 @@ type fieldSpec struct {
 // typeSpec is the fields of a player or of one entity type: fields are
 // those every viewer sees, priv a player's private ones (sent only to that
 // player), both in name order; index finds a declared field by name: n for
-// fields[n], len(fields)+n for priv[n].
+// fields[n], len(fields)+n for priv[n]; names are the same names in
+// index's order, which find scans while they are few.
 type typeSpec struct {
 	name   string
 	fields []fieldSpec
 	priv   []fieldSpec
 	index  map[string]int
+	names  []string
+}
+
+// fewKeys is how many names a scan looks through before a map's hash is
+// the cheaper lookup (a scan compares lengths first: most names differ
+// there).
+const fewKeys = 8
+
+// find is the declared field named key (n of all), -1 when key is not
+// one: the lookup of every property a hook reads or writes.
+func (t *typeSpec) find(key string) int {
+	if len(t.names) > fewKeys {
+		if n, ok := t.index[key]; ok {
+			return n
+		}
+		return -1
+	}
+	for n, name := range t.names {
+		if name == key {
+			return n
+		}
+	}
+	return -1
 }
 
 // all is the number of declared fields, private ones included.
@@ -110,6 +134,9 @@ func newTypeSpec(name string, raw json.RawMessage) (*typeSpec, error) {
 	}
 	for n := range t.priv {
 		t.index[t.priv[n].name] = len(t.fields) + n
+	}
+	for n := range t.all() {
+		t.names = append(t.names, t.spec(n).name)
 	}
 	return t, nil
 }
@@ -291,7 +318,7 @@ type thing struct {
 	vals  []goja.Value // the declared fields; nil: not set
 	dirty []bool       // written since the send round last read them
 	dirt  bool         // some field is dirty
-	extra map[string]goja.Value
+	extra extras
 	keys  []string
 	// kind is extra["type"] (nil when not there), kept apart so that the
 	// entities' ticks read an entity's type without a lookup.
@@ -316,17 +343,17 @@ func thingOf(o *goja.Object) *thing {
 }
 
 func (t *thing) Get(key string) goja.Value {
-	if n, ok := t.ts.index[key]; ok {
+	if n := t.ts.find(key); n >= 0 {
 		return t.vals[n]
 	}
-	return t.extra[key]
+	return t.extra.get(key)
 }
 
 // Set stores a value; a declared field's write marks it changed, and one
 // of the wrong type is reported at once, with the writer's file:line (it
 // is never sent: the viewers keep the last value of the field's type).
 func (t *thing) Set(key string, x goja.Value) bool {
-	if n, ok := t.ts.index[key]; ok {
+	if n := t.ts.find(key); n >= 0 {
 		if t.vals[n] == nil {
 			t.keys = append(t.keys, key)
 		}
@@ -342,13 +369,9 @@ func (t *thing) Set(key string, x goja.Value) bool {
 		}
 		return true
 	}
-	if t.extra == nil {
-		t.extra = map[string]goja.Value{}
-	}
-	if _, ok := t.extra[key]; !ok {
+	if t.extra.set(key, x) {
 		t.keys = append(t.keys, key)
 	}
-	t.extra[key] = x
 	if key == "type" {
 		t.kind = x
 	}
@@ -356,22 +379,20 @@ func (t *thing) Set(key string, x goja.Value) bool {
 }
 
 func (t *thing) Has(key string) bool {
-	if n, ok := t.ts.index[key]; ok {
+	if n := t.ts.find(key); n >= 0 {
 		return t.vals[n] != nil
 	}
-	_, ok := t.extra[key]
-	return ok
+	return t.extra.at(key) >= 0
 }
 
 func (t *thing) Delete(key string) bool {
-	if n, ok := t.ts.index[key]; ok {
+	if n := t.ts.find(key); n >= 0 {
 		if t.vals[n] == nil {
 			return true
 		}
 		t.vals[n] = nil
 		t.dirty[n], t.dirt = true, true
-	} else if _, ok := t.extra[key]; ok {
-		delete(t.extra, key)
+	} else if t.extra.del(key) {
 		if key == "type" {
 			t.kind = nil
 		}
@@ -383,6 +404,74 @@ func (t *thing) Delete(key string) bool {
 }
 
 func (t *thing) Keys() []string { return slices.Clone(t.keys) }
+
+// extras are a thing's undeclared properties. A thing has a few: they are
+// found by a scan, cheaper than a map's hash, and through a map (m, their
+// indexes) once they are more than fewKeys.
+type extras struct {
+	keys []string
+	vals []goja.Value
+	m    map[string]int
+}
+
+// at is key's index in keys, -1 when it is not there.
+func (p *extras) at(key string) int {
+	if p.m != nil {
+		if n, ok := p.m[key]; ok {
+			return n
+		}
+		return -1
+	}
+	for n, k := range p.keys {
+		if k == key {
+			return n
+		}
+	}
+	return -1
+}
+
+func (p *extras) get(key string) goja.Value {
+	if n := p.at(key); n >= 0 {
+		return p.vals[n]
+	}
+	return nil
+}
+
+// set stores x under key, and reports whether key is new.
+func (p *extras) set(key string, x goja.Value) bool {
+	if n := p.at(key); n >= 0 {
+		p.vals[n] = x
+		return false
+	}
+	p.keys, p.vals = append(p.keys, key), append(p.vals, x)
+	if p.m != nil {
+		p.m[key] = len(p.keys) - 1
+	} else if len(p.keys) > fewKeys {
+		p.index()
+	}
+	return true
+}
+
+// del removes key, and reports whether it was there.
+func (p *extras) del(key string) bool {
+	n := p.at(key)
+	if n < 0 {
+		return false
+	}
+	p.keys, p.vals = slices.Delete(p.keys, n, n+1), slices.Delete(p.vals, n, n+1)
+	if p.m != nil {
+		p.index()
+	}
+	return true
+}
+
+// index makes m.
+func (p *extras) index() {
+	p.m = make(map[string]int, len(p.keys))
+	for n, k := range p.keys {
+		p.m[k] = n
+	}
+}
 
 // value is declared field n as sent, and whether it is of its type.
 func (t *thing) value(n int) (val, bool) {

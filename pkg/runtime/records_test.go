@@ -566,3 +566,28 @@ func BenchmarkThingWrites(b *testing.B) {
 		})
 	}
 }
+
+// A thing with more undeclared properties than a scan looks through keeps
+// them all, in their order, through writes and deletes (they are found
+// through a map then).
+func TestThingManyProperties(t *testing.T) {
+	v := deltaVM(t, recordGame)
+	rv := newRecordViewers(t, v)
+	rv.tick([]any{"join", "p1", map[string]string{}})
+	got, err := v.rt.RunString(`(function () {
+  var e = __inst.entities.e1, out = [];
+  for (var k = 0; k < 20; k++) e["p" + k] = k;
+  delete e.p3; delete e.p15; delete e.x;
+  e.p3 = "again"; e.p16 = e.p16 * 2;
+  out.push(Object.keys(e).join(","));
+  out.push([e.p0, e.p3, e.p15, e.p16, e.p19, "p15" in e, "p14" in e, e.x].join(","));
+  return out.join(" | ");
+})()`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "y,label,speed,id,type,p0,p1,p2,p4,p5,p6,p7,p8,p9,p10,p11,p12,p13,p14,p16,p17,p18,p19,p3 | 0,again,,32,19,false,true,"
+	if got.String() != want {
+		t.Fatalf("the thing's properties are\n%s\nnot\n%s", got, want)
+	}
+}

@@ -23,8 +23,9 @@ const detachAfter = 10 * time.Millisecond
 // scheduler steps the instances on one clock with a bounded set of worker
 // goroutines (workersPerProc per GOMAXPROCS, by default), instead of a
 // goroutine and a timer per instance: a free worker takes the earliest instance due off one queue
-// and steps it; when none is due, one of them waits on one timer for the
-// earliest. Each instance keeps
+// and steps it; when none is due, the idle workers wait on one timer, set
+// for the earliest, and the one that takes its fire steps that instance.
+// Each instance keeps
 // its own fixed-step schedule (slot); an instance is only ever stepped by
 // one worker at a time. hoster test's TestGame drives the same schedule on
 // its virtual clock, from its own goroutine and without workers (next,
@@ -33,19 +34,17 @@ type scheduler struct {
 	clk     clock
 	observe func(kind string, d time.Duration)
 
-	mu       sync.Mutex
-	queue    slotHeap // the instances waiting for their next step, earliest first
-	seq      int      // slots made so far: equal due times run in the order the instances started
-	busy     []*worker
-	stopped  bool
-	timer    timer       // the sleeper's, set for the earliest due
-	armed    time.Time   // what timer is set for; zero: not set
-	sleeping bool        // an idle worker waits on timer
-	guard    *time.Timer // runs detachStuck while every worker is busy
-	guarded  bool        // guard is set
+	mu      sync.Mutex
+	queue   slotHeap // the instances waiting for their next step, earliest first
+	seq     int      // slots made so far: equal due times run in the order the instances started
+	busy    []*worker
+	stopped bool
+	timer   timer       // the idle workers', set for the earliest due
+	armed   time.Time   // what timer is set for; zero: not set
+	guard   *time.Timer // runs detachStuck while every worker is busy
+	guarded bool        // guard is set
 
-	wake  chan struct{} // to the sleeper: the queue's earliest changed
-	turnC chan struct{} // to an idle worker: be the sleeper, or take what is due
+	turnC chan struct{} // to an idle worker: an instance is due now
 	quit  chan struct{}
 }
 
@@ -84,7 +83,7 @@ const workersPerProc = 4
 // workers is 0); a manual one starts none: its TestGame steps the
 // instances.
 func newScheduler(clk clock, observe func(string, time.Duration), workers int, manual bool) *scheduler {
-	s := &scheduler{clk: clk, observe: observe, wake: make(chan struct{}, 1), turnC: make(chan struct{}, 1), quit: make(chan struct{})}
+	s := &scheduler{clk: clk, observe: observe, turnC: make(chan struct{}, 1), quit: make(chan struct{})}
 	if manual {
 		return s
 	}
@@ -129,22 +128,42 @@ func (s *scheduler) started(in *Instance, l *loop, now time.Time) *slot {
 }
 
 // pushLocked queues sl at its due time (at once for an instance that was
-// stopped: it ends) and wakes the sleeper when it is now the earliest.
+// stopped: it ends), and sets the timer when it is now the earliest.
 func (s *scheduler) pushLocked(sl *slot) {
 	if sl.in.ended() {
 		sl.due = time.Time{}
 	}
 	heap.Push(&s.queue, sl)
 	if sl.index == 0 {
-		s.signal()
+		s.armLocked()
 	}
 }
 
-func (s *scheduler) signal() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
+// armLocked sees to it that an idle worker takes the earliest instance
+// when it is due: one is nudged when it is due now, else the timer is set
+// for it (once for each time: the worker that takes a step sets the timer
+// for the next before it runs the step, so that no worker is woken only to
+// set it). A TestGame's scheduler has no timer: its TestGame steps.
+func (s *scheduler) armLocked() {
+	if s.timer == nil || len(s.queue) == 0 {
+		return
 	}
+	due := s.queue[0].due
+	if !due.After(s.clk.Now()) {
+		s.nudge()
+		return
+	}
+	if due.Equal(s.armed) {
+		return
+	}
+	s.armed = due
+	if !s.timer.Stop() {
+		select { // a fire not taken yet
+		case <-s.timer.C():
+		default:
+		}
+	}
+	s.timer.ResetAt(due)
 }
 
 // hurry makes a stopped instance waiting for its next step end now, rather
@@ -156,7 +175,7 @@ func (s *scheduler) hurry(in *Instance) {
 		if sl.in == in {
 			sl.due = time.Time{}
 			heap.Fix(&s.queue, sl.index)
-			s.signal()
+			s.armLocked()
 			return
 		}
 	}
@@ -244,9 +263,10 @@ func (s *scheduler) run(sl *slot) {
 
 // work is a worker goroutine. It takes the earliest instance due off the
 // queue and steps it itself, with no goroutine in between; when nothing
-// is due, one idle worker (the sleeper) waits on the scheduler's one timer
-// for the earliest, the others for a turn to be the sleeper. It ends when
-// the scheduler stops, or after the step during which it was detached.
+// is due, it waits with the other idle workers on the scheduler's one
+// timer, set for the earliest, or for a nudge (an instance due now). It
+// ends when the scheduler stops, or after the step during which it was
+// detached.
 func (s *scheduler) work(w *worker) {
 	for {
 		s.mu.Lock()
@@ -257,9 +277,7 @@ func (s *scheduler) work(w *worker) {
 		now := s.clk.Now()
 		if len(s.queue) > 0 && !s.queue[0].due.After(now) {
 			sl := heap.Pop(&s.queue).(*slot)
-			if len(s.queue) > 0 && !s.queue[0].due.After(now) {
-				s.nudge() // another is due too: an idle worker takes it
-			}
+			s.armLocked() // for the next: another idle worker takes it
 			w.since = time.Now()
 			s.guardLocked()
 			s.mu.Unlock()
@@ -274,26 +292,7 @@ func (s *scheduler) work(w *worker) {
 			s.mu.Unlock()
 			continue
 		}
-		if s.sleeping {
-			s.mu.Unlock()
-			select { // another worker keeps the time
-			case <-s.turnC:
-			case <-s.quit:
-				return
-			}
-			continue
-		}
-		s.sleeping = true
-		if len(s.queue) > 0 && !s.queue[0].due.Equal(s.armed) {
-			s.armed = s.queue[0].due
-			if !s.timer.Stop() {
-				select { // a fire not taken yet
-				case <-s.timer.C():
-				default:
-				}
-			}
-			s.timer.ResetAt(s.armed)
-		}
+		s.armLocked()
 		s.mu.Unlock()
 		select {
 		case <-s.timer.C():
@@ -302,18 +301,14 @@ func (s *scheduler) work(w *worker) {
 				s.armed = time.Time{}
 			}
 			s.mu.Unlock()
-		case <-s.wake:
+		case <-s.turnC:
 		case <-s.quit:
 			return
 		}
-		s.mu.Lock()
-		s.sleeping = false
-		s.mu.Unlock()
-		s.nudge() // the next idle worker keeps the time
 	}
 }
 
-// nudge gives an idle worker that is not the sleeper a turn.
+// nudge wakes an idle worker: an instance is due now.
 func (s *scheduler) nudge() {
 	select {
 	case s.turnC <- struct{}{}:
