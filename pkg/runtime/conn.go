@@ -78,7 +78,6 @@ type conn struct {
 	wake    chan struct{}
 	gone    chan struct{} // closed once the socket is closed
 	pinger  *time.Timer   // sends the next ping
-
 }
 
 var upgrader = websocket.Upgrader{
@@ -144,7 +143,9 @@ func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) 
 	}
 	sock.markUpgraded()
 	c := &conn{ws: ws, sock: sock, rt: rt, addr: addr, wake: make(chan struct{}, 1), gone: make(chan struct{}), compact: ws.Subprotocol() == compact.Protocol}
+	c.mu.Lock()
 	c.pinger = time.AfterFunc(pingEvery, c.ping)
+	c.mu.Unlock()
 	if !held {
 		rt.refuseBound(c, g, boundSockets, socketsReason)
 		return
@@ -587,7 +588,9 @@ func (c *conn) signal() {
 func (c *conn) ping() {
 	if c.add(outFrame{opPing, nil}, false) {
 		c.flush()
+		c.mu.Lock()
 		c.pinger.Reset(pingEvery)
+		c.mu.Unlock()
 	}
 }
 
@@ -661,10 +664,10 @@ func (c *conn) writeLoop() {
 		c.mu.Lock()
 		switch {
 		case c.ended:
-			c.mu.Unlock()
 			if c.pinger != nil {
 				c.pinger.Stop()
 			}
+			c.mu.Unlock()
 			c.ws.Close()
 			close(c.gone)
 			return

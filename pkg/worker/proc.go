@@ -216,20 +216,22 @@ func (wk *proc) hand(w http.ResponseWriter, r *http.Request, end func()) {
 		wk.log.Warn("handing a socket to its worker", "err", err)
 		return
 	}
+	h := &handed{fd: fd}
+	granted := wk.takeRoom(h, r)
 	wk.mu.Lock()
 	if wk.gone {
 		wk.mu.Unlock()
+		h.settle(false)
 		refuse(fd)
 		return
 	}
 	wk.nextID++
 	id := wk.nextID
 	logged := accesslog.Hold(r)
-	h := &handed{fd: fd, ended: func() { end(); logged() }}
+	h.ended = func() { end(); logged() }
 	wk.conns[id] = h
 	kept = true
 	wk.mu.Unlock()
-	granted := wk.takeRoom(h, r)
 	if err := wk.ch.send(message{T: msgConn, ID: id, Req: req, Buf: buf, OK: granted}, fd); err != nil {
 		wk.log.Warn("handing a socket to its worker", "err", err)
 		wk.drop(id, CodeEnded, reasonEnded)
