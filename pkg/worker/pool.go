@@ -63,6 +63,7 @@ type Pool struct {
 	o      Options
 	log    *slog.Logger
 	cg     *cgroups // what bounds the workers' memory and CPU
+	rooms  rooms    // the rooms taken for the sockets handed over
 	mu     sync.Mutex
 	games  map[string]*slot
 	seq    int
@@ -99,6 +100,7 @@ func New(o Options) *Pool {
 		o.CPUs = DefaultCPUs()
 	}
 	p := &Pool{o: o, log: o.Logger, games: map[string]*slot{}}
+	p.rooms.o = &p.o
 	p.cg = detectCgroups(o.Cgroup, o.CPUs)
 	p.log.Info("game workers' bounds", p.cg.describe()...)
 	return p

@@ -53,10 +53,10 @@ type proc struct {
 
 // handed is a socket handed to a worker.
 type handed struct {
-	fd      int    // the parent's own descriptor of it
-	up      bool   // the worker upgraded it
-	ended   func() // called once the worker is done with it, or gone
-	back    func() // gives back the room taken for it; nil: none
+	fd      int              // the parent's own descriptor of it
+	up      bool             // the worker upgraded it
+	ended   func()           // called once the worker is done with it, or gone
+	room    func(spent bool) // settles the room taken for it (rooms.grant); nil: none
 	settled sync.Once
 }
 
@@ -64,8 +64,8 @@ type handed struct {
 // socket (msgSettled): one not spent goes back to its address.
 func (h *handed) settle(spent bool) {
 	h.settled.Do(func() {
-		if !spent && h.back != nil {
-			h.back()
+		if h.room != nil {
+			h.room(spent)
 		}
 	})
 }
@@ -216,8 +216,7 @@ func (wk *proc) hand(w http.ResponseWriter, r *http.Request, end func()) {
 		wk.log.Warn("handing a socket to its worker", "err", err)
 		return
 	}
-	h := &handed{fd: fd}
-	granted := wk.takeRoom(h, r)
+	h := &handed{fd: fd, room: wk.p.rooms.grant(r)}
 	wk.mu.Lock()
 	if wk.gone {
 		wk.mu.Unlock()
@@ -232,29 +231,10 @@ func (wk *proc) hand(w http.ResponseWriter, r *http.Request, end func()) {
 	wk.conns[id] = h
 	kept = true
 	wk.mu.Unlock()
-	if err := wk.ch.send(message{T: msgConn, ID: id, Req: req, Buf: buf, OK: granted}, fd); err != nil {
+	if err := wk.ch.send(message{T: msgConn, ID: id, Req: req, Buf: buf, OK: h.room != nil}, fd); err != nil {
 		wk.log.Warn("handing a socket to its worker", "err", err)
 		wk.drop(id, CodeEnded, reasonEnded)
 	}
-}
-
-// takeRoom takes a new room for the socket of r as it is handed over, if
-// its address has one, so that a join of it that starts an instance need
-// not ask back (a round trip that would hold every join of the game
-// waiting for that instance): the worker says whether it spent it
-// (msgSettled), and one not spent goes back, as it does if the socket ends
-// first.
-func (wk *proc) takeRoom(h *handed, r *http.Request) bool {
-	o := wk.p.o
-	if o.TakeRoom == nil || o.ReturnRoom == nil {
-		return false
-	}
-	addr := runtime.AddrKey(r)
-	if !o.TakeRoom(addr) {
-		return false
-	}
-	h.back = func() { o.ReturnRoom(addr) }
-	return true
 }
 
 // refuse answers a handed socket the worker never upgraded: 503.

@@ -65,8 +65,8 @@ func (wk *proc) readControl(read chan<- struct{}) {
 			}
 			wk.mu.Unlock()
 		case msgRoom:
-			ok := wk.p.o.TakeRoom == nil || wk.p.o.TakeRoom(m.Addr)
-			wk.ch.send(message{T: msgRoom, ID: m.ID, OK: ok}, -1)
+			id := m.ID
+			wk.p.rooms.ask(m.Addr, func(ok bool) { wk.ch.send(message{T: msgRoom, ID: id, OK: ok}, -1) })
 		case msgStuck:
 			wk.setReason(reasonStuck + ": " + m.Reason)
 		case msgIdle:
