@@ -110,8 +110,7 @@ func (s *Sync) putBody(ctx context.Context, c store.Change) error {
 	if s.hasBody(c.SHA256) {
 		return nil
 	}
-	want, err := bodyDigest(c.SHA256)
-	if err != nil {
+	if _, err := bodyDigest(c.SHA256); err != nil {
 		return fmt.Errorf("publishing %s: %w", c.Path, err)
 	}
 	f, err := s.st.Open(c.Path)
@@ -126,22 +125,47 @@ func (s *Sync) putBody(ctx context.Context, c store.Change) error {
 	chunk := s.chunkSize(fi.Size())
 	// A put is tried again while JetStream cannot take it (no leader yet, or
 	// one being elected after a node died), from the file's start.
-	var info *jetstream.ObjectInfo
+	var changed bool
 	err = retry(ctx, func(ctx context.Context) error {
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return err
+		err := s.putFrom(ctx, c.SHA256, f, chunk)
+		if errors.Is(err, errBodyChanged) {
+			changed = true
+			return nil
 		}
-		info, err = s.obj.Put(ctx, jetstream.ObjectMeta{Name: c.SHA256, Opts: &jetstream.ObjectMetaOptions{ChunkSize: chunk}}, f)
 		return err
 	}, func(err error) error { return err })
 	if err != nil {
 		return fmt.Errorf("publishing %s: storing its body: %w", c.Path, err)
 	}
-	if info.Digest != want {
-		s.obj.Delete(ctx, c.SHA256)
-		return fmt.Errorf("publishing %s: the file changed while it was published", c.Path)
+	if changed {
+		return fmt.Errorf("publishing %s: %w", c.Path, errBodyChanged)
 	}
 	s.knowBody(c.SHA256)
+	return nil
+}
+
+// putFrom puts the body of f, from its start, as the object hash: a new
+// one (putNew), or through the store's own Put where the store has a
+// description of it already. errBodyChanged: f's bytes are not hash's.
+func (s *Sync) putFrom(ctx context.Context, hash string, f io.ReadSeeker, chunk uint32) error {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	err := s.putNew(ctx, hash, f, chunk)
+	if !errors.Is(err, errBodyThere) {
+		return err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	info, err := s.obj.Put(ctx, jetstream.ObjectMeta{Name: hash, Opts: &jetstream.ObjectMetaOptions{ChunkSize: chunk}}, f)
+	if err != nil {
+		return err
+	}
+	if want, _ := bodyDigest(hash); info.Digest != want {
+		s.obj.Delete(ctx, hash)
+		return errBodyChanged
+	}
 	return nil
 }
 
