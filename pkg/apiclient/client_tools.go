@@ -116,7 +116,7 @@ func (c *Client) FetchFiles(ctx context.Context, files []api.FetchFile, each fun
 // from the one its answer was cut in, for as long as each answer cut
 // brought a file whole, and up to the client's attempts in a row when none
 // did. An answer is cut by a connection that drops: over HTTP/1.1, Caddy
-// 2.6 drops a streamed answer to a request with a body about once in 150
+// 2.6 drops a streamed answer to a request with a body about once in 100
 // batches (its transport still reads the request's body when its server,
 // writing the answer's headers, has closed it: golang/go#40747).
 func (c *Client) fetchResumed(ctx context.Context, files []api.FetchFile, each func(i int, body io.Reader, length int64)) error {

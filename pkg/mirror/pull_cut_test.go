@@ -16,7 +16,7 @@ import (
 
 // batchCutter cuts the batch download's answers after a number of bytes
 // of their body, the way a proxy that drops the connection does (Caddy
-// 2.6 over HTTP/1.1 drops about one batch answer in 150: the client sees
+// 2.6 over HTTP/1.1 drops about one batch answer in 100: the client sees
 // a 200 whose chunked body ends without its last chunk): the first times
 // answers, or every one while times < 0.
 type batchCutter struct {
