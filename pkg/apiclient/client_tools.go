@@ -93,8 +93,11 @@ func (c *Client) CanFetchBatch() bool {
 // file's body and length, in their order, as the answer streams in: each
 // reads what it needs of the body before it returns, and no more than the
 // answer says it holds. Getting an answer is retried as every request of
-// the client is; the error is for a request or a stream that failed as a
-// whole, the files each was not called for unfetched. The stall timeout
+// the client is; an answer cut mid-way is asked again from the file it
+// was cut in (fetchResumed), so each may be called again for a file whose
+// body ended in an error. The error is for a request or a stream that
+// failed as a whole, the files each was not called for, or last called
+// for with a body that ended in an error, unfetched. The stall timeout
 // watches the stream as it does every body.
 func (c *Client) FetchFiles(ctx context.Context, files []api.FetchFile, each func(i int, body io.Reader, length int64)) error {
 	c.mu.Lock()
@@ -102,22 +105,48 @@ func (c *Client) FetchFiles(ctx context.Context, files []api.FetchFile, each fun
 	c.mu.Unlock()
 	for from := 0; from < len(files); from += per {
 		part := files[from:min(from+per, len(files))]
-		if err := c.fetchBatch(ctx, part, func(i int, r io.Reader, n int64) { each(from+i, r, n) }); err != nil {
+		if err := c.fetchResumed(ctx, part, func(i int, r io.Reader, n int64) { each(from+i, r, n) }); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// fetchResumed is one request of FetchFiles, asked again for the files
+// from the one its answer was cut in, for as long as each answer cut
+// brought a file whole, and up to the client's attempts in a row when none
+// did. An answer is cut by a connection that drops: over HTTP/1.1, Caddy
+// 2.6 drops a streamed answer to a request with a body about once in 100
+// batches (its transport still reads the request's body when its server,
+// writing the answer's headers, has closed it: golang/go#40747).
+func (c *Client) fetchResumed(ctx context.Context, files []api.FetchFile, each func(i int, body io.Reader, length int64)) error {
+	for from, fruitless := 0, 0; ; {
+		got, err := c.fetchBatch(ctx, files[from:], func(i int, r io.Reader, n int64) { each(from+i, r, n) })
+		if err == nil || got < 0 || ctx.Err() != nil {
+			return err
+		}
+		fruitless++
+		if got > 0 {
+			fruitless = 0
+		}
+		if fruitless >= c.attempts {
+			return err
+		}
+		from += got
+	}
+}
+
 // batchReadBuffer is what a batch download's answer is read in.
 const batchReadBuffer = 256 << 10
 
-// fetchBatch is one request of FetchFiles.
-func (c *Client) fetchBatch(ctx context.Context, files []api.FetchFile, each func(i int, body io.Reader, length int64)) error {
+// fetchBatch is one request of FetchFiles. When its answer was cut (a
+// read of it failed), got is how many files came whole before the cut;
+// else it is -1.
+func (c *Client) fetchBatch(ctx context.Context, files []api.FetchFile, each func(i int, body io.Reader, length int64)) (got int, err error) {
 	op := fmt.Sprintf("fetching %d files at once", len(files))
 	req, err := json.Marshal(api.FetchRequest{Files: files})
 	if err != nil {
-		return &Error{Op: op, Msg: err.Error()}
+		return -1, &Error{Op: op, Msg: err.Error()}
 	}
 	open := func() (body, error) {
 		return body{r: io.NopCloser(bytes.NewReader(req)), size: int64(len(req)),
@@ -125,7 +154,8 @@ func (c *Client) fetchBatch(ctx context.Context, files []api.FetchFile, each fun
 	}
 	k := call{op: op, method: http.MethodPost, path: api.ToolsPath(api.Version, api.PathFilesBatch),
 		contentType: "application/json", open: open, stream: true}
-	return c.do(ctx, k, func(resp *http.Response, _ []byte) error {
+	got = -1
+	err = c.do(ctx, k, func(resp *http.Response, _ []byte) error {
 		defer resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			return &Error{Op: op, Status: resp.StatusCode, Msg: "the answer is not a 200 with the files"}
@@ -137,13 +167,35 @@ func (c *Client) fetchBatch(ctx context.Context, files []api.FetchFile, each fun
 		for i := range files {
 			h, err := tr.Next()
 			if err != nil {
+				got = i
 				return transportError(op, fmt.Errorf("reading the answer before file %d: %w", i, err))
 			}
 			if h.Name != strconv.Itoa(i) || h.Typeflag != tar.TypeReg {
 				return &Error{Op: op, Msg: fmt.Sprintf("the answer's entry %q is not file %d", h.Name, i)}
 			}
-			each(i, tr, h.Size)
+			entry := &entryReader{r: tr}
+			each(i, entry, h.Size)
+			if entry.err != nil {
+				got = i
+				return transportError(op, fmt.Errorf("reading file %d of the answer: %w", i, entry.err))
+			}
 		}
 		return nil
 	})
+	return got, err
+}
+
+// entryReader is a batch answer's entry as each reads it, keeping the
+// error of a read that failed: the answer was cut in it.
+type entryReader struct {
+	r   io.Reader
+	err error
+}
+
+func (e *entryReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && err != io.EOF && e.err == nil {
+		e.err = err
+	}
+	return n, err
 }

@@ -330,9 +330,11 @@ func reportBad(rep Reporter, bad []Failure) PullSummary {
 type BatchFetcher interface {
 	CanFetchBatch() bool
 	// FetchFiles asks for files whole in one request, and calls each with
-	// every file's body, in their order, as the answer streams in; the
-	// error is for the request or the stream as a whole (the files each
-	// was not called for are not fetched).
+	// every file's body, in their order, as the answer streams in (again
+	// for a file whose body ended in an error, when it asks again for the
+	// files from the one its answer was cut in); the error is for the
+	// request or the stream as a whole (the files each was not called for
+	// are not fetched).
 	FetchFiles(ctx context.Context, files []api.FetchFile, each func(i int, body io.Reader, length int64)) error
 }
 
@@ -356,7 +358,7 @@ func startPull(ctx context.Context, remote LogsRemote, jobs int, rep Reporter) *
 	f := &puller{rep: rep, dirs: &folders{}, sum: PullSummary{Failures: []Failure{}}}
 	var batch func([]*fileJob, bool) []error
 	if b, ok := remote.(BatchFetcher); ok && b.CanFetchBatch() {
-		batch = func(js []*fileJob, _ bool) []error { return fetchBatch(ctx, b, js, f.dirs) }
+		batch = func(js []*fileJob, _ bool) []error { return fetchBatch(ctx, remote, b, js, f.dirs) }
 	}
 	f.e = start(ctx, fetches, jobs, func(j *fileJob) (err error) {
 		j.got, err = syncFile(ctx, remote, j, f.dirs)
@@ -424,8 +426,9 @@ func (f *puller) wait() PullSummary {
 // by the rules of a whole file (receive): nothing outside the mirror (the
 // local paths are the listing's, checked; the answer names none), a body
 // longer than a frozen file's listed size refused, a growing one's taken
-// up to it.
-func fetchBatch(ctx context.Context, b BatchFetcher, js []*fileJob, dirs *folders) []error {
+// up to it. What a batch that failed did not bring is then fetched a file
+// at a time (fetchEach).
+func fetchBatch(ctx context.Context, remote LogsRemote, b BatchFetcher, js []*fileJob, dirs *folders) []error {
 	files := make([]api.FetchFile, len(js))
 	for i, j := range js {
 		files[i] = api.FetchFile{Route: j.route, Which: j.query.Get(api.QueryWhich), Name: j.query.Get(api.QueryName), Path: j.query.Get(api.QueryPath)}
@@ -444,7 +447,30 @@ func fetchBatch(ctx context.Context, b BatchFetcher, js []*fileJob, dirs *folder
 			}
 		}
 	}
+	if err != nil {
+		fetchEach(ctx, remote, js, errs, dirs)
+	}
 	return errs
+}
+
+// fetchEach fetches, a file at a time, each file of js with an error in
+// errs, and puts its own result there: after a batch answer cut where
+// asking again did not get past (a file that shrank as it was sent cuts
+// each answer in it), the cut costs that file only. Once a file finds the
+// server gone, or the pull is cancelled, the rest keep their errors.
+func fetchEach(ctx context.Context, remote LogsRemote, js []*fileJob, errs []error, dirs *folders) {
+	for i, j := range js {
+		if errs[i] == nil {
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		j.got, errs[i] = syncFile(ctx, remote, j, dirs)
+		if unreachable(errs[i]) {
+			return
+		}
+	}
 }
 
 // unique drops the jobs whose local file an earlier job of list writes
