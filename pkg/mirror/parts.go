@@ -20,48 +20,66 @@ func mirrorName(name string) bool {
 	return name == api.AccessLogName || layout.IsRotatedLogName(name) || stats || gameLog
 }
 
-// scanLocal reads each folder the jobs write into once: it sets every
+// scans read each local folder a pull writes into once: they set every
 // job's local size (-1: no local copy), stat-ing only the files the folder
 // holds (a first pull's folders hold none, or are not there yet), and
-// removes the temporary files an earlier pull that was cut off (killed, or
+// remove the temporary files an earlier pull that was cut off (killed, or
 // its machine stopped) left there. Only files of a pull's own naming, for
 // a name a pull writes, are removed; a pull running at the same moment
 // into the same folder may lose a transfer to this, which it reports, and
-// its next run completes. The folders are read scanFolders at once: a
-// no-op pull of 29,000 hour files spends most of its time here.
-func scanLocal(list []*fileJob) {
+// its next run completes. A folder whose files come in several lists
+// (from a listing not sorted by path) is read once, for its first list:
+// the sizes of the files of a later one are what they were then, before
+// this pull fetched any file of theirs.
+type scans struct {
+	mu      sync.Mutex
+	folders map[string]*localFolder
+}
+
+// localFolder is a folder as scans read it.
+type localFolder struct {
+	once  sync.Once
+	sizes map[string]int64
+	err   error
+}
+
+// scan sets the local size of the jobs of list.
+func (s *scans) scan(list []*fileJob) {
 	byDir := map[string][]*fileJob{}
 	for _, j := range list {
 		j.local = -1
 		dir := filepath.Dir(j.dst)
 		byDir[dir] = append(byDir[dir], j)
 	}
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, scanFolders)
 	for dir, js := range byDir {
-		slots <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			scanFolder(dir, js)
-		})
+		s.scanFolder(dir, js)
 	}
-	wg.Wait()
 }
 
-// scanFolders is how many folders scanLocal reads at once.
+// scanFolders is how many lists a pull's folders are read for at once.
 const scanFolders = 4
 
 // scanFolder sets the local size of the jobs js, whose files are in dir.
-func scanFolder(dir string, js []*fileJob) {
-	sizes, err := localSizes(dir)
-	if errors.Is(err, fs.ErrNotExist) {
+func (s *scans) scanFolder(dir string, js []*fileJob) {
+	s.mu.Lock()
+	if s.folders == nil {
+		s.folders = map[string]*localFolder{}
+	}
+	d := s.folders[dir]
+	if d == nil {
+		d = &localFolder{}
+		s.folders[dir] = d
+	}
+	s.mu.Unlock()
+	d.once.Do(func() { d.sizes, d.err = localSizes(dir) })
+	if errors.Is(d.err, fs.ErrNotExist) {
 		return // not there yet: nothing local, nothing stale
 	}
 	for _, j := range js {
-		size, held := sizes[filepath.Base(j.dst)]
+		size, held := d.sizes[filepath.Base(j.dst)]
 		switch {
-		case err == nil && !held:
-		case err == nil && size >= 0:
+		case d.err == nil && !held:
+		case d.err == nil && size >= 0:
 			j.local = size
 		default: // unreadable folder, or not a regular file: looked at as a path
 			if fi, err := os.Stat(j.dst); err == nil {
