@@ -115,15 +115,52 @@ func decodeFiles(dec *json.Decoder, each func(api.GameLogFile)) error {
 	if t != json.Delim('[') {
 		return fmt.Errorf("%w: files is not an array", errNotListing)
 	}
+	var raw json.RawMessage
 	for dec.More() {
-		var f api.GameLogFile
-		if err := dec.Decode(&f); err != nil {
+		if err := dec.Decode(&raw); err != nil {
 			return syntaxOr(err)
+		}
+		f, ok := plainFile(raw)
+		if !ok {
+			if err := json.Unmarshal(raw, &f); err != nil {
+				return syntaxOr(err)
+			}
 		}
 		each(f)
 	}
 	_, err = dec.Token() // the closing bracket
 	return syntaxOr(err)
+}
+
+// plainFile reads a listing's file written as hoster-server writes it,
+// {"path":"<path>","size":<n>} with no space and no escape in the path:
+// what encoding/json would read from it, without its reflection, a third
+// of a pull's decoding. ok is false for any other form (a valid JSON
+// value: the decoder checked it), which encoding/json then reads.
+func plainFile(raw []byte) (f api.GameLogFile, ok bool) {
+	rest, ok := bytes.CutPrefix(raw, []byte(`{"path":"`))
+	if !ok {
+		return f, false
+	}
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 {
+		return f, false
+	}
+	path := rest[:end]
+	for _, c := range path {
+		if c < 0x20 || c >= 0x80 || c == '\\' {
+			return f, false // an escape, a control or a non-ASCII byte: encoding/json's to read
+		}
+	}
+	digits, ok := bytes.CutPrefix(rest[end+1:], []byte(`,"size":`))
+	if !ok || len(digits) < 2 || len(digits) > 19 || digits[len(digits)-1] != '}' {
+		return f, false
+	}
+	size, err := strconv.ParseInt(string(digits[:len(digits)-1]), 10, 64)
+	if err != nil || size < 0 {
+		return f, false
+	}
+	return api.GameLogFile{Path: string(path), Size: size}, true
 }
 
 // wantDelim reads the delimiter d from dec.

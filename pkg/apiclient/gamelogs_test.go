@@ -2,6 +2,7 @@ package apiclient
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -12,7 +13,9 @@ import (
 )
 
 // GameLogsEach reads the listing as encoding/json reads it (members it
-// does not know skipped, a null files array empty), tells an answer that
+// does not know skipped, a null files array empty, escapes, keys in
+// another case or order, the last of a repeated one: what hoster-server
+// does not write goes through encoding/json), tells an answer that
 // is not the listing from one cut off, and retries a 5xx as every request.
 func TestGameLogsEach(t *testing.T) {
 	body := ""
@@ -39,6 +42,10 @@ func TestGameLogsEach(t *testing.T) {
 	for _, tc := range []struct{ body, want, err string }{
 		{`{"files":[{"path":"a","size":1},{"path":"b","size":2,"more":[1,{}]}]}`, "a=1 b=2", ""},
 		{`{"x":{"files":[{"path":"no"}]},"files":[{"path":"a","size":1}],"y":null}` + "\n", "a=1", ""},
+		{`{"files":[{"path":"a\"b\u00e9","size":1},{"path":"é","size":-2},{"PATH":"c","Size":3},{"path":"d","size":4,"path":"e"}]}`, `a"bé=1 é=-2 c=3 e=4`, ""},
+		{`{"files":[{"path":"a","size":0},{"size":5,"path":"b"},{"path":"c" ,"size":6},{"path":"d","size":7 }]}`, "a=0 b=5 c=6 d=7", ""},
+		{`{"files":[{"path":"a","size":1.5}]}`, "", "not the expected JSON"},
+		{`{"files":[{"path":"a","size":99999999999999999999}]}`, "", "not the expected JSON"},
 		{`{"files":null}`, "", ""},
 		{`{"files":[]}`, "", ""},
 		{`{"files":[{"path":"a","size":1},{"path":2}]}`, "a=1", "not the expected JSON"},
@@ -54,4 +61,24 @@ func TestGameLogsEach(t *testing.T) {
 			t.Errorf("%s: %q, %v; want %q, %q", tc.body, got, err, tc.want, tc.err)
 		}
 	}
+}
+
+// plainFile reads what it reads as encoding/json does; go test runs the
+// seeds, go test -fuzz FuzzPlainFile looks further.
+func FuzzPlainFile(f *testing.F) {
+	for _, s := range []string{`{"path":"a/b.jsonl","size":12}`, `{"path":"a","size":0}`, `{"path":"a","size":-0}`,
+		`{"path":"a","size":123456789012345678}`, `{"path":"a","size":9223372036854775807}`, `{"path":"","size":1}`,
+		`{"path":"a\\b","size":1}`, `{"path":"a","size":1,"x":2}`, `{"path":"a","size":1e2}`, `{"path":"\u007f","size":1}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, ok := plainFile(raw)
+		var want api.GameLogFile
+		if !ok || !json.Valid(raw) {
+			return
+		}
+		if err := json.Unmarshal(raw, &want); err != nil || got != want {
+			t.Fatalf("%s: %+v, encoding/json: %+v %v", raw, got, want, err)
+		}
+	})
 }
