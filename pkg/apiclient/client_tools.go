@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -45,6 +46,147 @@ func (c *Client) GameLogs(ctx context.Context) (api.GameLogListing, error) {
 	var l api.GameLogListing
 	err := c.getJSON(ctx, "listing the game logs", api.ToolsPath(api.Version, api.PathGameLogs), maxListing, &l)
 	return l, err
+}
+
+// GameLogsEach streams the game-log listing (variant 1 only: a variant 2
+// server answers ErrNotFound), calling each with every file as the answer
+// comes, in its order: a pull fetches the first folders' files while the
+// server still lists the last ones. Getting the answer is retried as
+// every request of the client is; an answer cut off part-way, or one that
+// is not the listing's JSON, is an error once each has been called for
+// the files before it.
+func (c *Client) GameLogsEach(ctx context.Context, each func(api.GameLogFile)) error {
+	op := "listing the game logs"
+	k := call{op: op, method: http.MethodGet, path: api.ToolsPath(api.Version, api.PathGameLogs), stream: true}
+	return c.do(ctx, k, func(resp *http.Response, _ []byte) error {
+		defer resp.Body.Close()
+		body := &io.LimitedReader{R: resp.Body, N: maxListing + 1}
+		err := decodeGameLogs(json.NewDecoder(bufio.NewReaderSize(body, 64<<10)), each)
+		switch {
+		case body.N <= 0:
+			return &Error{Op: op, Status: resp.StatusCode, Err: fmt.Errorf("the answer is over %d MiB, more than any answer to this request should be; refused", maxListing>>20)}
+		case err == nil:
+			return nil
+		case errors.Is(err, errNotListing):
+			return &Error{Op: op, Msg: "the answer is not the expected JSON: " + err.Error()}
+		}
+		return transportError(op, fmt.Errorf("reading the listing: %w", err))
+	})
+}
+
+// errNotListing is an answer that reads as JSON but not as the listing.
+var errNotListing = errors.New("not a listing")
+
+// decodeGameLogs reads a game-log listing from dec, calling each with
+// every file of it as it is read; the other members of the object are
+// skipped, as encoding/json skips them.
+func decodeGameLogs(dec *json.Decoder, each func(api.GameLogFile)) error {
+	if err := wantDelim(dec, '{'); err != nil {
+		return err
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return syntaxOr(err)
+		}
+		if key != "files" {
+			if err := dec.Decode(&json.RawMessage{}); err != nil {
+				return syntaxOr(err)
+			}
+			continue
+		}
+		if err := decodeFiles(dec, each); err != nil {
+			return err
+		}
+	}
+	_, err := dec.Token() // the closing brace
+	return syntaxOr(err)
+}
+
+// decodeFiles reads the listing's files array (or null) from dec.
+func decodeFiles(dec *json.Decoder, each func(api.GameLogFile)) error {
+	t, err := dec.Token()
+	if err != nil {
+		return syntaxOr(err)
+	}
+	if t == nil {
+		return nil
+	}
+	if t != json.Delim('[') {
+		return fmt.Errorf("%w: files is not an array", errNotListing)
+	}
+	var raw json.RawMessage
+	for dec.More() {
+		if err := dec.Decode(&raw); err != nil {
+			return syntaxOr(err)
+		}
+		f, ok := plainFile(raw)
+		if !ok {
+			if err := json.Unmarshal(raw, &f); err != nil {
+				return syntaxOr(err)
+			}
+		}
+		each(f)
+	}
+	_, err = dec.Token() // the closing bracket
+	return syntaxOr(err)
+}
+
+// plainFile reads a listing's file written as hoster-server writes it,
+// {"path":"<path>","size":<n>} with no space and no escape in the path:
+// what encoding/json would read from it, without its reflection, a third
+// of a pull's decoding. ok is false for any other form (a valid JSON
+// value: the decoder checked it), which encoding/json then reads.
+func plainFile(raw []byte) (f api.GameLogFile, ok bool) {
+	rest, ok := bytes.CutPrefix(raw, []byte(`{"path":"`))
+	if !ok {
+		return f, false
+	}
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 {
+		return f, false
+	}
+	path := rest[:end]
+	for _, c := range path {
+		if c < 0x20 || c >= 0x80 || c == '\\' {
+			return f, false // an escape, a control or a non-ASCII byte: encoding/json's to read
+		}
+	}
+	digits, ok := bytes.CutPrefix(rest[end+1:], []byte(`,"size":`))
+	if !ok || len(digits) < 2 || len(digits) > 19 || digits[len(digits)-1] != '}' {
+		return f, false
+	}
+	size, err := strconv.ParseInt(string(digits[:len(digits)-1]), 10, 64)
+	if err != nil || size < 0 {
+		return f, false
+	}
+	return api.GameLogFile{Path: string(path), Size: size}, true
+}
+
+// wantDelim reads the delimiter d from dec.
+func wantDelim(dec *json.Decoder, d json.Delim) error {
+	t, err := dec.Token()
+	if err != nil {
+		return syntaxOr(err)
+	}
+	if t != d {
+		return fmt.Errorf("%w: %v where %v was expected", errNotListing, t, d)
+	}
+	return nil
+}
+
+// syntaxOr is err, marked errNotListing where the bytes read are not
+// the listing's JSON (not where reading them failed).
+func syntaxOr(err error) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &se) || errors.As(err, &te) {
+		return fmt.Errorf("%w: %w", errNotListing, err)
+	}
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 var contentRange = regexp.MustCompile(`^bytes (\d+)-(\d+)/(\d+|\*)$`)

@@ -151,8 +151,20 @@ func GameLogPath(domain, name, process, family string, t time.Time) string {
 // file name of [ParseGameLogFileName]. Such a path is clean and stays inside
 // the folder it is relative to.
 func IsGameLogPath(p string) bool {
+	folder, name, ok := cutLast(p, "/")
+	if !ok || !IsGameLogFolder(folder) {
+		return false
+	}
+	_, _, ok = ParseGameLogFileName(name)
+	return ok
+}
+
+// IsGameLogFolder reports whether p is the folder of game-log files of
+// [IsGameLogPath]: <domain>/<game>/hoster-processes/<process>, by the same
+// rules; a listing checks it once for all the files of a folder.
+func IsGameLogFolder(p string) bool {
 	segs := strings.Split(p, "/")
-	if len(segs) != 5 || !game.IsDomainName(segs[0]) || !game.IsGameName(segs[1]) ||
+	if len(segs) != 4 || !game.IsDomainName(segs[0]) || !game.IsGameName(segs[1]) ||
 		segs[2] != api.ProcessesDir || !isProcessID(segs[3]) {
 		return false
 	}
@@ -161,8 +173,15 @@ func IsGameLogPath(p string) bool {
 			return false
 		}
 	}
-	_, _, ok := ParseGameLogFileName(segs[4])
-	return ok
+	return true
+}
+
+// cutLast slices s around the last sep.
+func cutLast(s, sep string) (before, after string, found bool) {
+	if i := strings.LastIndex(s, sep); i >= 0 {
+		return s[:i], s[i+len(sep):], true
+	}
+	return s, "", false
 }
 
 // isProcessID reports whether s is a process id: [api.IDBytes] random bytes

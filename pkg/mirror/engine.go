@@ -55,8 +55,17 @@ func newQueue[T any](k kind[T]) *queue[T] {
 	return q
 }
 
-// add puts items in the queue, in its order with those there.
+// add puts items in the queue, in its order with those there: sorted on
+// their own and merged in, so that a pull adding a folder at a time does
+// not sort all the files it has yet to fetch again each time.
 func (q *queue[T]) add(items []T) {
+	var fresh []T
+	for _, it := range items {
+		if _, ok := q.group(it); !ok {
+			fresh = append(fresh, it)
+		}
+	}
+	sort.SliceStable(fresh, func(i, j int) bool { return q.before(fresh[i], fresh[j]) })
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	defer q.cond.Broadcast()
@@ -64,12 +73,18 @@ func (q *queue[T]) add(items []T) {
 	for _, it := range items {
 		if g, ok := q.group(it); ok {
 			q.held[g] = append(q.held[g], it)
-			continue
 		}
-		q.pending++
-		q.ready = append(q.ready, it)
 	}
-	q.sort()
+	q.pending += len(fresh)
+	merged := make([]T, 0, len(q.ready)+len(fresh))
+	i := 0
+	for _, it := range q.ready {
+		for ; i < len(fresh) && q.before(fresh[i], it); i++ {
+			merged = append(merged, fresh[i])
+		}
+		merged = append(merged, it)
+	}
+	q.ready = append(merged, fresh[i:]...)
 }
 
 // close says no item comes after those added, and returns those held back
@@ -111,13 +126,15 @@ func (q *queue[T]) release() (heldBack []T) {
 }
 
 func (q *queue[T]) sort() {
-	sort.SliceStable(q.ready, func(i, j int) bool {
-		a, b := q.ready[i], q.ready[j]
-		if sa, sb := q.k.size(a), q.k.size(b); sa != sb {
-			return sa > sb
-		}
-		return q.k.name(a) < q.k.name(b)
-	})
+	sort.SliceStable(q.ready, func(i, j int) bool { return q.before(q.ready[i], q.ready[j]) })
+}
+
+// before is the queue's order: the biggest first, and by name.
+func (q *queue[T]) before(a, b T) bool {
+	if sa, sb := q.k.size(a), q.k.size(b); sa != sb {
+		return sa > sb
+	}
+	return q.k.name(a) < q.k.name(b)
 }
 
 // batchable reports whether it may share a request with others.
@@ -158,7 +175,11 @@ func (q *queue[T]) next(big, batch bool) (out []T, last bool) {
 		if len(out) > 0 && (!batch || !q.batchable(it) || len(out) == batchFiles || bytes+size > batchBytes) {
 			break
 		}
-		q.ready = slices.Delete(q.ready, i, i+1)
+		if big {
+			q.ready = q.ready[1:] // not slices.Delete: no copy of all the rest
+		} else {
+			q.ready = q.ready[:i]
+		}
 		q.left--
 		out = append(out, it)
 		bytes += size

@@ -62,15 +62,19 @@ type Kept struct {
 
 // fileJob is one file to bring up to date.
 type fileJob struct {
-	route   string     // api.PathLogsFile, ...
-	query   url.Values // which=, name=, path=
-	dst     string     // local path
-	size    int64      // listed size
-	growing bool       // grows on the server: a larger listing is a new tail
-	label   string     // for reports
-	local   int64      // the local copy's size when planned; -1: none
-	got     fetched    // what fetching it did
+	route   string  // api.PathLogsFile, ...
+	key     string  // the query's one parameter: which, name or path
+	value   string  // its value
+	dst     string  // local path
+	size    int64   // listed size
+	growing bool    // grows on the server: a larger listing is a new tail
+	label   string  // for reports
+	local   int64   // the local copy's size when planned; -1: none
+	got     fetched // what fetching it did
 }
+
+// query is the job's query string.
+func (j *fileJob) query() url.Values { return url.Values{j.key: {j.value}} }
 
 // tail reports whether the job appends to its local copy (a Range
 // request) rather than fetching the file whole.
@@ -116,14 +120,31 @@ func (j *fileJob) bytes() int64 {
 // PartStats or PartGameLogs.
 type Part struct {
 	Dir  string
-	plan func(ctx context.Context, remote LogsRemote, dir string) ([]*fileJob, []Failure, error)
+	plan planner
+}
+
+// planner lists a part's files from the server, into dir: it hands them
+// to emit as they become known, a folder's at a time or all at once,
+// with the listing's entries it refused (bad), and returns the listing's
+// error (what it emitted before failing is fetched).
+type planner func(ctx context.Context, remote LogsRemote, dir string, emit func(list []*fileJob, bad []Failure)) error
+
+// whole is a planner of a listing that comes whole.
+func whole(plan func(ctx context.Context, remote LogsRemote, dir string) ([]*fileJob, []Failure, error)) planner {
+	return func(ctx context.Context, remote LogsRemote, dir string, emit func([]*fileJob, []Failure)) error {
+		list, bad, err := plan(ctx, remote, dir)
+		if err == nil {
+			emit(list, bad)
+		}
+		return err
+	}
 }
 
 // PartLogs mirrors the access logs into dir.
-func PartLogs(dir string) Part { return Part{Dir: dir, plan: planLogs} }
+func PartLogs(dir string) Part { return Part{Dir: dir, plan: whole(planLogs)} }
 
 // PartStats mirrors the health day-files into dir.
-func PartStats(dir string) Part { return Part{Dir: dir, plan: planStats} }
+func PartStats(dir string) Part { return Part{Dir: dir, plan: whole(planStats)} }
 
 // PartGameLogs mirrors the game-log tree into dir (variant 1 only: a
 // variant 2 server answers its listing with apiclient.ErrNotFound).
@@ -167,9 +188,12 @@ func pullOne(ctx context.Context, remote LogsRemote, p Part, jobs int, rep Repor
 // run of the transfer engine, as many at once as the link warrants, each
 // part's files from the moment its listing comes: the access logs and the
 // day-files are on their way while the game-log tree is still being
-// listed. errs holds each part's own error (its listing failed: nothing of
-// it was fetched), err what stops the whole pull (the check failed: nothing
-// was fetched).
+// listed, and each game-log folder's files as soon as the listing (where
+// the remote streams it, GameLogStreamer) has named them all. errs holds
+// each part's own error (its listing failed: only the files it named
+// before were fetched), err what stops the whole pull (the check failed:
+// nothing was fetched). The local folders are read scanFolders at once,
+// as their files are listed.
 func Pull(ctx context.Context, remote LogsRemote, parts []Part, opts PullOptions, rep Reporter) (sum PullSummary, errs []error, err error) {
 	if rep == nil {
 		rep = NopReporter{}
@@ -178,24 +202,28 @@ func Pull(ctx context.Context, remote LogsRemote, parts []Part, opts PullOptions
 		opts.Jobs = 8
 	}
 	errs = make([]error, len(parts))
-	type listed struct {
-		list []*fileJob
-		bad  []Failure
-	}
-	lists := make(chan listed, len(parts))
+	lists := make(chan listed, 16)
+	var wg sync.WaitGroup
 	for i, p := range parts {
-		go func() {
-			var l listed
-			l.list, l.bad, errs[i] = p.plan(ctx, remote, p.Dir)
-			lists <- l
-		}()
+		wg.Go(func() {
+			once := &uniq{}
+			errs[i] = p.plan(ctx, remote, p.Dir, func(list []*fileJob, bad []Failure) {
+				lists <- listed{once.only(list), bad}
+			})
+			if dup := once.failure(); dup != nil {
+				lists <- listed{bad: []Failure{*dup}}
+			}
+		})
 	}
+	go func() {
+		wg.Wait()
+		close(lists)
+	}()
 	if opts.Check != nil {
 		err = opts.Check()
 	}
 	if err != nil {
-		for range parts {
-			<-lists
+		for range lists {
 		}
 		return PullSummary{Failures: []Failure{}}, errs, err
 	}
@@ -204,11 +232,14 @@ func Pull(ctx context.Context, remote LogsRemote, parts []Part, opts PullOptions
 		jobs = InFlight(l.RTT(), opts.Jobs)
 	}
 	f := startPull(ctx, remote, jobs, rep)
-	for range parts {
-		l := <-lists
-		f.add(l.list, l.bad)
-	}
+	f.addAll(lists)
 	return f.wait(), errs, nil
+}
+
+// listed is some of a listing's files, and entries of it refused.
+type listed struct {
+	list []*fileJob
+	bad  []Failure
 }
 
 // planLogs lists the access logs: access.log is the active log,
@@ -227,7 +258,7 @@ func planLogs(ctx context.Context, remote LogsRemote, dir string) ([]*fileJob, [
 		if _, err := os.Stat(dst); errors.Is(err, os.ErrNotExist) {
 			rotatedNew = true
 		}
-		list = append(list, &fileJob{route: api.PathLogsFile, query: url.Values{api.QueryWhich: {strconv.FormatInt(r.TS, 10)}},
+		list = append(list, &fileJob{route: api.PathLogsFile, key: api.QueryWhich, value: strconv.FormatInt(r.TS, 10),
 			dst: dst, size: r.Size, label: name})
 	}
 	active := filepath.Join(dir, api.AccessLogName)
@@ -239,7 +270,7 @@ func planLogs(ctx context.Context, remote LogsRemote, dir string) ([]*fileJob, [
 		}
 	}
 	if l.Active != nil {
-		list = append(list, &fileJob{route: api.PathLogsFile, query: url.Values{api.QueryWhich: {api.WhichActive}},
+		list = append(list, &fileJob{route: api.PathLogsFile, key: api.QueryWhich, value: api.WhichActive,
 			dst: active, size: l.Active.Size, growing: true, label: api.AccessLogName})
 	}
 	return list, nil, nil
@@ -278,38 +309,82 @@ func planStats(ctx context.Context, remote LogsRemote, dir string) ([]*fileJob, 
 			bad = append(bad, Failure{Op: "fetch", Path: shownName(f.Name), Error: "the server listed a name that is not <type>-YYYY-MM-DD.log; skipped"})
 			continue
 		}
-		list = append(list, &fileJob{route: api.PathStatsFile, query: url.Values{api.QueryName: {f.Name}},
+		list = append(list, &fileJob{route: api.PathStatsFile, key: api.QueryName, value: f.Name,
 			dst: filepath.Join(dir, f.Name), size: f.Size, growing: newest[f.Type] == f.Name, label: f.Name})
 	}
 	return list, bad, nil
 }
 
+// GameLogStreamer is a LogsRemote that hands the game-log listing's
+// files over as they come (*apiclient.Client is one): a pull's first
+// folders are fetched, and its local folders read, while the server still
+// lists the last ones.
+type GameLogStreamer interface {
+	GameLogsEach(ctx context.Context, each func(api.GameLogFile)) error
+}
+
 // planGameLogs lists the game-log tree, each file keeping its
-// tree-relative path. Every hour file is treated as growing: the contract
-// says a changed size means the client fetches the tail. A path the server
-// lists that is not of the contract's shape is refused, so a server cannot
-// make the client write outside dir; so is one that sync would refuse
-// (nameFault), so that no folder is named with a newline.
-func planGameLogs(ctx context.Context, remote LogsRemote, dir string) ([]*fileJob, []Failure, error) {
-	l, err := remote.GameLogs(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	var list []*fileJob
-	var bad []Failure
-	for _, f := range l.Files {
-		if fault := nameFault(f.Path); fault != "" {
-			bad = append(bad, Failure{Op: "fetch", Path: shownName(f.Path), Error: "the server listed it, but " + fault + "; skipped"})
-			continue
+// tree-relative path, a folder's files emitted at a time. Every hour file
+// is treated as growing: the contract says a changed size means the
+// client fetches the tail. A path the server lists that is not of the
+// contract's shape is refused, so a server cannot make the client write
+// outside dir; so is one that sync would refuse (nameFault), so that no
+// folder is named with a newline.
+func planGameLogs(ctx context.Context, remote LogsRemote, dir string, emit func([]*fileJob, []Failure)) error {
+	p := &gameLogPlan{dir: dir, emit: emit}
+	var err error
+	if s, ok := remote.(GameLogStreamer); ok {
+		err = s.GameLogsEach(ctx, p.add)
+	} else {
+		var l api.GameLogListing
+		if l, err = remote.GameLogs(ctx); err == nil {
+			for _, f := range l.Files {
+				p.add(f)
+			}
 		}
-		if !layout.IsGameLogPath(f.Path) {
-			bad = append(bad, Failure{Op: "fetch", Path: f.Path, Error: "the server listed a path outside the game-log layout; skipped"})
-			continue
-		}
-		list = append(list, &fileJob{route: api.PathGameLogsFile, query: url.Values{api.QueryPath: {f.Path}},
-			dst: filepath.Join(dir, filepath.FromSlash(f.Path)), size: f.Size, growing: true, label: f.Path})
 	}
-	return list, bad, nil
+	p.flush()
+	return err
+}
+
+// gameLogPlan groups the game-log listing's files by folder, as the
+// listing (sorted by path) gives them, and checks each folder's path once.
+type gameLogPlan struct {
+	dir    string
+	emit   func([]*fileJob, []Failure)
+	folder string // the folder of the files in list, as listed
+	local  string // where it is mirrored
+	ok     bool   // whether it is a layout.IsGameLogFolder
+	list   []*fileJob
+	bad    []Failure
+}
+
+func (p *gameLogPlan) add(f api.GameLogFile) {
+	if fault := nameFault(f.Path); fault != "" {
+		p.bad = append(p.bad, Failure{Op: "fetch", Path: shownName(f.Path), Error: "the server listed it, but " + fault + "; skipped"})
+		return
+	}
+	i := strings.LastIndexByte(f.Path, '/')
+	folder, name := f.Path[:max(i, 0)], f.Path[i+1:]
+	if i < 0 || folder != p.folder {
+		p.flush()
+		p.folder, p.ok = folder, i >= 0 && layout.IsGameLogFolder(folder)
+		p.local = filepath.Join(p.dir, filepath.FromSlash(folder))
+	}
+	if _, _, ok := layout.ParseGameLogFileName(name); !ok || !p.ok {
+		p.bad = append(p.bad, Failure{Op: "fetch", Path: f.Path, Error: "the server listed a path outside the game-log layout; skipped"})
+		return
+	}
+	p.list = append(p.list, &fileJob{route: api.PathGameLogsFile, key: api.QueryPath, value: f.Path,
+		dst: p.local + string(filepath.Separator) + name, size: f.Size, growing: true, label: f.Path}) // name is clean: no filepath.Join
+}
+
+// flush emits the files gathered, if any.
+func (p *gameLogPlan) flush() {
+	if len(p.list) > 0 || len(p.bad) > 0 {
+		p.emit(p.list, p.bad)
+	}
+	p.list, p.bad = nil, nil
 }
 
 // reportBad reports listing entries that were refused, each once.
@@ -343,11 +418,12 @@ type BatchFetcher interface {
 // where the remote offers the batch download, every other one (tails, big
 // files) with a request of its own.
 type puller struct {
-	rep  Reporter
-	dirs *folders
-	e    *engine[*fileJob]
-	mu   sync.Mutex
-	sum  PullSummary
+	rep   Reporter
+	dirs  *folders
+	scans scans
+	e     *engine[*fileJob]
+	mu    sync.Mutex
+	sum   PullSummary
 }
 
 // startPull starts the engine's jobs workers, with no file yet.
@@ -367,15 +443,26 @@ func startPull(ctx context.Context, remote LogsRemote, jobs int, rep Reporter) *
 	return f
 }
 
-// add brings the files of one listing up to date, those not exact
+// addAll adds the files of the listings as they come, scanFolders lists
+// at once: each list's local folders are read as it is added.
+func (f *puller) addAll(lists <-chan listed) {
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, scanFolders)
+	for l := range lists {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			f.add(l.list, l.bad)
+		})
+	}
+	wg.Wait()
+}
+
+// add brings the files of a listing up to date, those not exact
 // already, and reports the entries of it that were refused (bad).
 func (f *puller) add(list []*fileJob, bad []Failure) {
-	list, dup := unique(list)
-	if dup != nil {
-		bad = append([]Failure{*dup}, bad...)
-	}
 	got := reportBad(f.rep, bad) // the refused entries, and the files exact already
-	scanLocal(list)
+	f.scans.scan(list)
 	var todo []*fileJob
 	var total int64
 	for _, j := range list {
@@ -431,7 +518,15 @@ func (f *puller) wait() PullSummary {
 func fetchBatch(ctx context.Context, remote LogsRemote, b BatchFetcher, js []*fileJob, dirs *folders) []error {
 	files := make([]api.FetchFile, len(js))
 	for i, j := range js {
-		files[i] = api.FetchFile{Route: j.route, Which: j.query.Get(api.QueryWhich), Name: j.query.Get(api.QueryName), Path: j.query.Get(api.QueryPath)}
+		files[i] = api.FetchFile{Route: j.route}
+		switch j.key {
+		case api.QueryWhich:
+			files[i].Which = j.value
+		case api.QueryName:
+			files[i].Name = j.value
+		case api.QueryPath:
+			files[i].Path = j.value
+		}
 	}
 	errs := make([]error, len(js))
 	called := make([]bool, len(js))
@@ -473,32 +568,61 @@ func fetchEach(ctx context.Context, remote LogsRemote, js []*fileJob, errs []err
 	}
 }
 
-// unique drops the jobs whose local file an earlier job of list writes
-// already: the contract lists each file once, and a listing that names one
-// again (a million times, from a broken or hostile server) gets it fetched
-// once, at its first listed size. The one failure, if any, names the first
-// repeated file and counts the repeats.
-func unique(list []*fileJob) ([]*fileJob, *Failure) {
-	seen := make(map[string]bool, len(list))
+// uniq drops the jobs whose local file an earlier job of a listing
+// writes already: the contract lists each file once, and a listing that
+// names one again (a million times, from a broken or hostile server) gets
+// it fetched once, at its first listed size. Its failure, if any, names
+// the first repeated file and counts the repeats.
+// While the files come in the order of their local paths, as a listing
+// sorted by path gives them, none can repeat one before it, and none is
+// looked up: the files seen are put in a map only when one comes out of
+// order.
+type uniq struct {
+	seen    map[string]bool // nil while the files came in order
+	kept    []string        // the files seen, while they came in order
+	first   string
+	repeats int
+}
+
+// only is list without the jobs of files seen already.
+func (u *uniq) only(list []*fileJob) []*fileJob {
 	out := list[:0:0]
-	var first string
-	repeats := 0
 	for _, j := range list {
-		if seen[j.dst] {
-			if repeats == 0 {
-				first = j.label
-			}
-			repeats++
+		if u.seen == nil && (len(u.kept) == 0 || j.dst > u.kept[len(u.kept)-1]) {
+			u.kept = append(u.kept, j.dst)
+			out = append(out, j)
 			continue
 		}
-		seen[j.dst] = true
+		if u.seen == nil {
+			u.seen = make(map[string]bool, len(u.kept))
+			for _, d := range u.kept {
+				u.seen[d] = true
+			}
+			u.kept = nil
+		}
+		if u.seen[j.dst] {
+			if u.repeats == 0 {
+				u.first = j.label
+			}
+			u.repeats++
+			continue
+		}
+		u.seen[j.dst] = true
 		out = append(out, j)
 	}
-	if repeats == 0 {
-		return list, nil
+	if u.repeats == 0 {
+		return list
 	}
-	return out, &Failure{Op: "fetch", Path: first, Error: fmt.Sprintf(
-		"the server listed it more than once (%d repeated entries in its listing); each file was fetched once, at its first listed size", repeats)}
+	return out
+}
+
+// failure is the one failure of the repeats, if there were any.
+func (u *uniq) failure() *Failure {
+	if u.repeats == 0 {
+		return nil
+	}
+	return &Failure{Op: "fetch", Path: u.first, Error: fmt.Sprintf(
+		"the server listed it more than once (%d repeated entries in its listing); each file was fetched once, at its first listed size", u.repeats)}
 }
 
 // pullCause is err as a failure line shows it beside the file's name: the
@@ -534,7 +658,7 @@ func syncFile(ctx context.Context, remote LogsRemote, j *fileJob, dirs *folders)
 	if j.growing && local <= j.size {
 		return fetchTail(ctx, remote, j, max(local, 0), dirs)
 	}
-	f, err := remote.Fetch(ctx, j.route, j.query, 0)
+	f, err := remote.Fetch(ctx, j.route, j.query(), 0)
 	if err != nil {
 		return fetched{}, err
 	}
@@ -692,7 +816,7 @@ func keepAside(dst string) (string, error) {
 // there is nothing new. If the transfer fails part-way, the file is cut
 // back to from.
 func fetchTail(ctx context.Context, remote LogsRemote, j *fileJob, from int64, dirs *folders) (fetched, error) {
-	f, err := remote.Fetch(ctx, j.route, j.query, from)
+	f, err := remote.Fetch(ctx, j.route, j.query(), from)
 	if err != nil {
 		return fetched{}, err
 	}

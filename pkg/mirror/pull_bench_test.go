@@ -2,13 +2,17 @@ package mirror
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/layout"
 )
 
 // BenchmarkPullGrowingLog mirrors a 64 MiB active access log, lets it grow by
@@ -72,4 +76,41 @@ func BenchmarkPullWholeVsCurl(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkPullNoop pulls the game logs of 10 games' month (7,440 hour
+// files, 10 folders) into a mirror that holds them all already: what an
+// hourly cron run costs the client and the server, nothing fetched (the
+// listing, read as it streams in; each local folder read, its files
+// stat-ed). cpu-ns/op is the process's CPU time an op (client and
+// server both: they share it), which a machine others share does not
+// blur as it blurs ns/op.
+func BenchmarkPullNoop(b *testing.B) {
+	e := newPullEnv(b, api.Variant1)
+	start := time.Date(2026, 10, 28, 0, 0, 0, 0, time.UTC)
+	for g := range 10 {
+		for h := range 31 * 24 {
+			e.appendTo(b, "hoster-logs/"+layout.GameLogPath(fmt.Sprintf("game%d.example.com", g), "arena", "000000abc000",
+				layout.GameLogStats, start.Add(time.Duration(h)*time.Hour)), "{}\n")
+		}
+	}
+	ctx := context.Background()
+	dir := filepath.Join(e.mirror, "hoster-logs")
+	if s, err := PullGameLogs(ctx, e.c, dir, 8, nil); err != nil || s.Fetched != 7440 {
+		b.Fatalf("%+v %v", s, err)
+	}
+	cpu := cpuTime()
+	for b.Loop() {
+		if s, err := PullGameLogs(ctx, e.c, dir, 8, nil); err != nil || s.Unchanged != 7440 {
+			b.Fatalf("%+v %v", s, err)
+		}
+	}
+	b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+}
+
+// cpuTime is the CPU time the process used so far, in ns.
+func cpuTime() int64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }

@@ -25,7 +25,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"io/fs"
 	"log/slog"
 	"math"
 	"net/http"
@@ -198,30 +197,6 @@ func (h *handlers) statsNow(w http.ResponseWriter, r *http.Request) {
 
 func (h *handlers) gameLogsRoot() (*os.Root, error) {
 	return os.OpenRoot(filepath.Join(h.o.LogsRoot, api.GameLogsDir))
-}
-
-func (h *handlers) gameLogs(w http.ResponseWriter, r *http.Request) {
-	l := api.GameLogListing{Files: []api.GameLogFile{}}
-	root, err := h.gameLogsRoot()
-	if err == nil {
-		defer root.Close()
-		fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return nil
-			}
-			if d.IsDir() && strings.Count(p, "/") >= 4 {
-				return fs.SkipDir
-			}
-			if d.Type().IsRegular() && layout.IsGameLogPath(p) {
-				if info, err := d.Info(); err == nil {
-					l.Files = append(l.Files, api.GameLogFile{Path: p, Size: info.Size()})
-				}
-			}
-			return nil
-		})
-	}
-	sort.Slice(l.Files, func(i, j int) bool { return l.Files[i].Path < l.Files[j].Path })
-	writeJSON(w, l)
 }
 
 func (h *handlers) gameLogsFile(w http.ResponseWriter, r *http.Request) {

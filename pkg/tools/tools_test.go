@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -306,4 +307,32 @@ func TestVariant2HasNoGameLogs(t *testing.T) {
 	if json.Unmarshal([]byte(b), &l) != nil {
 		t.Fatalf("variant 2 logs listing: %s", b)
 	}
+}
+
+// The game-log listing is written folder by folder as the folders are
+// read, several at once: its files still come sorted by path, as the
+// contract says (a folder "a.com" sorts after "a.com-x" as a path's part),
+// its strings escaped as encoding/json escapes them, and nothing but the
+// layout's regular files in it.
+func TestGameLogListingOrder(t *testing.T) {
+	e := start(t, api.Variant1)
+	var want []api.GameLogFile
+	for i, folder := range []string{"a.com", "a.com-x", "a.com.b", "a.co", "é.com", "x<&>\".com", "z.com", "a.com\x01"} {
+		for _, game := range []string{"g", "g-2", "g.2", "g 2"} {
+			for _, name := range []string{"stats-2026-11-22-10.jsonl", "snapshot-2026-11-22-10.jsonl", "stats-2026-11-22-09.jsonl"} {
+				p := folder + "/" + game + "/hoster-processes/0123456789ab/" + name
+				plant(t, filepath.Join(e.logs, "hoster-logs"), p, strings.Repeat("x", i), time.Time{})
+				want = append(want, api.GameLogFile{Path: p, Size: int64(i)})
+			}
+		}
+	}
+	plantAll(t, e.logs,
+		"hoster-logs/a.com/g/hoster-processes/0123456789ab/notes.txt", "not an hour file",
+		"hoster-logs/a.com/g/hoster-processes/0123456789ab/x/stats-2026-11-22-10.jsonl", "too deep",
+		"hoster-logs/a.com/g/stats-2026-11-22-10.jsonl", "too shallow",
+		"hoster-logs/_a.com/g/hoster-processes/0123456789ab/stats-2026-11-22-10.jsonl", "not a domain")
+	os.Mkdir(filepath.Join(e.logs, "hoster-logs/a.com/g/hoster-processes/0123456789ab/stats-2026-11-22-11.jsonl"), 0o755)
+	sort.Slice(want, func(i, j int) bool { return want[i].Path < want[j].Path })
+	b, _ := json.Marshal(api.GameLogListing{Files: want})
+	e.wantListing(t, "/api/v1/gamelogs", string(b))
 }

@@ -18,7 +18,7 @@ import (
 type rooms struct {
 	o       *Options
 	mu      sync.Mutex
-	out     map[string]int     // grants not settled, by address
+	out     map[string]int             // grants not settled, by address
 	waiting map[string][]func(ok bool) // answers to rooms asked for while out[addr] > 0
 }
 
