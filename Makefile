@@ -62,6 +62,7 @@ fuzz: ## fuzz the path checks and parsers, FUZZTIME (30s) each
 	$(GO) test -run '^$$' -fuzz FuzzPureHook -fuzztime $(FUZZTIME) ./pkg/runtime
 	$(GO) test -run '^$$' -fuzz FuzzQuickCommand -fuzztime $(FUZZTIME) ./pkg/runtime
 	$(GO) test -run '^$$' -fuzz FuzzRecords -fuzztime $(FUZZTIME) ./pkg/runtime
+	$(GO) test -run '^$$' -fuzz FuzzPlainFile -fuzztime $(FUZZTIME) ./pkg/apiclient
 
 docs: ## regenerate the command-line reference, docs/cli, from the cobra commands
 	$(GO) run ./internal/docgen -out docs/cli
