@@ -52,10 +52,42 @@ func (c *Client) GameLogs(ctx context.Context) (api.GameLogListing, error) {
 // server answers ErrNotFound), calling each with every file as the answer
 // comes, in its order: a pull fetches the first folders' files while the
 // server still lists the last ones. Getting the answer is retried as
-// every request of the client is; an answer cut off part-way, or one that
-// is not the listing's JSON, is an error once each has been called for
-// the files before it.
+// every request of the client is. An answer cut off part-way is asked
+// again, and its files up to the last one handed on are skipped, while
+// the files came sorted by path (hoster-server's do; the contract does not
+// say) and each answer brought one more; else, or for one that is not the
+// listing's JSON, it is an error once each has been called for the files
+// before it.
 func (c *Client) GameLogsEach(ctx context.Context, each func(api.GameLogFile)) error {
+	var last string // the last file handed on
+	sorted := true
+	for fruitless := 0; ; {
+		from, got := last, 0
+		err := c.gameLogsEach(ctx, func(f api.GameLogFile) {
+			if from != "" && f.Path <= from {
+				return // handed on from an answer cut before
+			}
+			sorted = sorted && f.Path > last
+			last, got = f.Path, got+1
+			each(f)
+		})
+		if err == nil || !errors.Is(err, errListingCut) || !sorted || ctx.Err() != nil {
+			return err
+		}
+		if fruitless++; got > 0 {
+			fruitless = 0
+		}
+		if fruitless >= max(c.attempts, 1) {
+			return err
+		}
+	}
+}
+
+// errListingCut marks a listing's answer cut off part-way.
+var errListingCut = errors.New("the listing was cut off")
+
+// gameLogsEach is one request of GameLogsEach.
+func (c *Client) gameLogsEach(ctx context.Context, each func(api.GameLogFile)) error {
 	op := "listing the game logs"
 	k := call{op: op, method: http.MethodGet, path: api.ToolsPath(api.Version, api.PathGameLogs), stream: true}
 	return c.do(ctx, k, func(resp *http.Response, _ []byte) error {
@@ -70,9 +102,15 @@ func (c *Client) GameLogsEach(ctx context.Context, each func(api.GameLogFile)) e
 		case errors.Is(err, errNotListing):
 			return &Error{Op: op, Msg: "the answer is not the expected JSON: " + err.Error()}
 		}
-		return transportError(op, fmt.Errorf("reading the listing: %w", err))
+		return listingCut{transportError(op, fmt.Errorf("reading the listing: %w", err))}
 	})
 }
+
+// listingCut is a listing's answer cut off part-way: its error as the
+// client says it, and errListingCut.
+type listingCut struct{ error }
+
+func (e listingCut) Unwrap() []error { return []error{e.error, errListingCut} }
 
 // errNotListing is an answer that reads as JSON but not as the listing.
 var errNotListing = errors.New("not a listing")

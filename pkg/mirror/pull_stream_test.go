@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/hoster-dev/hoster/pkg/api"
@@ -42,6 +43,8 @@ type listingCut struct {
 	next    http.RoundTripper
 	domain  string
 	cut     bool
+	cutOnce bool // only the first answer is cut
+	answers atomic.Int32
 	once    sync.Once
 	fetched chan struct{}
 }
@@ -56,7 +59,7 @@ func (h *listingCut) RoundTrip(r *http.Request) (*http.Response, error) {
 		at := bytes.Index(all, []byte(`"path":"`+h.domain+"/"))
 		at += bytes.Index(all[at:], []byte("},{")) + 1
 		rest := io.Reader(bytes.NewReader(all[at:]))
-		if h.cut {
+		if h.cut || h.cutOnce && h.answers.Add(1) == 1 {
 			rest = iotestErr{}
 		} else {
 			rest = io.MultiReader(waitFor(h.fetched), rest)
@@ -137,6 +140,21 @@ func TestPullListingCutOff(t *testing.T) {
 	}
 	if s, err := PullGameLogs(context.Background(), e.c, dir, 4, nil); err != nil || s.Fetched != 4 || s.Unchanged != 6 {
 		t.Fatalf("the next pull %+v: %v", s, err)
+	}
+	e.sameTree(t, "hoster-logs")
+}
+
+// A listing cut off once part-way is asked again, and the files it named
+// before the cut are not handed on twice: the pull ends with every file,
+// none failed as repeated.
+func TestPullListingCutOnceIsResumed(t *testing.T) {
+	e := newPullEnv(t, api.Variant1)
+	plantFolders(t, e, 5, "a.com", "b.com")
+	h := &listingCut{domain: "b.com", cutOnce: true, fetched: make(chan struct{})}
+	dir := filepath.Join(e.mirror, "hoster-logs")
+	s, err := PullGameLogs(context.Background(), e.clientVia(t, h), dir, 4, nil)
+	if err != nil || s.Fetched != 10 || len(s.Failures) != 0 || h.answers.Load() != 2 {
+		t.Fatalf("pull %+v, %d listings asked: %v; want 10 files fetched from 2 listings", s, h.answers.Load(), err)
 	}
 	e.sameTree(t, "hoster-logs")
 }
