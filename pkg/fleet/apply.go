@@ -148,9 +148,6 @@ func (g *gameState) applyLoop() {
 			return
 		case <-g.kick:
 		}
-		if !g.s.settle() {
-			return
-		}
 		g.wmu.Lock()
 		m := g.wanted
 		g.wanted = nil
@@ -170,29 +167,6 @@ func (g *gameState) applyLoop() {
 			continue
 		}
 		wait = 100 * time.Millisecond
-	}
-}
-
-// settle waits until no manifest of the fleet changed for the quiet
-// period (a sync has ended, most often), or for the longest deferral;
-// false: the sync closed. While a sync goes on, the bodies it stores are
-// not written to this disk too: the writes cost more than JetStream's
-// copies of the bodies, and on machines that share cores and disks they
-// slow the sync (bench/fleet.sh's first push, three nodes on two busy
-// cores: 10.1-10.6 s against 17.6-20.9 s).
-func (s *Sync) settle() bool {
-	start := time.Now()
-	for {
-		last := time.Unix(0, s.changed.Load())
-		wait := min(time.Until(last.Add(s.quiet)), time.Until(start.Add(s.maxDefer)))
-		if wait <= 0 {
-			return true
-		}
-		select {
-		case <-s.ctx.Done():
-			return false
-		case <-time.After(wait):
-		}
 	}
 }
 
@@ -259,8 +233,7 @@ func (g *gameState) at(rev uint64) bool {
 	return rev <= g.rev
 }
 
-// fetchBodies writes each of files from the object store, bodyJobs at once
-// (and no more over all the games: fetchBody).
+// fetchBodies writes each of files from the object store, bodyJobs at once.
 func (s *Sync) fetchBodies(files []store.Change) error {
 	if len(files) == 0 {
 		return nil
@@ -278,12 +251,6 @@ const fetchTimeout = 5 * time.Second
 // of the stream answers; a longer one through the store's reader, whose
 // consumer costs the fleet more.
 func (s *Sync) fetchBody(c store.Change) error {
-	select {
-	case s.fetching <- struct{}{}:
-		defer func() { <-s.fetching }()
-	case <-s.ctx.Done():
-		return fmt.Errorf("fetching the body of %s: %w", c.Path, s.ctx.Err())
-	}
 	ctx, cancel := context.WithTimeout(s.ctx, fetchTimeout)
 	defer cancel()
 	info, err := s.obj.GetInfo(ctx, c.SHA256)

@@ -27,9 +27,6 @@ const (
 	BodyStore = "hoster-bodies"
 )
 
-// reloadAfterApply is how soon after an apply its game reloads.
-const reloadAfterApply = 10 * time.Millisecond
-
 // publishTimeout bounds one publish (its bodies and its manifests), long
 // enough for JetStream to elect a new leader when a node died.
 const publishTimeout = 30 * time.Second
@@ -40,12 +37,9 @@ type SyncOptions struct {
 	// the fleet's manifests.
 	Store *store.Store
 	// Reload follows a game whose files another node's sync changed here,
-	// once per burst: right after they are written, which is once no
-	// manifest of the fleet changed for ReloadDebounce (500 ms when 0), or
-	// after ApplyMaxDefer (10 s when 0) of a sync that goes on longer.
+	// once per burst (after ReloadDebounce of quiet, 500 ms when 0).
 	Reload         func(domain, game string)
 	ReloadDebounce time.Duration
-	ApplyMaxDefer  time.Duration
 	// BodyGrace is how long a body no manifest names stays in the object
 	// store before the collector removes it (1 hour when 0): far longer than
 	// a publish takes between storing a body and naming it (gc.go).
@@ -96,14 +90,6 @@ type Sync struct {
 
 	grace time.Duration
 	now   func() time.Time
-	// The quiet before an apply (ReloadDebounce) and its longest wait
-	// (ApplyMaxDefer), and when the watch last saw a manifest change (unix
-	// ns): settle.
-	quiet, maxDefer time.Duration
-	changed         atomic.Int64
-	// fetching bounds the bodies this node fetches at once, over all its
-	// games (bodyJobs): the games' applies start together after a sync.
-	fetching chan struct{}
 	// inlineLimit, when set (by tests), replaces inlineMax's.
 	inlineLimit int
 
@@ -149,9 +135,6 @@ func StartSync(ctx context.Context, n *Node, o SyncOptions) (*Sync, error) {
 	if o.ReloadDebounce <= 0 {
 		o.ReloadDebounce = 500 * time.Millisecond
 	}
-	if o.ApplyMaxDefer <= 0 {
-		o.ApplyMaxDefer = 10 * time.Second
-	}
 	if o.BodyGrace <= 0 {
 		o.BodyGrace = DefaultBodyGrace
 	}
@@ -159,7 +142,6 @@ func StartSync(ctx context.Context, n *Node, o SyncOptions) (*Sync, error) {
 		o.Now = time.Now
 	}
 	s := &Sync{node: n, st: o.Store, log: o.Logger, grace: o.BodyGrace, now: o.Now,
-		quiet: o.ReloadDebounce, maxDefer: o.ApplyMaxDefer, fetching: make(chan struct{}, bodyJobs),
 		games: map[string]*gameState{}, published: map[string]manifest{}, named: map[string]int{},
 		put: map[string]time.Time{}, unnamed: map[string]time.Time{}}
 	var err error
@@ -179,9 +161,7 @@ func StartSync(ctx context.Context, n *Node, o SyncOptions) (*Sync, error) {
 	}, func(err error) error { return fmt.Errorf("opening the fleet's object store: %w", err) }); err != nil {
 		return nil, err
 	}
-	// The quiet was waited for before the apply: a game reloads once its
-	// apply has written it, with no second wait.
-	s.deb = store.NewDebouncer(reloadAfterApply, o.Reload)
+	s.deb = store.NewDebouncer(o.ReloadDebounce, o.Reload)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	w, err := s.kv.WatchAll(s.ctx)
 	if err != nil {
@@ -243,7 +223,6 @@ func (s *Sync) seen(e jetstream.KeyValueEntry) {
 		}
 	}
 	m.rev = e.Revision()
-	s.changed.Store(time.Now().UnixNano())
 	s.remember(e.Key(), m)
 	g := s.game(m.Domain, m.Game)
 	g.want(m)
