@@ -343,7 +343,9 @@ func (c *Client) fetchBatch(ctx context.Context, files []api.FetchFile, each fun
 		// Read in big pieces: HTTP/2 sends the server a window update for
 		// every read of 4 KiB or more, and the tar reader reads a file's
 		// header and body apart.
-		tr := tar.NewReader(bufio.NewReaderSize(resp.Body, batchReadBuffer))
+		br := bufio.NewReaderSize(resp.Body, batchReadBuffer)
+		tr := tar.NewReader(br)
+		defer drainTar(tr, br)
 		for i := range files {
 			h, err := tr.Next()
 			if err != nil {
@@ -363,6 +365,15 @@ func (c *Client) fetchBatch(ctx context.Context, files []api.FetchFile, each fun
 		return nil
 	})
 	return got, err
+}
+
+// drainTar reads what is left of a batch answer read whole, the tar's end
+// and the body's, up to a bound: an HTTP/1.1 connection whose answer was
+// not read to its end is closed, not kept for the next request.
+func drainTar(tr *tar.Reader, br *bufio.Reader) {
+	if _, err := tr.Next(); err == io.EOF {
+		io.Copy(io.Discard, io.LimitReader(br, 64<<10))
+	}
 }
 
 // entryReader is a batch answer's entry as each reads it, keeping the

@@ -1,12 +1,17 @@
 package mirror
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/hoster-dev/hoster/internal/contracttest"
@@ -149,5 +154,43 @@ func TestPullEverythingCutFailsEachFile(t *testing.T) {
 	})
 	if n := unnamedIn(e.mirror); n > 0 {
 		t.Errorf("%d unnamed temporary files left open", n)
+	}
+}
+
+// Batch downloads one after another keep their HTTP/1.1 connection: each
+// answer is read to its end (the tar's and the body's), or the client
+// would close the connection and open a new one for each batch.
+func TestBatchesKeepTheirConnection(t *testing.T) {
+	var conns atomic.Int32
+	e := &pullEnv{mirror: t.TempDir(), reqs: map[string]int{}}
+	s := contracttest.Start(t, contracttest.Options{Variant: api.Variant1, Token: token, Routes: toolsRoutes,
+		Client: apiclient.ClientConfig{Attempts: 1}, Wrap: e.count, Unstarted: func(hs *httptest.Server) {
+			hs.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+				if st == http.StateNew {
+					conns.Add(1)
+				}
+			}
+		}})
+	e.base, e.logs, e.c = s.URL, s.LogsRoot, s.Client
+	paths := plantFolders(t, e, 3, "a.com")
+	for _, p := range paths { // more than the client reads at once
+		e.appendTo(t, "hoster-logs/"+p, strings.Repeat("y", 300<<10))
+	}
+	files := make([]api.FetchFile, len(paths))
+	for i, p := range paths {
+		files[i] = api.FetchFile{Route: api.PathGameLogsFile, Path: p}
+	}
+	for range 3 {
+		got := 0
+		err := e.c.FetchFiles(context.Background(), files, func(i int, body io.Reader, n int64) {
+			io.Copy(io.Discard, body)
+			got++
+		})
+		if err != nil || got != len(files) {
+			t.Fatalf("a batch of %d files: %d came, %v", len(files), got, err)
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Fatalf("three batches one after another opened %d connections, want 1", n)
 	}
 }
