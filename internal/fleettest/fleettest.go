@@ -16,6 +16,7 @@ import (
 
 	"github.com/hoster-dev/hoster/internal/httptestutil"
 	"github.com/hoster-dev/hoster/internal/waitbuf"
+	"github.com/hoster-dev/hoster/pkg/worker"
 )
 
 // Node is one serve process of a test fleet, on a hosting root of its own.
@@ -170,6 +171,15 @@ func (nd *Node) Kill(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-nd.exited
+	// A node not started again leaves its workers' cgroups, which only a
+	// start on its hosting root would sweep.
+	t.Cleanup(func() {
+		select {
+		case <-nd.exited:
+			worker.RemoveGroups(nd.Root)
+		default:
+		}
+	})
 }
 
 // WaitServing waits until the node (started again) has joined the fleet

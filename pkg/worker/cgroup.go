@@ -29,6 +29,16 @@ func CgroupName(hostingRoot string) string {
 	return "hoster-" + hex.EncodeToString(sum[:6])
 }
 
+// RemoveGroups removes the workers' groups a server on hostingRoot left
+// when it was killed rather than stopped, killing what still runs in
+// them: for a hosting root no server will serve again, whose next start
+// would otherwise have swept them. Never while a server serves
+// hostingRoot: its workers would be killed. Nothing is done where no
+// cgroup bounds the workers.
+func RemoveGroups(hostingRoot string) error {
+	return detectCgroups(CgroupName(hostingRoot), DefaultCPUs()).close()
+}
+
 // DefaultCPUs is a worker's CPU bound when the server sets none: every
 // core but one, and at least one, so that a game spinning every core of
 // its worker leaves the other games one.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/worker"
 )
 
 // needCgroup skips the test, saying why, where a server here could make no
@@ -356,5 +357,32 @@ func TestCgroupsRemoved(t *testing.T) {
 		if _, err := os.Stat(base); !os.IsNotExist(err) {
 			t.Errorf("the stopped server's group %s is still there (%v)", base, err)
 		}
+	}
+}
+
+// The groups a killed server left on a hosting root no server will serve
+// again are removed by RemoveGroups (a test's cleanup), its workers with
+// them.
+func TestRemoveGroupsOfAKilledServer(t *testing.T) {
+	needCgroup(t, "")
+	e := start(t, map[string]map[string]string{"a.example/count": counter("")})
+	bounds := e.bounds()
+	e.join("a.example/count", "").play(t, 1)
+	pid := e.workerPid("a.example/count", 1)
+	e.cmd.Process.Kill()
+	e.cmd.Wait()
+	if err := worker.RemoveGroups(e.root); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"memory_cgroup", "cpu_cgroup"} {
+		if base := bounds[k]; base != "" {
+			if _, err := os.Stat(base); !os.IsNotExist(err) {
+				t.Errorf("the killed server's group %s is still there (%v)", base, err)
+			}
+		}
+	}
+	// Gone, or a zombie left to init.
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && !strings.Contains(string(b), ") Z ") {
+		t.Errorf("the killed server's worker %d still runs: %s", pid, b)
 	}
 }
