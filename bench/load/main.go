@@ -306,6 +306,7 @@ func startPeer(peer string, g loadGame, players int, addr, serverBin, colyseusDi
 			"--max-instances", bound, "--default-instances", bound, "--rooms-per-minute", bound, "--sockets-per-address", bound},
 			serverFlags...), []string{"GODEBUG=schedtrace=500"}, root, addr)
 		if err != nil {
+			cleanup() // log.Fatal runs no deferred call
 			log.Fatal(err)
 		}
 		proto = hosterProtocol{url: "ws://" + addr + "/load", host: "load.example", compact: g.compact}
