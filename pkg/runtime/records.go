@@ -54,12 +54,21 @@ const fewKeys = 8
 // one: the lookup of every property a hook reads or writes.
 func (t *typeSpec) find(key string) int {
 	if len(t.names) > fewKeys {
-		if n, ok := t.index[key]; ok {
+		return lookup(nil, t.index, key)
+	}
+	return lookup(t.names, nil, key)
+}
+
+// lookup is key's index: in m when there is one (more than fewKeys), else
+// found by a scan of names; -1 when key is not there.
+func lookup(names []string, m map[string]int, key string) int {
+	if m != nil {
+		if n, ok := m[key]; ok {
 			return n
 		}
 		return -1
 	}
-	for n, name := range t.names {
+	for n, name := range names {
 		if name == key {
 			return n
 		}
@@ -415,20 +424,7 @@ type extras struct {
 }
 
 // at is key's index in keys, -1 when it is not there.
-func (p *extras) at(key string) int {
-	if p.m != nil {
-		if n, ok := p.m[key]; ok {
-			return n
-		}
-		return -1
-	}
-	for n, k := range p.keys {
-		if k == key {
-			return n
-		}
-	}
-	return -1
-}
+func (p *extras) at(key string) int { return lookup(p.keys, p.m, key) }
 
 func (p *extras) get(key string) goja.Value {
 	if n := p.at(key); n >= 0 {
