@@ -3,8 +3,6 @@ package runtime
 import (
 	"encoding/json"
 	"maps"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -12,7 +10,6 @@ import (
 
 	"github.com/dop251/goja"
 	"github.com/hoster-dev/hoster/pkg/compact"
-	"github.com/hoster-dev/hoster/pkg/gen"
 )
 
 // recordGame has a player with a private field and an interpolated one,
@@ -244,23 +241,10 @@ func TestRecordWriteMarks(t *testing.T) {
 // field with the writer's file:line, never sent; the viewers keep the last
 // value of the field's type.
 func TestRecordTypeRefusedAtTheWrite(t *testing.T) {
-	root := t.TempDir()
-	dir := filepath.Join(root, "d.example", "g")
 	files := maps.Clone(recordGame)
 	files["hoster-commands/bad/args.json"] = `{}`
 	files["hoster-commands/bad/run.js"] = "export default function (i, p) {\n  p.name = 4;\n  p.x = 1;\n}"
-	for rel, body := range files {
-		os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755)
-		os.WriteFile(filepath.Join(dir, rel), []byte(body), 0o644)
-	}
-	if res, err := gen.Generate(root); err != nil || res.Failed() {
-		t.Fatal(err, res.Problems())
-	}
-	tg, err := NewTestGame(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tg.Close()
+	tg := testGame(t, files)
 	p, err := tg.Join(nil)
 	if err != nil {
 		t.Fatal(err)

@@ -2,12 +2,8 @@ package runtime
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
-
-	"github.com/hoster-dev/hoster/pkg/gen"
 )
 
 // The entities' ticks walk the entities as they were when the tick began,
@@ -15,8 +11,6 @@ import (
 // skipped, one it replaced runs as its replacement, one it spawned waits
 // for the next tick; one whose type a tick changed runs its new type's.
 func TestEntityTicksSeeEarlierTicksChanges(t *testing.T) {
-	root := t.TempDir()
-	dir := filepath.Join(root, "d.example", "g")
 	files := map[string]string{
 		"hoster-game.json":                `{"tickRate": 10, "sendRate": 10, "capacity": 4, "origins": ["*"]}`,
 		"hoster-player/fields.json":       `{"x": "number"}`,
@@ -32,18 +26,7 @@ func TestEntityTicksSeeEarlierTicksChanges(t *testing.T) {
   if (e.id === "e4") e.type = "box";
 }`,
 	}
-	for rel, body := range files {
-		os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755)
-		os.WriteFile(filepath.Join(dir, rel), []byte(body), 0o644)
-	}
-	if res, err := gen.Generate(root); err != nil || res.Failed() {
-		t.Fatal(err, res.Problems())
-	}
-	tg, err := NewTestGame(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tg.Close()
+	tg := testGame(t, files)
 	if _, err := tg.Join(nil); err != nil {
 		t.Fatal(err)
 	}
