@@ -67,9 +67,9 @@ type Options struct {
 // still loads each game (its pages, its browser library, the ask gate) and
 // hands each game socket to it.
 type Isolation interface {
-	// HandOff serves a game socket request of a loaded game, and calls
-	// end once the socket is done with (runtime.Options.HandOff).
-	HandOff(w http.ResponseWriter, r *http.Request, domain, name string, end func())
+	// HandOff is the taker of a loaded game's sockets, which this
+	// process upgrades (runtime.Options.HandOff).
+	HandOff(domain, name string) (give func(runtime.Handed, func()), err error)
 	// Reload follows a synced game.
 	Reload(domain, name string)
 	// Shutdown ends every instance.

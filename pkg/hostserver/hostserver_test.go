@@ -2,6 +2,7 @@ package hostserver
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/hoster-dev/hoster/internal/httptestutil"
 	"github.com/hoster-dev/hoster/pkg/apiclient"
 	"github.com/hoster-dev/hoster/pkg/mirror"
+	"github.com/hoster-dev/hoster/pkg/runtime"
 )
 
 const token = "7e57c0de7e57c0de7e57c0de7e57c0de7e57c0de7e57c0de7e57c0de7e57c0de"
@@ -27,12 +29,11 @@ type isolation struct {
 	parent                   Parent
 }
 
-func (i *isolation) HandOff(w http.ResponseWriter, r *http.Request, domain, name string, end func()) {
-	defer end()
+func (i *isolation) HandOff(domain, name string) (func(runtime.Handed, func()), error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	i.handOffs = append(i.handOffs, domain+"/"+name)
-	w.WriteHeader(http.StatusTeapot)
+	return nil, errors.New("the test's isolation takes no socket")
 }
 
 func (i *isolation) Reload(domain, name string) {
@@ -105,7 +106,7 @@ func TestSyncedGameRunsInEveryPart(t *testing.T) {
 		t.Errorf("the ask gate for the synced game's domain: %s", resp.Status)
 	}
 	socket := http.Header{"Upgrade": {"websocket"}, "Connection": {"Upgrade"}}
-	if resp, _ := httptestutil.Get(t, srv.URL+"/arena", "example.com", socket); resp.StatusCode != http.StatusTeapot {
+	if resp, _ := httptestutil.Get(t, srv.URL+"/arena", "example.com", socket); resp.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("the game's socket was not handed to the isolation: %s", resp.Status)
 	}
 	if _, ok := iso.parent.Config("example.com", "arena"); !ok {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/hoster-dev/hoster/pkg/compact"
 )
 
 // boundedLab is lab(4) open to any origin, with maxInstances when n > 0.
@@ -239,10 +240,10 @@ func TestJoinsGoOnWhileARoomIsTaken(t *testing.T) {
 	}
 }
 
-// A socket whose room the parent took as it handed the socket over (a
-// worker's) starts its instance without asking again (Options.TakeRoom),
-// and says whether it spent that room once its place is known: a join of
-// a running instance, or a socket turned away before its place, gives it
+// A socket handed over with the room its parent took for it (a worker's,
+// Adopt) starts its instance without asking again (Options.TakeRoom), and
+// says whether it spent that room once its place is known: a join of a
+// running instance, or a socket turned away before its place, gives it
 // back. A socket with no such room still asks.
 func TestGrantedRoomSpentWithoutAsking(t *testing.T) {
 	asked := make(chan string, 4)
@@ -252,10 +253,16 @@ func TestGrantedRoomSpentWithoutAsking(t *testing.T) {
 	})
 	settled := make(chan bool, 4)
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("X-Test-Granted") != "" {
-			r = r.WithContext(WithRoomGrant(r.Context(), func(spent bool) { settled <- spent }))
+		ws, err := upgrader.Upgrade(w, r, nil)
+		if err != nil {
+			return
 		}
-		e.rt.ServeHTTP(w, r)
+		var settle RoomSettle
+		if r.Header.Get("X-Test-Granted") != "" {
+			settle = func(spent bool) { settled <- spent }
+		}
+		e.rt.Adopt(ws.NetConn(), Adopted{Domain: "a.example", Game: "lab", Query: r.URL.RawQuery,
+			Addr: AddrKey(r), Compact: ws.Subprotocol() == compact.Protocol}, settle)
 	}))
 	t.Cleanup(ts.Close)
 	g := *e
@@ -281,13 +288,10 @@ func TestGrantedRoomSpentWithoutAsking(t *testing.T) {
 	if addr := <-asked; addr != "203.0.113.2" {
 		t.Fatalf("the room was asked for %q, want 203.0.113.2", addr)
 	}
-	req, _ := http.NewRequest("GET", ts.URL+"/lab?room=not-a-code", nil)
-	req.Host = "a.example"
-	req.Header = granted("203.0.113.3")
-	req.Header.Set("Connection", "Upgrade")
-	req.Header.Set("Upgrade", "websocket")
-	if res, err := http.DefaultClient.Do(req); err == nil {
-		res.Body.Close()
+	if c, _, err := g.dial(t, "a.example", "/lab?room=not-a-code", granted("203.0.113.3")); err == nil {
+		if code := c.closed(t); code != websocket.ClosePolicyViolation {
+			t.Errorf("a socket with a bad room's name was closed with %d, want 1008", code)
+		}
 	}
 	if spent := <-settled; spent {
 		t.Fatal("a socket turned away before its place spent its granted room")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -94,16 +95,16 @@ var upgrader = websocket.Upgrader{
 	Subprotocols: []string{compact.Protocol},
 }
 
+// roomReason refuses a room's name.
+const roomReason = "room must be letters and digits, up to 32"
+
 // serveSocket checks the Origin, upgrades, and seats the player: on its
 // resume token's seat when valid, else in an instance with room. A socket
 // past its address's bound is turned away after the upgrade, with 1013 and
 // a reason the page can show. With a HandOff, a socket that passes the
-// checks and its address's bound goes to the game's worker instead, and
-// counts for its address until the worker is done with it. In a worker, a
-// socket may come with a room its parent took for it (WithRoomGrant).
+// checks and its address's bound is upgraded and goes to the game's worker
+// instead, and counts for its address until the worker is done with it.
 func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) {
-	grant := grantOf(r.Context())
-	defer grant.done()
 	if origin := r.Header.Get("Origin"); origin != "" && !g.current().cfg.AllowsOrigin(origin) {
 		rt.refusedOrigin(g, origin)
 		http.Error(w, "origin not allowed", http.StatusForbidden)
@@ -115,7 +116,7 @@ func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) 
 	}
 	room := r.URL.Query().Get("room")
 	if !validRoom(room) {
-		http.Error(w, "room must be letters and digits, up to 32", http.StatusBadRequest)
+		http.Error(w, roomReason, http.StatusBadRequest)
 		return
 	}
 	addr := AddrKey(r)
@@ -131,7 +132,7 @@ func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) 
 			end = func() { leave(); rt.dropSocket(addr) }
 		}
 		if rt.o.HandOff != nil {
-			rt.o.HandOff(w, r, g.Domain, g.Name, end)
+			rt.handOff(w, r, g, addr, end)
 			return
 		}
 		defer end()
@@ -142,16 +143,48 @@ func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) 
 		return
 	}
 	sock.markUpgraded()
-	c := &conn{ws: ws, sock: sock, rt: rt, addr: addr, wake: make(chan struct{}, 1), gone: make(chan struct{}), compact: ws.Subprotocol() == compact.Protocol}
-	c.mu.Lock()
-	c.pinger = time.AfterFunc(pingEvery, c.ping)
-	c.mu.Unlock()
+	c := rt.newConn(ws, sock, addr, ws.Subprotocol() == compact.Protocol)
 	if !held {
 		rt.refuseBound(c, g, boundSockets, socketsReason)
 		return
 	}
+	rt.play(c, g, r.URL.Query(), nil)
+}
 
-	q := r.URL.Query()
+// handOff upgrades r's socket here and gives it to Options.HandOff's
+// taker, with what its player's join needs. A game whose taker cannot be
+// had (its worker held stopped) is answered 503 before the upgrade.
+func (rt *Runtime) handOff(w http.ResponseWriter, r *http.Request, g *Game, addr string, end func()) {
+	give, err := rt.o.HandOff(g.Domain, g.Name)
+	if err != nil {
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		end()
+		return
+	}
+	var sock *wire
+	ws, err := upgrader.Upgrade(hijackInto{w, &sock}, r, nil)
+	if err != nil { // gorilla answered it
+		end()
+		return
+	}
+	give(Handed{Conn: sock.Conn, Request: r, Adopted: Adopted{Domain: g.Domain, Game: g.Name,
+		Query: r.URL.RawQuery, Addr: addr, Compact: ws.Subprotocol() == compact.Protocol}}, end)
+}
+
+// newConn is a player's socket, upgraded, with its pings started.
+func (rt *Runtime) newConn(ws *websocket.Conn, sock *wire, addr string, compact bool) *conn {
+	c := &conn{ws: ws, sock: sock, rt: rt, addr: addr, wake: make(chan struct{}, 1), gone: make(chan struct{}), compact: compact}
+	c.mu.Lock()
+	c.pinger = time.AfterFunc(pingEvery, c.ping)
+	c.mu.Unlock()
+	return c
+}
+
+// play seats c's player (on its resume token's seat when valid, else in
+// an instance with room, q's room and params) and reads its commands until
+// the socket ends.
+func (rt *Runtime) play(c *conn, g *Game, q url.Values, grant *roomGrant) {
 	params := map[string]string{}
 	for k, v := range q {
 		if k != "resume" && len(v) > 0 {
@@ -344,8 +377,7 @@ func (c *conn) readLoop() {
 	clean := false // the player closed with 1000 or 1001: a leave
 	defer func() { c.rt.disconnected(c, clean) }()
 	defer c.closeWith(1000, "")
-	ws := c.ws
-	deadline := func() { ws.SetReadDeadline(time.Now().Add(3 * pingEvery)) }
+	deadline := func() { c.sock.SetReadDeadline(time.Now().Add(3 * pingEvery)) }
 	deadline()
 	// Pings are answered in order with the runtime's frames, not by a write
 	// of the reader's own.
@@ -571,7 +603,7 @@ func (c *conn) flush() {
 // TestGame's player has none: nothing is written).
 func (c *conn) signal() {
 	c.mu.Lock()
-	start := !c.writer && c.ws != nil
+	start := !c.writer && c.sock != nil
 	c.writer = c.writer || start
 	c.mu.Unlock()
 	if start {
@@ -668,7 +700,7 @@ func (c *conn) writeLoop() {
 				c.pinger.Stop()
 			}
 			c.mu.Unlock()
-			c.ws.Close()
+			c.sock.Close()
 			close(c.gone)
 			return
 		case len(c.queue) == 0 && len(c.out) == 0 && !c.writing:

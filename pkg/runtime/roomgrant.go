@@ -1,7 +1,5 @@
 package runtime
 
-import "context"
-
 // A game's worker asks its parent before it starts a new instance
 // (Options.TakeRoom): the parent counts new rooms per address for the
 // whole server. That round trip waits behind whatever both processes are
@@ -14,29 +12,12 @@ import "context"
 // RoomSettle is told, once, whether a socket's granted room was spent.
 type RoomSettle func(spent bool)
 
-type grantKey struct{}
-
-// WithRoomGrant says that a new room was taken for the socket of ctx's
-// request before it reached this runtime: a join of it that starts an
-// instance spends that room instead of asking Options.TakeRoom, and
-// settle is called once the socket's place is known (or it ended first).
-func WithRoomGrant(ctx context.Context, settle RoomSettle) context.Context {
-	return context.WithValue(ctx, grantKey{}, settle)
-}
-
 // roomGrant is a socket's granted room, nil for none. One goroutine, the
 // socket's own, uses it.
 type roomGrant struct {
 	settle  RoomSettle
 	spent   bool
 	settled bool
-}
-
-func grantOf(ctx context.Context) *roomGrant {
-	if s, ok := ctx.Value(grantKey{}).(RoomSettle); ok && s != nil {
-		return &roomGrant{settle: s}
-	}
-	return nil
 }
 
 // take spends the grant, if there is one still.

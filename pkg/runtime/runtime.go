@@ -103,16 +103,18 @@ type Options struct {
 	// a worker process's, which New loads nothing for; its parent gives it
 	// the version to run (Install) or removes it (Remove).
 	Game string
-	// HandOff, if set, takes each game socket request instead of this
-	// runtime: a parent hands it to the game's worker. It gets the
-	// requests that pass the checks before an upgrade (the game loaded,
-	// its origins, the room's name) and the bound of sockets per address,
-	// which this runtime holds for every game. The socket counts for its
-	// address until the worker is done with it, which HandOff says by
-	// calling end, once: before it returns, or later (HandOff need not
-	// wait for the socket's end, and a parent's goroutine for each of a
-	// worker's sockets would be memory for nothing).
-	HandOff func(w http.ResponseWriter, r *http.Request, domain, game string, end func())
+	// HandOff, if set, takes each game socket instead of this runtime: a
+	// parent hands it to the game's worker (which serves it with Adopt).
+	// It is asked for the game's taker once a request passed the checks
+	// before an upgrade (the game loaded, its origins, the room's name)
+	// and the bound of sockets per address, which this runtime holds for
+	// every game; an error is answered 503 with its text. The socket is
+	// then upgraded here and given to the taker. It counts for its address
+	// until the taker is done with it, which it says by calling end, once:
+	// before it returns, or later (it need not wait for the socket's end,
+	// and a parent's goroutine for each of a worker's sockets would be
+	// memory for nothing).
+	HandOff func(domain, game string) (give func(h Handed, end func()), err error)
 	// Rooms, if set, says where each private room (?room=) lives in a
 	// fleet of servers (pkg/fleet): it is asked before a private room's
 	// socket is served here or handed off, once it passed the same checks

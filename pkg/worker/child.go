@@ -1,17 +1,12 @@
 package worker
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -146,7 +141,7 @@ func (c *child) readControl(game string) {
 		}
 		switch m.T {
 		case msgConn:
-			if fd < 0 || m.Req == nil {
+			if fd < 0 || m.Sock == nil {
 				c.log.Warn("a socket message without its socket or request")
 				continue
 			}
@@ -277,8 +272,7 @@ func (c *child) watchIdle(idle time.Duration) {
 }
 
 // serve runs one handed socket, once the game's first version is loaded:
-// the runtime sees the request as if it had arrived here, and upgrades it
-// on the socket itself.
+// a WebSocket its parent upgraded, which the runtime adopts.
 func (c *child) serve(m message, fd int) {
 	<-c.ready
 	f := os.NewFile(uintptr(fd), "game socket")
@@ -289,27 +283,19 @@ func (c *child) serve(m message, fd int) {
 		c.closed(m.ID)
 		return
 	}
-	r, err := m.Req.rebuild()
+	var settle runtime.RoomSettle
+	if m.OK { // the parent took a room for it
+		settle = func(spent bool) { c.ch.send(message{T: msgSettled, ID: m.ID, OK: spent}, -1) }
+	}
+	var once sync.Once
+	conn, err := wrapConn(nc, func() { once.Do(func() { c.closed(m.ID) }) })
 	if err != nil {
+		c.log.Warn("taking a handed socket", "err", err)
 		nc.Close()
 		c.closed(m.ID)
 		return
 	}
-	if m.OK { // the parent took a room for it
-		r = r.WithContext(runtime.WithRoomGrant(r.Context(), func(spent bool) {
-			c.ch.send(message{T: msgSettled, ID: m.ID, OK: spent}, -1)
-		}))
-	}
-	var once sync.Once
-	done := func() { once.Do(func() { c.closed(m.ID) }) }
-	conn := wrapConn(nc, done)
-	w := &hijackWriter{conn: conn, h: http.Header{}, upgraded: func() { c.ch.send(message{T: msgUpgraded, ID: m.ID}, -1) },
-		brw: bufio.NewReadWriter(bufio.NewReader(io.MultiReader(bytes.NewReader(m.Buf), conn)), bufio.NewWriter(conn))}
-	c.rt.ServeHTTP(w, r)
-	if !w.hijacked {
-		w.finish()
-		conn.Close()
-	}
+	c.rt.Adopt(conn, *m.Sock, settle)
 }
 
 func (c *child) closed(id uint64) {
@@ -317,89 +303,25 @@ func (c *child) closed(id uint64) {
 	c.ch.send(message{T: msgClosed, ID: id}, -1)
 }
 
-// rebuild makes the *http.Request the runtime reads.
-func (q *request) rebuild() (*http.Request, error) {
-	u, err := url.ParseRequestURI(q.URI)
-	if err != nil {
-		return nil, fmt.Errorf("reading a handed request's URI: %w", err)
-	}
-	return &http.Request{Method: q.Method, URL: u, RequestURI: q.URI, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: q.Header, Host: q.Host, RemoteAddr: q.RemoteAddr, Body: http.NoBody}, nil
-}
-
-// closeConn is a handed socket that tells the parent when it is closed. Its
-// SyscallConn (a *net.TCPConn's, embedded) keeps the runtime's
-// non-blocking writes.
+// closeConn is a handed socket that tells the parent when it is closed.
+// Its SyscallConn (net.FileConn's sockets all have one: a *net.TCPConn's,
+// or a relay's *net.UnixConn's) keeps the runtime's reads and writes on
+// the descriptor.
 type closeConn struct {
-	*net.TCPConn
-	done func()
-}
-
-// wrapConn wraps a handed TCP socket; another kind (a relay's Unix socket)
-// gets the same wrapper around its own type.
-func wrapConn(c net.Conn, done func()) net.Conn {
-	if tc, ok := c.(*net.TCPConn); ok {
-		return &closeConn{TCPConn: tc, done: done}
-	}
-	return &closeOther{Conn: c, done: done}
-}
-
-func (c *closeConn) Close() error { err := c.TCPConn.Close(); c.done(); return err }
-
-type closeOther struct {
 	net.Conn
+	sc   syscall.Conn
 	done func()
 }
 
-func (c *closeOther) Close() error { err := c.Conn.Close(); c.done(); return err }
-
-// hijackWriter is the http.ResponseWriter of a handed socket: an answer
-// before the upgrade (a refused origin, a bad room) is written as a plain
-// HTTP/1.1 response that closes the connection; Hijack gives the upgrade
-// the socket.
-type hijackWriter struct {
-	conn     net.Conn
-	brw      *bufio.ReadWriter
-	h        http.Header
-	code     int
-	body     bytes.Buffer
-	hijacked bool
-	upgraded func() // told as the upgrade takes the socket
-}
-
-func (w *hijackWriter) Header() http.Header { return w.h }
-
-func (w *hijackWriter) WriteHeader(code int) {
-	if w.code == 0 {
-		w.code = code
+// wrapConn wraps a handed socket.
+func wrapConn(c net.Conn, done func()) (net.Conn, error) {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return nil, fmt.Errorf("a handed socket of type %T gives no descriptor", c)
 	}
+	return &closeConn{Conn: c, sc: sc, done: done}, nil
 }
 
-func (w *hijackWriter) Write(p []byte) (int, error) {
-	w.WriteHeader(http.StatusOK)
-	return w.body.Write(p)
-}
+func (c *closeConn) Close() error { err := c.Conn.Close(); c.done(); return err }
 
-func (w *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	if w.hijacked || w.code != 0 {
-		return nil, nil, errors.New("hijacking a handed socket: already answered")
-	}
-	w.hijacked = true
-	w.upgraded()
-	return w.conn, w.brw, nil
-}
-
-// finish writes the answer of a request that was not upgraded.
-func (w *hijackWriter) finish() {
-	if w.code == 0 {
-		w.code = http.StatusOK
-	}
-	w.h.Set("Connection", "close")
-	w.h.Set("Content-Length", fmt.Sprint(w.body.Len()))
-	fmt.Fprintf(w.brw, "HTTP/1.1 %d %s\r\n", w.code, http.StatusText(w.code))
-	w.h.Write(w.brw)
-	w.brw.WriteString("\r\n")
-	w.brw.Write(w.body.Bytes())
-	w.conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	w.brw.Flush()
-}
+func (c *closeConn) SyscallConn() (syscall.RawConn, error) { return c.sc.SyscallConn() }

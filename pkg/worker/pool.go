@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"sync"
 	"time"
 
@@ -106,19 +105,16 @@ func New(o Options) *Pool {
 	return p
 }
 
-// HandOff takes a game socket's request: it hands the socket to the game's
-// worker, starting one if there is none, and calls end once the worker is
-// done with it. A game held stopped, or waiting out its restart backoff,
-// answers 503.
-func (p *Pool) HandOff(w http.ResponseWriter, r *http.Request, domain, game string, end func()) {
+// HandOff is the taker of a game's sockets (runtime.Options.HandOff): the
+// game's worker, started if there is none, which each socket the parent
+// upgrades is handed to. A game held stopped, or waiting out its restart
+// backoff, has none: its error is answered 503.
+func (p *Pool) HandOff(domain, game string) (func(runtime.Handed, func()), error) {
 	wk, err := p.worker(domain + "/" + game)
 	if err != nil {
-		w.Header().Set("Retry-After", "5")
-		http.Error(w, err.Error(), http.StatusServiceUnavailable)
-		end()
-		return
+		return nil, err
 	}
-	wk.hand(w, r, end)
+	return wk.hand, nil
 }
 
 // worker is the game's running worker, started if need be.

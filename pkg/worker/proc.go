@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -54,7 +53,6 @@ type proc struct {
 // handed is a socket handed to a worker.
 type handed struct {
 	fd      int              // the parent's own descriptor of it
-	up      bool             // the worker upgraded it
 	ended   func()           // called once the worker is done with it, or gone
 	room    func(spent bool) // settles the room taken for it (rooms.grant); nil: none
 	settled sync.Once
@@ -183,65 +181,47 @@ func (wk *proc) enterCgroups() (*os.File, error) {
 	return f, nil
 }
 
-// hand gives the worker the socket of r: the connection's descriptor and
-// what was read past its headers, and returns; end is called once the
-// worker is done with it (so the socket counts for its address until
-// then), and the access log writes its line then, as for a socket served
-// in the parent. No goroutine of the parent waits for each socket. The
-// parent keeps a descriptor of its own of the socket, unwatched, to close
-// the connection with a code should the worker end.
-func (wk *proc) hand(w http.ResponseWriter, r *http.Request, end func()) {
-	kept := false // by the worker: the socket's end calls end
-	defer func() {
-		if !kept {
-			end()
-		}
-	}()
-	req := &request{Method: r.Method, URI: r.RequestURI, Host: r.Host, RemoteAddr: r.RemoteAddr, Header: r.Header}
-	if b, _ := json.Marshal(req); len(b) > maxMessage-8<<10 {
-		http.Error(w, "request headers too large", http.StatusRequestHeaderFieldsTooLarge)
-		return
-	}
-	nc, brw, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		http.Error(w, "cannot take over the connection", http.StatusInternalServerError)
-		return
-	}
-	buf, _ := brw.Reader.Peek(brw.Reader.Buffered())
-	fd, relayed, err := socketFD(nc)
+// hand gives the worker a game socket the parent upgraded: the
+// connection's descriptor and what serving it needs, and returns; end is
+// called once the worker is done with it (so the socket counts for its
+// address until then), and the access log writes its line then, as for a
+// socket served in the parent. No goroutine of the parent waits for each
+// socket. The parent keeps a descriptor of its own of the socket,
+// unwatched, to close the connection with a code should the worker end.
+func (wk *proc) hand(hs runtime.Handed, end func()) {
+	fd, relayed, err := socketFD(hs.Conn)
 	if !relayed {
-		nc.Close() // the worker's and the parent's descriptors stay
+		hs.Conn.Close() // the worker's and the parent's descriptors stay
 	}
 	if err != nil {
 		wk.log.Warn("handing a socket to its worker", "err", err)
+		end()
 		return
 	}
-	h := &handed{fd: fd, room: wk.p.rooms.grant(r)}
+	if len(hs.Query) > maxMessage-1<<10 {
+		closeWith(fd, 1009, "the request's query is too long")
+		end()
+		return
+	}
+	h := &handed{fd: fd, room: wk.p.rooms.grant(hs.Addr)}
 	wk.mu.Lock()
 	if wk.gone {
 		wk.mu.Unlock()
 		h.settle(false)
-		refuse(fd)
+		closeWith(fd, CodeEnded, reasonEnded)
+		end()
 		return
 	}
 	wk.nextID++
 	id := wk.nextID
-	logged := accesslog.Hold(r)
+	logged := accesslog.Hold(hs.Request)
 	h.ended = func() { end(); logged() }
 	wk.conns[id] = h
-	kept = true
 	wk.mu.Unlock()
-	if err := wk.ch.send(message{T: msgConn, ID: id, Req: req, Buf: buf, OK: h.room != nil}, fd); err != nil {
+	if err := wk.ch.send(message{T: msgConn, ID: id, Sock: &hs.Adopted, OK: h.room != nil}, fd); err != nil {
 		wk.log.Warn("handing a socket to its worker", "err", err)
 		wk.drop(id, CodeEnded, reasonEnded)
 	}
-}
-
-// refuse answers a handed socket the worker never upgraded: 503.
-func refuse(fd int) {
-	body := "the game's worker ended: try again\n"
-	unix.Write(fd, []byte(fmt.Sprintf("HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)))
-	unix.Close(fd)
 }
 
 // socketFD is a descriptor of nc's socket of the parent's own,
@@ -305,18 +285,14 @@ func (wk *proc) drop(id uint64, code int, reason string) {
 	}
 }
 
-// end closes the parent's descriptor of a handed socket: with a code, a
-// WebSocket gets a close frame with it first, and a socket never upgraded
-// a 503. Then its end is told (the address's count, the access log's
+// end closes the parent's descriptor of a handed socket, with a code after
+// a close frame with it. Then its end is told (the address's count, the access log's
 // line), and a room taken for it and not settled goes back.
 func (h *handed) end(code int, reason string) {
 	h.settle(false)
-	switch {
-	case code == 0:
+	if code == 0 {
 		unix.Close(h.fd)
-	case !h.up:
-		refuse(h.fd)
-	default:
+	} else {
 		closeWith(h.fd, code, reason)
 	}
 	h.ended()

@@ -14,26 +14,26 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"sync"
 
+	"github.com/hoster-dev/hoster/pkg/runtime"
 	"golang.org/x/sys/unix"
 )
 
-// maxMessage is the largest control message: a game socket's request line
-// and headers, and what the parent had read past them. A request whose
-// headers do not fit is answered 431 by the parent.
+// maxMessage is the largest control message: a game socket's query is the
+// longest part. A socket whose query does not fit is closed by the parent
+// with 1009.
 const maxMessage = 64 << 10
 
-// The messages' kinds. Parent to worker: msgConn (a socket, its descriptor
-// attached; OK: a new room was taken for it, see runtime.WithRoomGrant),
+// The messages' kinds. Parent to worker: msgConn (a WebSocket the parent
+// upgraded, its descriptor attached, and what serving it needs, Sock; OK:
+// a new room was taken for it, see runtime.Adopt),
 // msgVersion (the game's version to run: a memfd holding its
 // runtime.Source as JSON attached), msgRemove (the game was removed),
 // msgRetire (no more sockets will come: end once idle), msgShutdown.
-// Worker to parent: msgHello (its telemetry process id), msgUpgraded (a
-// handed socket is a WebSocket now), msgClosed (a handed socket is done
-// with), msgSettled (whether a handed socket spent the room taken for it,
+// Worker to parent: msgHello (its telemetry process id), msgClosed (a
+// handed socket is done with), msgSettled (whether a handed socket spent the room taken for it,
 // OK; one not spent goes back to its address), msgIdle (no instance for
 // the idle time), msgStuck (a hook ignored its interrupt: the worker
 // ends). Both ways: msgRoom, the worker asking
@@ -49,30 +49,19 @@ const (
 	msgHello    = "hello"
 	msgClosed   = "closed"
 	msgSettled  = "settled"
-	msgUpgraded = "upgraded"
 	msgIdle     = "idle"
 	msgStuck    = "stuck"
 )
 
 // message is one control message.
 type message struct {
-	T       string   `json:"t"`
-	ID      uint64   `json:"id,omitempty"`
-	Req     *request `json:"req,omitempty"`
-	Buf     []byte   `json:"buf,omitempty"` // bytes the parent read past the request
-	Process string   `json:"process,omitempty"`
-	Reason  string   `json:"reason,omitempty"`
-	Addr    string   `json:"addr,omitempty"` // msgRoom's address, as the bounds count it
-	OK      bool     `json:"ok,omitempty"`   // msgRoom's answer, msgConn's room taken, msgSettled's room spent
-}
-
-// request is what the worker needs of a handed socket's HTTP request.
-type request struct {
-	Method     string      `json:"method"`
-	URI        string      `json:"uri"`
-	Host       string      `json:"host"`
-	RemoteAddr string      `json:"remoteAddr"`
-	Header     http.Header `json:"header"`
+	T       string           `json:"t"`
+	ID      uint64           `json:"id,omitempty"`
+	Sock    *runtime.Adopted `json:"sock,omitempty"` // msgConn's socket
+	Process string           `json:"process,omitempty"`
+	Reason  string           `json:"reason,omitempty"`
+	Addr    string           `json:"addr,omitempty"` // msgRoom's address, as the bounds count it
+	OK      bool             `json:"ok,omitempty"`   // msgRoom's answer, msgConn's room taken, msgSettled's room spent
 }
 
 // channel is one end of the control socket.

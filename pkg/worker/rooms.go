@@ -1,11 +1,6 @@
 package worker
 
-import (
-	"net/http"
-	"sync"
-
-	"github.com/hoster-dev/hoster/pkg/runtime"
-)
+import "sync"
 
 // rooms is the parent's side of the count of new rooms per address
 // (Options.TakeRoom, the parent runtime's): a room is taken for each socket
@@ -22,13 +17,13 @@ type rooms struct {
 	waiting map[string][]func(ok bool) // answers to rooms asked for while out[addr] > 0
 }
 
-// grant takes a room for the socket of r; settle, not nil when one was
-// taken, is to be called once with whether it was spent.
-func (rs *rooms) grant(r *http.Request) (settle func(spent bool)) {
+// grant takes a room for a socket of addr (its runtime.AddrKey); settle,
+// not nil when one was taken, is to be called once with whether it was
+// spent.
+func (rs *rooms) grant(addr string) (settle func(spent bool)) {
 	if rs.o.TakeRoom == nil || rs.o.ReturnRoom == nil {
 		return nil
 	}
-	addr := runtime.AddrKey(r)
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if !rs.o.TakeRoom(addr) {

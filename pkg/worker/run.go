@@ -58,12 +58,6 @@ func (wk *proc) readControl(read chan<- struct{}) {
 			if h != nil {
 				h.settle(m.OK)
 			}
-		case msgUpgraded:
-			wk.mu.Lock()
-			if h, ok := wk.conns[m.ID]; ok {
-				h.up = true
-			}
-			wk.mu.Unlock()
 		case msgRoom:
 			id := m.ID
 			wk.p.rooms.ask(m.Addr, func(ok bool) { wk.ch.send(message{T: msgRoom, ID: id, OK: ok}, -1) })

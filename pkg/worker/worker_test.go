@@ -2,8 +2,11 @@ package worker_test
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +22,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/hoster-dev/hoster/internal/waitbuf"
 	"github.com/hoster-dev/hoster/pkg/api"
+	"github.com/hoster-dev/hoster/pkg/deploy"
 	"github.com/hoster-dev/hoster/pkg/gen"
 )
 
@@ -70,6 +74,7 @@ type env struct {
 	logsRoot string
 	token    string
 	cmd      *exec.Cmd
+	tls      *tls.Config // the client's, when the server serves TLS itself
 }
 
 // start runs hoster-server serve --isolation process on the games
@@ -156,9 +161,34 @@ func (e *env) join(key, query string) *player {
 }
 
 func (e *env) dial(key, query string) (*player, error) {
+	p, err := e.open(key, query)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case m, ok := <-p.msg:
+		switch {
+		case !ok: // a socket handed to a worker as it ended gets 4004
+			return nil, fmt.Errorf("the socket ended: %v", <-p.end)
+		case m["t"] != "welcome":
+			return nil, fmt.Errorf("first message %v, want a welcome", m)
+		}
+	case <-time.After(hang):
+		return nil, errors.New("no welcome")
+	}
+	return p, nil
+}
+
+// open opens a socket to domain/game: it returns once the handshake is
+// answered.
+func (e *env) open(key, query string) (*player, error) {
 	domain, game, _ := strings.Cut(key, "/")
 	h := http.Header{"Host": {domain}}
-	ws, resp, err := websocket.DefaultDialer.Dial("ws://"+e.addr+"/"+game+query, h)
+	dialer, scheme := websocket.DefaultDialer, "ws://"
+	if e.tls != nil {
+		dialer, scheme = &websocket.Dialer{TLSClientConfig: e.tls, HandshakeTimeout: hang}, "wss://"
+	}
+	ws, resp, err := dialer.Dial(scheme+e.addr+"/"+game+query, h)
 	if err != nil {
 		if resp != nil {
 			var b bytes.Buffer
@@ -183,9 +213,6 @@ func (e *env) dial(key, query string) (*player, error) {
 			}
 		}
 	}()
-	if m := p.next(e.t); m["t"] != "welcome" {
-		return nil, fmt.Errorf("first message %v, want a welcome", m)
-	}
 	return p, nil
 }
 
@@ -310,7 +337,7 @@ func TestKilledWorker(t *testing.T) {
 	}
 	b.play(t, 2)
 	// The player is told before the pool forgets the worker: a join in
-	// between meets the dead worker and gets a 503 to retry.
+	// between meets the dead worker and gets 4004 to retry.
 	again := e.rejoin("a.example/count")
 	again.play(t, 1)
 	if e.workerPid("a.example/count", 2) == e.workerPid("a.example/count", 1) {
@@ -333,8 +360,8 @@ func TestCrashLoopHeldUntilReload(t *testing.T) {
 			crashes++
 			e.waitLog("game worker ended: the game ran out of its memory budget", crashes)
 			continue
-		case strings.Contains(err.Error(), "is restarting after a crash"), strings.Contains(err.Error(), "worker ended: try again"):
-			continue // its backoff: try again
+		case strings.Contains(err.Error(), "is restarting after a crash"), strings.Contains(err.Error(), "close 4004"):
+			continue // its backoff, or handed to the worker as it ended: try again
 		case strings.Contains(err.Error(), "stopped after crashing"):
 		default:
 			t.Fatalf("joining a crashing game: %v", err)
@@ -412,8 +439,8 @@ func TestLastGoodVersionInEveryWorker(t *testing.T) {
 }
 
 // rejoin joins key after its worker ended: a join that still meets the
-// ended worker, or its restart's backoff, gets a 503 the library retries,
-// and so does this.
+// ended worker (4004), or its restart's backoff (503), gets an answer the
+// library retries, and so does this.
 func (e *env) rejoin(key string) *player {
 	e.t.Helper()
 	for {
@@ -421,7 +448,7 @@ func (e *env) rejoin(key string) *player {
 		if err == nil {
 			return p
 		}
-		if !strings.Contains(err.Error(), "worker ended: try again") && !strings.Contains(err.Error(), "is restarting after a crash") {
+		if !strings.Contains(err.Error(), "close 4004") && !strings.Contains(err.Error(), "is restarting after a crash") {
 			e.t.Fatalf("joining %s: %v", key, err)
 		}
 	}
@@ -625,5 +652,51 @@ func TestRoomTakenAtHandOff(t *testing.T) {
 	e.join("a.example/count", "?room=r1")
 	if code, text := e.refusal("a.example/count", "?room=r2"); code != 1013 || !strings.Contains(text, "too many new rooms") {
 		t.Fatalf("a third new room in a minute got %d %q, want 1013 saying why", code, text)
+	}
+}
+
+// The parent answers a socket's handshake itself and hands the WebSocket
+// over: a join gets its upgrade while the game's worker is stopped
+// (SIGSTOP), and its welcome once the worker runs again.
+func TestHandshakeAnsweredByTheParent(t *testing.T) {
+	e := start(t, map[string]map[string]string{"a.example/count": counter("")})
+	e.join("a.example/count", "").play(t, 1)
+	pid := e.workerPid("a.example/count", 1)
+	syscall.Kill(pid, syscall.SIGSTOP)
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGCONT) })
+	p, err := e.open("a.example/count", "")
+	if err != nil {
+		t.Fatalf("the handshake of a socket to a stopped worker: %v", err)
+	}
+	syscall.Kill(pid, syscall.SIGCONT)
+	if m := p.next(t); m["t"] != "welcome" {
+		t.Fatalf("first message %v, want a welcome", m)
+	}
+	p.play(t, 1)
+}
+
+// With TLS served by the server itself (--tls-cert), the parent keeps the
+// TLS session and relays the socket's bytes to the worker: a player plays,
+// and its socket gets 4004 when the worker is killed.
+func TestTLSSocketRelayed(t *testing.T) {
+	cert, err := deploy.NewIPCertificate(net.IPv4(127, 0, 0, 1), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, map[string]map[string]string{"a.example/count": counter("")})
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	os.WriteFile(certFile, cert.CertPEM, 0o600)
+	os.WriteFile(keyFile, cert.KeyPEM, 0o600)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(cert.CertPEM)
+	e.tls = &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}
+	e.run(nil, "--tls-cert", certFile, "--tls-key", keyFile)
+	p := e.join("a.example/count", "")
+	p.play(t, 1)
+	p.play(t, 2)
+	syscall.Kill(e.workerPid("a.example/count", 1), syscall.SIGKILL)
+	if code, text := p.closed(t); code != 4004 {
+		t.Fatalf("a relayed player of a killed worker got %d %q, want 4004", code, text)
 	}
 }
