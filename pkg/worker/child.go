@@ -142,7 +142,7 @@ func (c *child) readControl(game string) {
 		switch m.T {
 		case msgConn:
 			if fd < 0 || m.Sock == nil {
-				c.log.Warn("a socket message without its socket or request")
+				c.log.Warn("a socket message without its socket or what serving it needs")
 				continue
 			}
 			c.open.Add(1)
