@@ -120,21 +120,27 @@ func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) 
 	}
 	addr := AddrKey(r)
 	held := rt.takeSocket(addr)
+	end := func() {}
+	handed := false // to readLoop, which runs end once the socket is done with
+	defer func() {
+		if !handed {
+			end()
+		}
+	}()
 	if held {
-		end := func() { rt.dropSocket(addr) }
+		end = func() { rt.dropSocket(addr) }
 		if room != "" && rt.o.Rooms != nil {
 			leave, served := rt.o.Rooms.Enter(w, r, g.Key()+"/"+room, rt.roomLinger(g))
 			if served {
-				end()
-				return
+				return // the deferred end drops the socket's count
 			}
 			end = func() { leave(); rt.dropSocket(addr) }
 		}
 		if rt.o.HandOff != nil {
+			handed = true
 			rt.o.HandOff(w, r, g.Domain, g.Name, end)
 			return
 		}
-		defer end()
 	}
 	var sock *wire
 	ws, err := upgrader.Upgrade(hijackInto{w, &sock}, r, nil)
@@ -164,7 +170,8 @@ func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) 
 		return
 	}
 	grant.done() // its place is known: the room goes back unless spent
-	c.readLoop()
+	handed = true
+	c.readLoop(end)
 }
 
 // roomLinger is how long a fleet keeps a private room of g claimed after
@@ -339,14 +346,17 @@ func (rt *Runtime) dropSeats(in *Instance) {
 // readLoop reads commands until the socket ends: a malformed frame or a bad
 // command gets an error frame and the socket stays open; too large a frame or
 // too many commands closes it (1008). A socket that gives its descriptor is
-// read by a frameReader, another (TLS, a test's pipe) by gorilla's reader.
-func (c *conn) readLoop() {
-	clean := false // the player closed with 1000 or 1001: a leave
-	defer func() { c.rt.disconnected(c, clean) }()
-	defer c.closeWith(1000, "")
-	ws := c.ws
-	deadline := func() { ws.SetReadDeadline(time.Now().Add(3 * pingEvery)) }
-	deadline()
+// read by a frameReader: in the process's read set, where readLoop returns
+// at once and the socket is read with the others, else from this
+// goroutine; another (TLS, a test's pipe) by gorilla's reader. end runs
+// once the socket is done with, after the player's disconnection.
+func (c *conn) readLoop(end func()) {
+	finish := func(err error) {
+		c.closeWith(1000, "")
+		// The player closed with 1000 or 1001: a leave.
+		c.rt.disconnected(c, websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway))
+		end()
+	}
 	// Pings are answered in order with the runtime's frames, not by a write
 	// of the reader's own.
 	ping := func(data []byte) {
@@ -354,14 +364,25 @@ func (c *conn) readLoop() {
 			c.flush()
 		}
 	}
+	rc := c.sock.reader()
+	if r := c.sock.inSet(rc, c.rt.o.MaxFrame); r != nil {
+		deadline := r.moveDeadline
+		if r.start(c.commands(deadline), ping, func([]byte) { deadline() }, c.closeWith, finish) {
+			return
+		}
+		c.sock.outOfSet()
+	}
+	ws := c.ws
+	deadline := func() { ws.SetReadDeadline(time.Now().Add(3 * pingEvery)) }
+	deadline()
 	var err error
-	if rc := c.sock.reader(); rc != nil {
+	if rc != nil {
 		f := &frameReader{limit: c.rt.o.MaxFrame}
 		err = f.run(rc, c.commands(deadline), ping, func([]byte) { deadline() }, c.closeWith)
 	} else {
 		err = c.readGorilla(deadline, ping)
 	}
-	clean = websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway)
+	finish(err)
 }
 
 // readGorilla reads the socket's messages with gorilla's reader until it

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -56,6 +57,8 @@ type wire struct {
 	raw rawWriter       // nil: no non-blocking writes, the writer goroutine writes all
 	rd  syscall.RawConn // nil: gorilla's reader reads the socket (conn.readLoop)
 
+	set atomic.Pointer[sockReader] // its reader in the process's read set; nil while not in it
+
 	mu        sync.Mutex // held for each write
 	upgraded  bool       // the handshake is written: what gorilla writes now is a close frame
 	closeSent bool       // a close frame went out: nothing more may follow it
@@ -78,6 +81,39 @@ func (w *wire) reader() syscall.RawConn {
 		return nil
 	}
 	return w.rd
+}
+
+// inSet is the socket's reader in the process's read set (rc is its
+// descriptor, limit the largest message), nil when it has no descriptor
+// or there is no set; the socket leaves the set when it is closed.
+func (w *wire) inSet(rc syscall.RawConn, limit int64) *sockReader {
+	if w == nil || rc == nil {
+		return nil
+	}
+	r := newSockReader(rc, limit)
+	w.set.Store(r)
+	return r
+}
+
+// outOfSet says the socket is not read by the set after all.
+func (w *wire) outOfSet() {
+	w.set.Store(nil)
+}
+
+// Close takes the socket out of the read set before its descriptor is
+// closed (a descriptor's number is soon another socket's), then ends its
+// reader as a reading goroutine ends when its socket is closed.
+func (w *wire) Close() error {
+	r := w.set.Swap(nil)
+	var ended func()
+	if r != nil {
+		ended = r.closing()
+	}
+	err := w.Conn.Close()
+	if ended != nil {
+		ended()
+	}
+	return err
 }
 
 // SetWriteDeadline keeps gorilla's deadline for its own next write; the
