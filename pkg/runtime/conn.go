@@ -365,12 +365,13 @@ func (c *conn) readLoop(end func()) {
 		}
 	}
 	rc := c.sock.reader()
-	if r := c.sock.inSet(rc, c.rt.o.MaxFrame); r != nil {
+	if r := c.sock.inSet(c.rt.o.MaxFrame); r != nil {
 		deadline := r.moveDeadline
-		if r.start(c.commands(deadline), ping, func([]byte) { deadline() }, c.closeWith, finish) {
+		in := r.start(c.commands(deadline), ping, func([]byte) { deadline() }, c.closeWith, finish)
+		c.sock.joined(r, in)
+		if in {
 			return
 		}
-		c.sock.outOfSet()
 	}
 	ws := c.ws
 	deadline := func() { ws.SetReadDeadline(time.Now().Add(3 * pingEvery)) }

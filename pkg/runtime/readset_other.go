@@ -2,13 +2,24 @@
 
 package runtime
 
-import "syscall"
+import (
+	"net"
+	"time"
+)
 
 // sockReader is a socket in the process's read set (readset_linux.go);
 // off Linux there is none, and each socket has a reading goroutine.
-type sockReader struct{}
+type sockReader struct{ fd int32 }
 
-func newSockReader(syscall.RawConn, int64) *sockReader { return nil }
+// A Detacher is a socket whose own descriptor can be closed without
+// ending it (readset_linux.go); off Linux no socket is detached.
+type Detacher interface {
+	CloseDescriptor() error
+}
+
+func detach(net.Conn) (int, func() error, bool) { return -1, nil, false }
+
+func newSockReader(int, int64) *sockReader { return nil }
 
 func (*sockReader) moveDeadline() {}
 
@@ -17,3 +28,11 @@ func (*sockReader) start(func(int, []byte) bool, func([]byte), func([]byte), fun
 }
 
 func (*sockReader) closing() func() { return nil }
+
+func (*sockReader) waitWritable(time.Time) error { return errWouldBlock }
+
+func readPending() {}
+
+func writeFD(int, []byte) (int, error) { return 0, errWouldBlock }
+
+func closeFD(int) {}

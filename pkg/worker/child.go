@@ -346,6 +346,11 @@ func wrapConn(c net.Conn, done func()) net.Conn {
 
 func (c *closeConn) Close() error { err := c.TCPConn.Close(); c.done(); return err }
 
+// CloseDescriptor closes the socket's descriptor in Go's poller once the
+// runtime's read set holds a duplicate of it (runtime.Detacher): the
+// socket is not done with until Close.
+func (c *closeConn) CloseDescriptor() error { return c.TCPConn.Close() }
+
 type closeOther struct {
 	net.Conn
 	done func()
