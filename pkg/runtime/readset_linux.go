@@ -62,14 +62,6 @@ type sockReader struct {
 	ended     func(error)
 }
 
-// A Detacher is a socket whose own descriptor can be closed without
-// ending it (a worker's handed socket, whose Close tells its parent the
-// socket is done): the read set keeps a duplicate of the descriptor, and
-// the socket's Close is still called when the runtime is done with it.
-type Detacher interface {
-	CloseDescriptor() error
-}
-
 // detach takes c out of Go's poller: a duplicate of its descriptor for
 // the set, and what closes c's own (Go's poller forgets it then); ok
 // false when c cannot be detached.

@@ -185,8 +185,12 @@ func TestReadSetSocketClosedEndsItsReaderOnce(t *testing.T) {
 // set's sweep; one that spoke in time is not.
 func TestReadSetEndsASilentSocket(t *testing.T) {
 	s := sockets()
+	began := time.Now()
 	silent, _ := inReadSet(t)
 	alive, _ := inReadSet(t)
+	if d := time.Unix(0, alive.r.deadline.Load()); d.Before(began.Add(3*pingEvery)) || d.After(time.Now().Add(3*pingEvery)) {
+		t.Fatalf("a socket that joined the set is given until %v, want 3 ping periods from when it joined", d)
+	}
 	silent.r.deadline.Store(time.Now().Add(-time.Second).UnixNano())
 	s.sweep()
 	if err := <-silent.ended; !errors.Is(err, errSilent) {

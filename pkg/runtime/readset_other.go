@@ -11,12 +11,6 @@ import (
 // off Linux there is none, and each socket has a reading goroutine.
 type sockReader struct{ fd int32 }
 
-// A Detacher is a socket whose own descriptor can be closed without
-// ending it (readset_linux.go); off Linux no socket is detached.
-type Detacher interface {
-	CloseDescriptor() error
-}
-
 func detach(net.Conn) (int, func() error, bool) { return -1, nil, false }
 
 func newSockReader(int, int64) *sockReader { return nil }

@@ -69,6 +69,16 @@ type wire struct {
 	deadline  time.Time // gorilla's deadline for its next write
 }
 
+// A Detacher is a socket whose own descriptor can be closed without
+// ending it (a worker's handed socket, whose Close tells its parent the
+// socket is done): the read set (readset_linux.go) keeps a duplicate of
+// the descriptor, and the socket's Close is still called when the runtime
+// is done with it. A *net.TCPConn or *net.UnixConn needs none: its Close
+// is that.
+type Detacher interface {
+	CloseDescriptor() error
+}
+
 // rawWriter writes without blocking: one write(2) on the socket, how much
 // it took, errWouldBlock when nothing (wire_unix.go).
 type rawWriter interface {
