@@ -223,6 +223,17 @@ func (s *scheduler) turn(sl *slot, now time.Time) bool {
 	return true
 }
 
+// onGrid is the last multiple of step at or before now (on the clock's
+// own time line): instances of the same rate started at any time step
+// together, so that one wakeup of the workers steps them all (and one
+// read of the sockets serves them all) rather than one each.
+func onGrid(now time.Time, step time.Duration) time.Time {
+	if step <= 0 {
+		return now
+	}
+	return now.Add(-time.Duration(now.UnixNano() % int64(step)))
+}
+
 // take removes sl from the queue for a TestGame's step.
 func (s *scheduler) take(sl *slot) {
 	s.mu.Lock()
@@ -245,7 +256,7 @@ func (s *scheduler) run(sl *slot) {
 			close(in.done)
 			return
 		}
-		sl.l, sl.start, sl.n = l, s.clk.Now(), 1
+		sl.l, sl.start, sl.n = l, onGrid(s.clk.Now(), l.step), 1
 		sl.due = sl.start.Add(l.step)
 		s.mu.Lock()
 		s.pushLocked(sl)
