@@ -204,7 +204,7 @@ func (s *scheduler) next() (*slot, time.Time) {
 func (s *scheduler) turn(sl *slot, now time.Time) bool {
 	l := sl.l
 	if late := now.Sub(sl.start.Add(time.Duration(sl.n) * l.step)); late > maxCatchUp*l.step {
-		sl.start, sl.n = now, 0
+		sl.start, sl.n = s.restart(now, l.step), 0
 		if s.observe != nil {
 			s.observe("stall", late)
 		}
@@ -213,7 +213,7 @@ func (s *scheduler) turn(sl *slot, now time.Time) bool {
 		return false
 	}
 	if l.restart {
-		sl.start, sl.n, l.restart = now, 0, false
+		sl.start, sl.n, l.restart = s.restart(now, l.step), 0, false
 	}
 	sl.n++
 	sl.due = sl.start.Add(time.Duration(sl.n) * l.step)
@@ -232,6 +232,16 @@ func onGrid(now time.Time, step time.Duration) time.Time {
 		return now
 	}
 	return now.Add(-time.Duration(now.UnixNano() % int64(step)))
+}
+
+// restart is where a schedule restarted at now starts: on the grid for
+// the workers' instances (onGrid), at now for a TestGame's, whose
+// virtual clock steps each instance from its own start.
+func (s *scheduler) restart(now time.Time, step time.Duration) time.Time {
+	if s.timer == nil {
+		return now
+	}
+	return onGrid(now, step)
 }
 
 // take removes sl from the queue for a TestGame's step.
