@@ -26,7 +26,8 @@ const detachAfter = 10 * time.Millisecond
 // and steps it; when none is due, the idle workers wait on one timer, set
 // for the earliest, and the one that takes its fire steps that instance.
 // Each instance keeps
-// its own fixed-step schedule (slot); an instance is only ever stepped by
+// its own fixed-step schedule (slot), started on a grid of the clock
+// (onGrid); an instance is only ever stepped by
 // one worker at a time. hoster test's TestGame drives the same schedule on
 // its virtual clock, from its own goroutine and without workers (next,
 // turn).
