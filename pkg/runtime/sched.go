@@ -26,8 +26,7 @@ const detachAfter = 10 * time.Millisecond
 // and steps it; when none is due, the idle workers wait on one timer, set
 // for the earliest, and the one that takes its fire steps that instance.
 // Each instance keeps
-// its own fixed-step schedule (slot), started on a grid of the clock
-// (onGrid); an instance is only ever stepped by
+// its own fixed-step schedule (slot); an instance is only ever stepped by
 // one worker at a time. hoster test's TestGame drives the same schedule on
 // its virtual clock, from its own goroutine and without workers (next,
 // turn).
@@ -205,7 +204,7 @@ func (s *scheduler) next() (*slot, time.Time) {
 func (s *scheduler) turn(sl *slot, now time.Time) bool {
 	l := sl.l
 	if late := now.Sub(sl.start.Add(time.Duration(sl.n) * l.step)); late > maxCatchUp*l.step {
-		sl.start, sl.n = s.restart(now, l.step), 0
+		sl.start, sl.n = now, 0
 		if s.observe != nil {
 			s.observe("stall", late)
 		}
@@ -214,7 +213,7 @@ func (s *scheduler) turn(sl *slot, now time.Time) bool {
 		return false
 	}
 	if l.restart {
-		sl.start, sl.n, l.restart = s.restart(now, l.step), 0, false
+		sl.start, sl.n, l.restart = now, 0, false
 	}
 	sl.n++
 	sl.due = sl.start.Add(time.Duration(sl.n) * l.step)
@@ -222,27 +221,6 @@ func (s *scheduler) turn(sl *slot, now time.Time) bool {
 	s.pushLocked(sl)
 	s.mu.Unlock()
 	return true
-}
-
-// onGrid is the last multiple of step at or before now (on the clock's
-// own time line): instances of the same rate started at any time step
-// together, so that one wakeup of the workers steps them all (and one
-// read of the sockets serves them all) rather than one each.
-func onGrid(now time.Time, step time.Duration) time.Time {
-	if step <= 0 {
-		return now
-	}
-	return now.Add(-time.Duration(now.UnixNano() % int64(step)))
-}
-
-// restart is where a schedule restarted at now starts: on the grid for
-// the workers' instances (onGrid), at now for a TestGame's, whose
-// virtual clock steps each instance from its own start.
-func (s *scheduler) restart(now time.Time, step time.Duration) time.Time {
-	if s.timer == nil {
-		return now
-	}
-	return onGrid(now, step)
 }
 
 // take removes sl from the queue for a TestGame's step.
@@ -267,7 +245,7 @@ func (s *scheduler) run(sl *slot) {
 			close(in.done)
 			return
 		}
-		sl.l, sl.start, sl.n = l, onGrid(s.clk.Now(), l.step), 1
+		sl.l, sl.start, sl.n = l, s.clk.Now(), 1
 		sl.due = sl.start.Add(l.step)
 		s.mu.Lock()
 		s.pushLocked(sl)

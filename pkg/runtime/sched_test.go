@@ -122,18 +122,3 @@ func TestSpinningHookDoesNotStopOtherInstances(t *testing.T) {
 		t.Fatal("the worker held by the spin was never set aside")
 	}
 }
-
-// Instances of one rate started at any time take their steps on one grid
-// of the clock, so that a wakeup of the workers steps them together.
-func TestInstancesStartOnOneGrid(t *testing.T) {
-	const step = 50 * time.Millisecond
-	grid := time.Date(2026, 11, 26, 5, 0, 0, 0, time.UTC)
-	for _, after := range []time.Duration{0, time.Nanosecond, 7 * time.Millisecond, step - time.Nanosecond} {
-		if got := onGrid(grid.Add(after), step); !got.Equal(grid) {
-			t.Errorf("started %v after a step of the grid: schedule starts at %v, want %v", after, got, grid)
-		}
-	}
-	if got := onGrid(grid.Add(step), step); !got.Equal(grid.Add(step)) {
-		t.Errorf("started on the next step: schedule starts at %v, want %v", got, grid.Add(step))
-	}
-}
