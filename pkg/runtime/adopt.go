@@ -66,5 +66,5 @@ func (rt *Runtime) Adopt(nc net.Conn, a Adopted, settle RoomSettle) {
 		c.closeWith(1008, roomReason)
 		return
 	}
-	rt.play(c, g, q, grant)
+	rt.play(c, g, q, grant, func() {}) // its parent counts it for its address
 }

@@ -121,21 +121,27 @@ func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) 
 	}
 	addr := AddrKey(r)
 	held := rt.takeSocket(addr)
+	end := func() {}
+	handed := false // to readLoop, which runs end once the socket is done with
+	defer func() {
+		if !handed {
+			end()
+		}
+	}()
 	if held {
-		end := func() { rt.dropSocket(addr) }
+		end = func() { rt.dropSocket(addr) }
 		if room != "" && rt.o.Rooms != nil {
 			leave, served := rt.o.Rooms.Enter(w, r, g.Key()+"/"+room, rt.roomLinger(g))
 			if served {
-				end()
-				return
+				return // the deferred end drops the socket's count
 			}
 			end = func() { leave(); rt.dropSocket(addr) }
 		}
 		if rt.o.HandOff != nil {
+			handed = true // handOff runs end, or its taker does
 			rt.handOff(w, r, g, addr, end)
 			return
 		}
-		defer end()
 	}
 	var sock *wire
 	ws, err := upgrader.Upgrade(hijackInto{w, &sock}, r, nil)
@@ -148,7 +154,8 @@ func (rt *Runtime) serveSocket(w http.ResponseWriter, r *http.Request, g *Game) 
 		rt.refuseBound(c, g, boundSockets, socketsReason)
 		return
 	}
-	rt.play(c, g, r.URL.Query(), nil)
+	handed = true
+	rt.play(c, g, r.URL.Query(), nil, end)
 }
 
 // handOff upgrades r's socket here and gives it to Options.HandOff's
@@ -183,8 +190,8 @@ func (rt *Runtime) newConn(ws *websocket.Conn, sock *wire, addr string, compact 
 
 // play seats c's player (on its resume token's seat when valid, else in
 // an instance with room, q's room and params) and reads its commands until
-// the socket ends.
-func (rt *Runtime) play(c *conn, g *Game, q url.Values, grant *roomGrant) {
+// the socket ends (readLoop); end runs once the socket is done with.
+func (rt *Runtime) play(c *conn, g *Game, q url.Values, grant *roomGrant, end func()) {
 	params := map[string]string{}
 	for k, v := range q {
 		if k != "resume" && len(v) > 0 {
@@ -194,10 +201,11 @@ func (rt *Runtime) play(c *conn, g *Game, q url.Values, grant *roomGrant) {
 	if s := rt.resume(q.Get("resume"), g, c); s != nil {
 		c.seat = s
 	} else if rt.seatNew(g, q.Get("room"), params, c, grant) == nil {
+		end()
 		return
 	}
 	grant.done() // its place is known: the room goes back unless spent
-	c.readLoop()
+	c.readLoop(end)
 }
 
 // roomLinger is how long a fleet keeps a private room of g claimed after
@@ -372,13 +380,17 @@ func (rt *Runtime) dropSeats(in *Instance) {
 // readLoop reads commands until the socket ends: a malformed frame or a bad
 // command gets an error frame and the socket stays open; too large a frame or
 // too many commands closes it (1008). A socket that gives its descriptor is
-// read by a frameReader, another (TLS, a test's pipe) by gorilla's reader.
-func (c *conn) readLoop() {
-	clean := false // the player closed with 1000 or 1001: a leave
-	defer func() { c.rt.disconnected(c, clean) }()
-	defer c.closeWith(1000, "")
-	deadline := func() { c.sock.SetReadDeadline(time.Now().Add(3 * pingEvery)) }
-	deadline()
+// read by a frameReader: in the process's read set, where readLoop returns
+// at once and the socket is read with the others, else from this
+// goroutine; another (TLS, a test's pipe) by gorilla's reader. end runs
+// once the socket is done with, after the player's disconnection.
+func (c *conn) readLoop(end func()) {
+	finish := func(err error) {
+		c.closeWith(1000, "")
+		// The player closed with 1000 or 1001: a leave.
+		c.rt.disconnected(c, websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway))
+		end()
+	}
 	// Pings are answered in order with the runtime's frames, not by a write
 	// of the reader's own.
 	ping := func(data []byte) {
@@ -386,14 +398,25 @@ func (c *conn) readLoop() {
 			c.flush()
 		}
 	}
+	rc := c.sock.reader()
+	if r := c.sock.inSet(c.rt.o.MaxFrame); r != nil {
+		deadline := r.moveDeadline
+		in := r.start(c.commands(deadline), ping, func([]byte) { deadline() }, c.closeWith, finish)
+		c.sock.joined(r, in)
+		if in {
+			return
+		}
+	}
+	deadline := func() { c.sock.SetReadDeadline(time.Now().Add(3 * pingEvery)) }
+	deadline()
 	var err error
-	if rc := c.sock.reader(); rc != nil {
+	if rc != nil {
 		f := &frameReader{limit: c.rt.o.MaxFrame}
 		err = f.run(rc, c.commands(deadline), ping, func([]byte) { deadline() }, c.closeWith)
 	} else {
 		err = c.readGorilla(deadline, ping)
 	}
-	clean = websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway)
+	finish(err)
 }
 
 // readGorilla reads the socket's messages with gorilla's reader until it

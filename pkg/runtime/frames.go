@@ -42,35 +42,43 @@ var errFrameLimit = websocket.ErrReadLimit
 // it ended: a *websocket.CloseError for a close frame.
 func (f *frameReader) run(rc syscall.RawConn, message func(op int, data []byte) bool, ping, pong func(data []byte), closeWith func(code int, reason string)) error {
 	err := rc.Read(func(fd uintptr) bool {
-		for {
-			if cap(f.buf)-len(f.buf) < minRead {
-				f.compact()
-			}
-			n, again, rerr := readSome(fd, f.buf[len(f.buf):cap(f.buf)])
-			switch {
-			case again:
-				return false // wait for the socket
-			case rerr != nil:
-				f.err = rerr
-				return true
-			case n == 0:
-				f.err = errors.New("the player's socket ended without a close frame")
-				return true
-			}
-			short := n < cap(f.buf)-len(f.buf)
-			f.buf = f.buf[:len(f.buf)+n]
-			if f.take(message, ping, pong, closeWith) {
-				return true
-			}
-			if short {
-				return false // drained: wait for its next readiness
-			}
-		}
+		return f.readReady(fd, message, ping, pong, closeWith)
 	})
 	if f.err == nil {
 		f.err = err
 	}
 	return f.err
+}
+
+// readReady reads what fd has now and takes its whole frames; it reports
+// whether the socket is done with (f.err says why). After a read that did
+// not fill its room it returns false without reading again: the socket is
+// drained, its next readiness says when to call it again.
+func (f *frameReader) readReady(fd uintptr, message func(int, []byte) bool, ping, pong func([]byte), closeWith func(int, string)) bool {
+	for {
+		if cap(f.buf)-len(f.buf) < minRead {
+			f.compact()
+		}
+		n, again, rerr := readSome(fd, f.buf[len(f.buf):cap(f.buf)])
+		switch {
+		case again:
+			return false // wait for the socket
+		case rerr != nil:
+			f.err = rerr
+			return true
+		case n == 0:
+			f.err = errors.New("the player's socket ended without a close frame")
+			return true
+		}
+		short := n < cap(f.buf)-len(f.buf)
+		f.buf = f.buf[:len(f.buf)+n]
+		if f.take(message, ping, pong, closeWith) {
+			return true
+		}
+		if short {
+			return false // drained: wait for its next readiness
+		}
+	}
 }
 
 // compact moves what is not taken to the buffer's start, and makes room

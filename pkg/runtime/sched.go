@@ -281,6 +281,7 @@ func (s *scheduler) work(w *worker) {
 			w.since = time.Now()
 			s.guardLocked()
 			s.mu.Unlock()
+			readPending() // the commands that came for this step
 			s.run(sl)
 			s.mu.Lock()
 			w.since = time.Time{}

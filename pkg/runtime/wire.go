@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -56,10 +57,26 @@ type wire struct {
 	raw rawWriter       // nil: no non-blocking writes, the writer goroutine writes all
 	rd  syscall.RawConn // nil: gorilla's reader reads the socket (conn.readLoop)
 
-	mu        sync.Mutex // held for each write
-	upgraded  bool       // the handshake is written: what gorilla writes now is a close frame
-	closeSent bool       // a close frame went out: nothing more may follow it
-	deadline  time.Time  // gorilla's deadline for its next write
+	set atomic.Pointer[sockReader] // its reader in the process's read set; nil while not in it
+
+	mu        sync.Mutex  // held for each write
+	fd        int         // the read set's duplicate descriptor, written directly; -1: Conn is written
+	setReader *sockReader // its reader in the set (inSet)
+	fdClosed  bool        // setReader's descriptor is closed
+	closeOwn  func() error
+	upgraded  bool      // the handshake is written: what gorilla writes now is a close frame
+	closeSent bool      // a close frame went out: nothing more may follow it
+	deadline  time.Time // gorilla's deadline for its next write
+}
+
+// A Detacher is a socket whose own descriptor can be closed without
+// ending it (a worker's handed socket, whose Close tells its parent the
+// socket is done): the read set (readset_linux.go) keeps a duplicate of
+// the descriptor, and the socket's Close is still called when the runtime
+// is done with it. A *net.TCPConn or *net.UnixConn needs none: its Close
+// is that.
+type Detacher interface {
+	CloseDescriptor() error
 }
 
 // rawWriter writes without blocking: one write(2) on the socket, how much
@@ -69,7 +86,7 @@ type rawWriter interface {
 }
 
 func newWire(c net.Conn) *wire {
-	return &wire{Conn: c, raw: rawOf(c), rd: readerOf(c)}
+	return &wire{Conn: c, raw: rawOf(c), rd: readerOf(c), fd: -1}
 }
 
 // reader is the socket's descriptor to read frames from, nil for none.
@@ -78,6 +95,75 @@ func (w *wire) reader() syscall.RawConn {
 		return nil
 	}
 	return w.rd
+}
+
+// inSet is the socket's reader for the process's read set (limit: the
+// largest message), nil when it has no descriptor or there is no set; the
+// caller starts it, then says whether it is in (joined).
+func (w *wire) inSet(limit int64) *sockReader {
+	if w == nil || w.rd == nil {
+		return nil
+	}
+	fd, closeOwn, ok := detach(w.Conn)
+	if !ok {
+		return nil
+	}
+	r := newSockReader(fd, limit)
+	if r == nil {
+		closeFD(fd)
+		return nil
+	}
+	w.mu.Lock()
+	w.setReader, w.closeOwn = r, closeOwn
+	w.mu.Unlock()
+	w.set.Store(r)
+	return r
+}
+
+// joined says whether r, from inSet, is in the set. In, the socket is
+// written through the set's descriptor from now on, and Conn's own leaves
+// Go's poller; out, the set's is closed and Conn is read as before. A
+// socket closed in between (its reader ended at once) is left as Close
+// left it.
+func (w *wire) joined(r *sockReader, in bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case w.fdClosed:
+	case !in:
+		closeFD(int(r.fd))
+		w.fdClosed = true
+		w.set.Store(nil)
+	default:
+		w.fd = int(r.fd)
+		w.closeOwn()
+	}
+}
+
+// Close takes the socket out of the read set before its descriptor is
+// closed (a descriptor's number is soon another socket's), then ends its
+// reader as a reading goroutine ends when its socket is closed.
+func (w *wire) Close() error {
+	var ended func()
+	if r := w.set.Swap(nil); r != nil {
+		ended = r.closing()
+	}
+	w.mu.Lock()
+	detached := w.fd >= 0
+	if w.setReader != nil && !w.fdClosed {
+		closeFD(int(w.setReader.fd))
+		w.fdClosed = true
+	}
+	w.fd = -1
+	w.mu.Unlock()
+	err := w.Conn.Close() // its own descriptor is closed already when detached: it says it is done
+	if ended != nil {
+		ended()
+	}
+	if detached {
+		return nil
+	}
+	return err
 }
 
 // SetWriteDeadline keeps gorilla's deadline for its own next write; the
@@ -127,7 +213,7 @@ func (w *wire) markUpgraded() {
 // whatever follows is dropped as written.
 func (w *wire) write(p []byte, wait bool, timeout time.Duration) (int, error) {
 	if !wait {
-		if w.raw == nil || !w.mu.TryLock() {
+		if !w.mu.TryLock() {
 			return 0, errWouldBlock
 		}
 	} else {
@@ -136,6 +222,12 @@ func (w *wire) write(p []byte, wait bool, timeout time.Duration) (int, error) {
 	defer w.mu.Unlock()
 	if w.closeSent {
 		return len(p), nil
+	}
+	if w.fd >= 0 {
+		return w.writeFD(p, wait, timeout)
+	}
+	if !wait && w.raw == nil {
+		return 0, errWouldBlock
 	}
 	if !wait {
 		n, err := w.raw.tryWrite(p)
@@ -148,6 +240,29 @@ func (w *wire) write(p []byte, wait bool, timeout time.Duration) (int, error) {
 	n, err := w.Conn.Write(p)
 	w.Conn.SetWriteDeadline(time.Time{})
 	return n, err
+}
+
+// writeFD writes p on the set's descriptor: what the socket takes now,
+// or with wait all of it, waiting up to timeout for the socket. w.mu is
+// held.
+func (w *wire) writeFD(p []byte, wait bool, timeout time.Duration) (int, error) {
+	until := time.Now().Add(timeout)
+	total := 0
+	for {
+		n, err := writeFD(w.fd, p[total:])
+		total += n
+		switch {
+		case total == len(p):
+			return total, nil
+		case err != nil && err != errWouldBlock:
+			return total, err
+		case !wait:
+			return total, errWouldBlock
+		}
+		if err := w.setReader.waitWritable(until); err != nil {
+			return total, err
+		}
+	}
 }
 
 // hijackInto is w whose Hijack hands gorilla's upgrade the socket wrapped

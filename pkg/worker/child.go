@@ -325,3 +325,8 @@ func wrapConn(c net.Conn, done func()) (net.Conn, error) {
 func (c *closeConn) Close() error { err := c.Conn.Close(); c.done(); return err }
 
 func (c *closeConn) SyscallConn() (syscall.RawConn, error) { return c.sc.SyscallConn() }
+
+// CloseDescriptor closes the socket's descriptor in Go's poller once the
+// runtime's read set holds a duplicate of it (runtime.Detacher): the
+// socket is not done with until Close.
+func (c *closeConn) CloseDescriptor() error { return c.Conn.Close() }
