@@ -252,9 +252,9 @@ func TestSpinningEveryCoreUnderTheCPUBound(t *testing.T) {
 	if q, want := cpuQuota(t, g), strconv.Itoa(max(1, runtime.NumCPU()-1)*100000); q != want {
 		t.Fatalf("the spinning game's CPU quota is %s µs, want %s (every core but one)", q, want)
 	}
-	// Under its bound a worker may still have a P for each core once busy
-	// (setProcs, followLoad).
-	e.waitLog(fmt.Sprintf("busyGomaxprocs=%d", runtime.NumCPU()), 2)
+	// Under its bound a worker still has a P for each core (setProcs): Go
+	// would follow the bound, and one P cost more CPU.
+	e.waitLog(fmt.Sprintf("gomaxprocs=%d", runtime.NumCPU()), 2)
 	for n := 2.0; n <= 21; n++ {
 		b.play(t, n)
 	}

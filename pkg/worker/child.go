@@ -91,7 +91,7 @@ func Serve(o ChildOptions) error {
 	if err := limitSelf(o.Memory, o.Nice, o.GCPercent); err != nil {
 		return err
 	}
-	most := setProcs(os.Getenv)
+	procs := setProcs(os.Getenv)
 	ch, err := newChannel(o.Control)
 	if err != nil {
 		return err
@@ -106,11 +106,7 @@ func Serve(o ChildOptions) error {
 	if o.GCPercent > 0 {
 		gogc = strconv.Itoa(o.GCPercent)
 	}
-	procs := []any{"gomaxprocs", goruntime.GOMAXPROCS(0)}
-	if most > 1 {
-		procs = []any{"gomaxprocs", 1, "busyGomaxprocs", most}
-	}
-	c.log.Info("game worker limits", append([]any{"memory", o.Memory, "nice", o.Nice, "gogc", gogc}, procs...)...)
+	c.log.Info("game worker limits", "memory", o.Memory, "nice", o.Nice, "gogc", gogc, "gomaxprocs", procs)
 	o.Runtime.Stuck = func(reason string) {
 		c.log.Error("a hook did not stop when interrupted: ending the worker", "reason", reason)
 		ch.send(message{T: msgStuck, Reason: reason}, -1)
@@ -123,7 +119,6 @@ func Serve(o ChildOptions) error {
 		return err
 	}
 	go c.watchIdle(o.Idle)
-	go followLoad(most)
 	go c.load()
 	go c.readControl(o.Runtime.Game)
 	why := <-c.end
@@ -179,65 +174,19 @@ func (c *child) readControl(game string) {
 	}
 }
 
-// A worker's Ps follow how busy it is, unless the operator set
-// GOMAXPROCS: one P while it uses less than half a core, as many as the
-// machine has cores once it uses more than busyCores. Its sockets are read
-// from one epoll set, so an idle P only wakes to look for work: at 1,000
-// players one P costs about 7% less CPU than two. Near its CPU bound (1
-// core on 2 by default, --cpus) a second P lets a step run beside a write
-// or the collector within the bound: at 4,000 players one P made 9.49
-// updates a player a second against 9.76 (bench/load, 2026-11-26).
-const (
-	busyCores = 0.75
-	idleCores = 0.5
-)
-
-// nextProcs is the worker's Ps after a second in which it used cores
-// cores, with cur now and most at most.
-func nextProcs(cur, most int, cores float64) int {
-	switch {
-	case cur < most && cores > busyCores:
-		return most
-	case cur > 1 && cores < idleCores:
-		return 1
-	}
-	return cur
-}
-
-// setProcs gives the worker the most Ps it may have (the machine's cores),
-// which its runtime's scheduler sizes its workers by, and returns the
-// number; 0 when the operator set GOMAXPROCS, which is left as it is.
+// setProcs gives the worker as many Ps as the machine has cores, unless
+// the operator set GOMAXPROCS, and returns the number. Go would follow the
+// worker's CPU bound (--cpus; 1 core on 2), and one P measured 6–7% more
+// CPU at 1,000 players than two (bench/isolation-cost.sh, where two made
+// process mode cost what one process does); the kernel holds the bound
+// either way.
 func setProcs(getenv func(string) string) int {
 	if getenv("GOMAXPROCS") != "" {
-		return 0
+		return goruntime.GOMAXPROCS(0)
 	}
-	goruntime.GOMAXPROCS(goruntime.NumCPU())
-	return goruntime.NumCPU()
-}
-
-// followLoad brings the worker down to one P, then sets its Ps each second
-// from the CPU it used (nextProcs), up to most.
-func followLoad(most int) {
-	if most <= 1 {
-		return
-	}
-	goruntime.GOMAXPROCS(1)
-	last, lastAt := cpuTime(), time.Now()
-	for range time.Tick(time.Second) {
-		now, at := cpuTime(), time.Now()
-		cores := (now - last).Seconds() / at.Sub(lastAt).Seconds()
-		last, lastAt = now, at
-		if cur := goruntime.GOMAXPROCS(0); nextProcs(cur, most, cores) != cur {
-			goruntime.GOMAXPROCS(nextProcs(cur, most, cores))
-		}
-	}
-}
-
-// cpuTime is the CPU the process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	n := goruntime.NumCPU()
+	goruntime.GOMAXPROCS(n)
+	return n
 }
 
 // load carries out the parent's versions and removals, in order.
