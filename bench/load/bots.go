@@ -71,6 +71,7 @@ type botStats struct {
 	mu        sync.Mutex
 	rooms     map[string]int
 	joins     []time.Duration // each bot's first join: from its dial to its welcome
+	joinHS    []time.Duration // and its handshake: from its dial to the upgrade's answer
 	latencies []time.Duration // the timed bots' moves while measuring (latency.go)
 	lost      atomic.Int64    // timed moves whose effect did not come
 }
@@ -176,7 +177,7 @@ func (st *botStats) bot(ctx context.Context, p protocol, i, moveRate, sendRate i
 			st.mu.Lock()
 			st.rooms[j.room]++
 			if first {
-				st.joins = append(st.joins, took)
+				st.joins, st.joinHS = append(st.joins, took), append(st.joinHS, j.handshake)
 			}
 			st.mu.Unlock()
 			if first {
