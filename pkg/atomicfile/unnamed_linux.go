@@ -53,3 +53,35 @@ func linkAt(f, folder *os.File, name string) error {
 	}
 	return unix.Linkat(unix.AT_FDCWD, procFD+strconv.Itoa(int(f.Fd())), int(folder.Fd()), name, unix.AT_SYMLINK_FOLLOW)
 }
+
+// locksStages: a staged folder is locked while it is written (lockStage).
+const locksStages = true
+
+// lockStage opens the hidden folder tmp and locks it (flock), so that
+// another run's StageFolder leaves it; nil where it is locked already (or
+// cannot be opened). Closing it unlocks it; a killed run's lock goes with
+// it.
+func lockStage(tmp string) *os.File {
+	d, err := os.Open(tmp)
+	if err != nil {
+		return nil
+	}
+	if unix.Flock(int(d.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
+		d.Close()
+		return nil
+	}
+	return d
+}
+
+// renameNoReplace renames old to new, failing with an error wrapping
+// fs.ErrExist where something is at new.
+func renameNoReplace(old, new string) error {
+	err := unix.Renameat2(unix.AT_FDCWD, old, unix.AT_FDCWD, new, unix.RENAME_NOREPLACE)
+	if err == unix.EINVAL || err == unix.ENOSYS {
+		return renameIfFree(old, new) // not offered by this file system
+	}
+	if err != nil {
+		return &os.LinkError{Op: "rename", Old: old, New: new, Err: err}
+	}
+	return nil
+}

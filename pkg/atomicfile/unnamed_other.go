@@ -17,3 +17,11 @@ func unnamedOK() bool { return false }
 func createUnnamed(*os.File, fs.FileMode) *os.File { return nil }
 
 func linkAt(f, folder *os.File, name string) error { return errors.ErrUnsupported }
+
+// locksStages: staged folders are not locked here; a StageFolder removes
+// every hidden folder of its folder it finds.
+const locksStages = false
+
+func lockStage(string) *os.File { return nil }
+
+func renameNoReplace(old, new string) error { return renameIfFree(old, new) }
