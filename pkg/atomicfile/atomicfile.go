@@ -43,6 +43,7 @@ import (
 	"regexp"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"unicode/utf8"
 )
@@ -80,6 +81,9 @@ type Folder struct {
 	root  *os.Root
 	self  *os.File // nil where files are not written unnamed
 	stage *stage   // where it is a hidden folder not yet placed (StageFolder)
+	// exactPerm is a mode the folder's plain files were created with
+	// exactly (the umask took nothing of it); 0: none yet (copyPlainAt).
+	exactPerm atomic.Uint32
 }
 
 // OpenFolder opens the folder at path for writing files into it; close it
@@ -123,7 +127,7 @@ func (f *Folder) Copy(name string, r io.Reader, perm fs.FileMode, accept func(n 
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if f.stage != nil {
-		return copyPlain(f.root, name, r, perm, accept)
+		return f.copyPlain(name, r, perm, accept)
 	}
 	return writeIn(f.root, f.self, name, r, perm, (*Pending).Commit, false, accept)
 }

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 )
 
 // A folder that is not there yet can be made whole instead of a file at a
@@ -52,6 +54,9 @@ func StageFolder(path string) (*Folder, error) {
 		if err != nil {
 			os.Remove(tmp)
 			return nil, err
+		}
+		if f.self == nil {
+			f.self, _ = f.root.Open(".") // for copyPlainAt; nil: through root
 		}
 		f.stage = &stage{path: path, tmp: tmp, lock: lockStage(tmp)}
 		return f, nil
@@ -145,13 +150,21 @@ func (f *Folder) discardStage() {
 
 // copyPlain writes what r gives to name, inside a staged folder that no
 // one sees yet, with no temporary file: the file is removed unless accept
-// takes the bytes received.
-func copyPlain(root *os.Root, name string, r io.Reader, perm fs.FileMode, accept func(int64) error) (int64, error) {
-	out, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+// takes the bytes received. A name in the folder itself is created on
+// Linux straight through the folder's handle (copyPlainAt: a create, the
+// writes and a close, none of an *os.File's further syscalls); a file's
+// mode is looked at only until one shows the umask leaves perm as it is.
+func (f *Folder) copyPlain(name string, r io.Reader, perm fs.FileMode, accept func(int64) error) (int64, error) {
+	buf := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(buf)
+	if plainAt && f.self != nil && name != "." && name != ".." && !strings.ContainsRune(name, filepath.Separator) {
+		return copyPlainAt(f.self, name, r, *buf, perm, accept, &f.exactPerm)
+	}
+	out, err := f.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
 	if err != nil {
 		return 0, err
 	}
-	n, err := io.Copy(out, r)
+	n, err := io.CopyBuffer(writerOnly{out}, r, *buf)
 	if err == nil && accept != nil {
 		err = accept(n)
 	}
@@ -162,10 +175,18 @@ func copyPlain(root *os.Root, name string, r io.Reader, perm fs.FileMode, accept
 		err = cerr
 	}
 	if err != nil {
-		root.Remove(name)
+		f.root.Remove(name)
 	}
 	return n, err
 }
+
+// copyBufs are copyPlain's buffers: one a file would be a 32 KiB
+// allocation (io.Copy's) for each of a first pull's 4 KiB files.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// writerOnly hides a writer's ReadFrom, so that io.CopyBuffer uses the
+// buffer it is given.
+type writerOnly struct{ io.Writer }
 
 // renameIfFree renames old to new where nothing is at new, as far as a
 // look before the rename can tell.

@@ -4,6 +4,7 @@ package atomicfile
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"sync/atomic"
@@ -25,3 +26,10 @@ const locksStages = false
 func lockStage(string) *os.File { return nil }
 
 func renameNoReplace(old, new string) error { return renameIfFree(old, new) }
+
+// plainAt: staged files are written through the folder's os.Root here.
+const plainAt = false
+
+func copyPlainAt(*os.File, string, io.Reader, []byte, fs.FileMode, func(int64) error, *atomic.Uint32) (int64, error) {
+	return 0, errors.ErrUnsupported
+}
