@@ -107,7 +107,10 @@ func (j *fileJob) bytes() int64 {
 // game-log hour file, whose changed size the contract says is a new tail) is
 // completed with a Range request when the local copy is smaller, and fetched
 // whole when it is larger. Whole files go into a temporary file renamed into
-// place only when the byte count is the listed size; a tail is appended only
+// place only when the byte count is the listed size (in a folder new to the
+// mirror, into a hidden folder beside it, each file kept there only at that
+// count, renamed into place once its files are done: folders); a tail is
+// appended only
 // from a 206 that starts at the local size, and cut back to that size if the
 // transfer fails. Local files the server no longer lists are kept: the
 // mirror is an archive. No file is synced to disk (pkg/atomicfile's Copy):
