@@ -110,9 +110,8 @@ func (j *fileJob) bytes() int64 {
 // place only when the byte count is the listed size (in a folder new to the
 // mirror, into a hidden folder beside it, each file kept there only at that
 // count, renamed into place once its files are done: folders); a tail is
-// appended only
-// from a 206 that starts at the local size, and cut back to that size if the
-// transfer fails. Local files the server no longer lists are kept: the
+// appended only from a 206 that starts at the local size, and cut back to
+// that size if the transfer fails. Local files the server no longer lists are kept: the
 // mirror is an archive. No file is synced to disk (pkg/atomicfile's Copy):
 // a crash may lose what was not yet written back, never put a part in
 // place on a running machine, and on file systems that set a file's size
