@@ -22,11 +22,11 @@ import (
 // StageFolder of the same folder removes (unless the run that made it
 // still writes there: on Linux it holds a lock on it).
 
-// stage is a Folder's hidden folder, while it is not yet placed.
+// stage is a Folder's hidden folder, while it is not yet placed; the
+// Folder's own handle of it (self) holds its lock (tryLock) until closed.
 type stage struct {
-	path string   // the folder's own path
-	tmp  string   // the hidden folder's path, beside it
-	lock *os.File // the hidden folder, locked while it is written (lockStage)
+	path string // the folder's own path
+	tmp  string // the hidden folder's path, beside it
 }
 
 // StageFolder starts the folder at path, which must not exist, as a
@@ -56,9 +56,12 @@ func StageFolder(path string) (*Folder, error) {
 			return nil, err
 		}
 		if f.self == nil {
-			f.self, _ = f.root.Open(".") // for copyPlainAt; nil: through root
+			f.self, _ = f.root.Open(".") // for copyPlainAt and the lock; nil: through root, unlocked
 		}
-		f.stage = &stage{path: path, tmp: tmp, lock: lockStage(tmp)}
+		if f.self != nil {
+			tryLock(f.self)
+		}
+		f.stage = &stage{path: path, tmp: tmp}
 		return f, nil
 	}
 	return nil, fmt.Errorf("making a hidden folder beside %s: %w", path, fs.ErrExist)
@@ -112,7 +115,6 @@ func (f *Folder) Place() error {
 		return fmt.Errorf("putting %s in place: %w", s.path, err)
 	}
 	f.stage = nil
-	s.lock.Close()
 	return nil
 }
 
@@ -143,7 +145,6 @@ func (f *Folder) moveInto(s *stage) error {
 func (f *Folder) discardStage() {
 	if s := f.stage; s != nil {
 		os.RemoveAll(s.tmp)
-		s.lock.Close()
 		f.stage = nil
 	}
 }

@@ -58,21 +58,24 @@ func linkAt(f, folder *os.File, name string) error {
 // locksStages: a staged folder is locked while it is written (lockStage).
 const locksStages = true
 
-// lockStage opens the hidden folder tmp and locks it (flock), so that
-// another run's StageFolder leaves it; nil where it is locked already (or
-// cannot be opened). Closing it unlocks it; a killed run's lock goes with
-// it.
+// lockStage opens the hidden folder tmp and locks it (tryLock); nil where
+// it is locked already (or cannot be opened). Closing it unlocks it.
 func lockStage(tmp string) *os.File {
 	d, err := os.Open(tmp)
 	if err != nil {
 		return nil
 	}
-	if unix.Flock(int(d.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
+	if !tryLock(d) {
 		d.Close()
 		return nil
 	}
 	return d
 }
+
+// tryLock locks the folder d (flock), so that another run's StageFolder
+// leaves it, and reports whether it could. The lock goes when d is closed,
+// or its process killed.
+func tryLock(d *os.File) bool { return unix.Flock(int(d.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil }
 
 // renameNoReplace renames old to new, failing with an error wrapping
 // fs.ErrExist where something is at new.

@@ -25,6 +25,8 @@ const locksStages = false
 
 func lockStage(string) *os.File { return nil }
 
+func tryLock(*os.File) bool { return false }
+
 func renameNoReplace(old, new string) error { return renameIfFree(old, new) }
 
 // plainAt: staged files are written through the folder's os.Root here.

@@ -223,9 +223,9 @@ func (f *folders) landed(dir string) (string, error) {
 	return d.label, d.place()
 }
 
-// place puts a staged folder in place; d.mu is held. Where that fails,
-// its files are removed, and those written into it after fail with the
-// error.
+// place puts a staged folder in place, and closes it; d.mu is held. Where
+// that fails, its files are removed, and those written into it after fail
+// with the error.
 func (d *folder) place() error {
 	if !d.staged || d.placed {
 		return nil
@@ -234,12 +234,10 @@ func (d *folder) place() error {
 	if d.f == nil {
 		return nil // no file got as far as being written
 	}
-	if err := d.f.Place(); err != nil {
-		d.f.Close()
-		d.f, d.err = nil, err
-		return err
-	}
-	return nil
+	err := d.f.Place()
+	d.f.Close() // a file of it listed later opens it again (as placed): no handle kept for each new folder
+	d.f, d.err = nil, err
+	return err
 }
 
 // close puts every staged folder not yet in place where it goes (the
