@@ -42,6 +42,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"unicode/utf8"
 )
@@ -75,8 +77,13 @@ func Copy(path string, r io.Reader, perm fs.FileMode, accept func(n int64) error
 // with no name until complete (Linux), the folder's own handle they are
 // linked in. Methods may be called at once from many goroutines.
 type Folder struct {
-	root *os.Root
-	self *os.File // nil where files are not written unnamed
+	mu    sync.RWMutex // held to write, and to place a staged folder (stage.go)
+	root  *os.Root
+	self  *os.File // nil where files are not written unnamed
+	stage *stage   // where it is a hidden folder not yet placed (StageFolder)
+	// exactPerm is a mode the folder's plain files were created with
+	// exactly (the umask took nothing of it); 0: none yet (copyPlainAt).
+	exactPerm atomic.Uint32
 }
 
 // OpenFolder opens the folder at path for writing files into it; close it
@@ -93,8 +100,16 @@ func OpenFolder(path string) (*Folder, error) {
 	return f, nil
 }
 
-// Close closes the folder's handles.
+// Close closes the folder's handles; a staged folder not placed is
+// removed.
 func (f *Folder) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.discardStage()
+	return f.closeHandles()
+}
+
+func (f *Folder) closeHandles() error {
 	if f.self != nil {
 		f.self.Close()
 	}
@@ -109,6 +124,11 @@ func (f *Folder) Copy(name string, r io.Reader, perm fs.FileMode, accept func(n 
 			err = fmt.Errorf("writing %s: %w", name, err)
 		}
 	}()
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.stage != nil {
+		return f.copyPlain(name, r, perm, accept)
+	}
 	return writeIn(f.root, f.self, name, r, perm, (*Pending).Commit, false, accept)
 }
 
@@ -424,11 +444,13 @@ func writeIn(root *os.Root, self *os.File, name string, r io.Reader, perm fs.Fil
 // setMode gives the temporary file the mode asked for, whatever the umask:
 // a chmod only where the umask took a bit away, since a chmod dirties the
 // inode (a journal write on ext4) and a stat of the open file does not.
-func (p *Pending) setMode(perm fs.FileMode) error {
-	if fi, err := p.f.Stat(); err == nil && perm == perm.Perm() && fi.Mode().Perm() == perm {
+func (p *Pending) setMode(perm fs.FileMode) error { return setMode(p.f, perm) }
+
+func setMode(f *os.File, perm fs.FileMode) error {
+	if fi, err := f.Stat(); err == nil && perm == perm.Perm() && fi.Mode().Perm() == perm {
 		return nil
 	}
-	return p.f.Chmod(perm)
+	return f.Chmod(perm)
 }
 
 // syncDir makes a folder's entries last.

@@ -43,8 +43,9 @@ type localFolder struct {
 	err   error
 }
 
-// scan sets the local size of the jobs of list.
-func (s *scans) scan(list []*fileJob) {
+// scan sets the local size of the jobs of list, and returns the folders
+// of theirs that are not there.
+func (s *scans) scan(list []*fileJob) (missing map[string]bool) {
 	byDir := map[string][]*fileJob{}
 	for _, j := range list {
 		j.local = -1
@@ -52,15 +53,22 @@ func (s *scans) scan(list []*fileJob) {
 		byDir[dir] = append(byDir[dir], j)
 	}
 	for dir, js := range byDir {
-		s.scanFolder(dir, js)
+		if s.scanFolder(dir, js) {
+			if missing == nil {
+				missing = map[string]bool{}
+			}
+			missing[dir] = true
+		}
 	}
+	return missing
 }
 
 // scanFolders is how many lists a pull's folders are read for at once.
 const scanFolders = 4
 
-// scanFolder sets the local size of the jobs js, whose files are in dir.
-func (s *scans) scanFolder(dir string, js []*fileJob) {
+// scanFolder sets the local size of the jobs js, whose files are in dir,
+// and reports whether dir is not there.
+func (s *scans) scanFolder(dir string, js []*fileJob) (missing bool) {
 	s.mu.Lock()
 	if s.folders == nil {
 		s.folders = map[string]*localFolder{}
@@ -73,7 +81,7 @@ func (s *scans) scanFolder(dir string, js []*fileJob) {
 	s.mu.Unlock()
 	d.once.Do(func() { d.sizes, d.err = localSizes(dir) })
 	if errors.Is(d.err, fs.ErrNotExist) {
-		return // not there yet: nothing local, nothing stale
+		return true // not there yet: nothing local, nothing stale
 	}
 	for _, j := range js {
 		size, held := d.sizes[filepath.Base(j.dst)]
@@ -87,6 +95,7 @@ func (s *scans) scanFolder(dir string, js []*fileJob) {
 			}
 		}
 	}
+	return false
 }
 
 // localSizes reads the folder dir: the size of each regular file in it by
@@ -130,21 +139,33 @@ func localSizes(dir string) (map[string]int64, error) {
 
 // folders are the local folders a pull writes whole files into, each made
 // and opened (pkg/atomicfile's Folder, which no name inside leads out of)
-// once for all its files, not once a file.
+// once for all its files, not once a file. A folder that was not there
+// when the pull read it (a first pull's, a new game's) is made whole: its
+// files are written plainly into a hidden folder beside it
+// (atomicfile.StageFolder), which is put in place once the last of them
+// is done (or failed: a file that failed is not there), or at the end of
+// the pull; the files of it listed after that are written as into any
+// folder. A pull that is killed leaves only the hidden folder, which the
+// next one, finding the folder still missing, removes.
 type folders struct {
 	mu   sync.Mutex
 	open map[string]*folder
 }
 
 type folder struct {
-	once sync.Once
-	f    *atomicfile.Folder
-	err  error
+	mu     sync.Mutex
+	f      *atomicfile.Folder
+	err    error
+	staged bool   // its files go into a hidden folder until it is placed
+	label  string // staged: the folder as the listing names it
+	placed bool
+	left   int // staged files not done yet
 }
 
-// folder is dir, made first if it is not there.
-func (f *folders) folder(dir string) (*atomicfile.Folder, error) {
+// get is dir's folder, added if it is not there.
+func (f *folders) get(dir string) *folder {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.open == nil {
 		f.open = map[string]*folder{}
 	}
@@ -153,20 +174,90 @@ func (f *folders) folder(dir string) (*atomicfile.Folder, error) {
 		d = &folder{}
 		f.open[dir] = d
 	}
-	f.mu.Unlock()
-	d.once.Do(func() {
-		if d.err = os.MkdirAll(dir, 0o755); d.err == nil {
+	return d
+}
+
+// folder is dir, made first if it is not there.
+func (f *folders) folder(dir string) (*atomicfile.Folder, error) {
+	d := f.get(dir)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.f == nil && d.err == nil {
+		if d.staged && !d.placed {
+			if d.err = os.MkdirAll(filepath.Dir(dir), 0o755); d.err == nil {
+				d.f, d.err = atomicfile.StageFolder(dir)
+			}
+		} else if d.err = os.MkdirAll(dir, 0o755); d.err == nil {
 			d.f, d.err = atomicfile.OpenFolder(dir)
 		}
-	})
+	}
 	return d.f, d.err
 }
 
-// close closes every folder's handle, once no file is being written.
-func (f *folders) close() {
+// expect notes n files to come into dir, a folder that was not there when
+// it was read, and reports whether they are written into its hidden
+// folder: they are unless it was put in place already, or opened as it
+// is. Each such file's end is told with landed.
+func (f *folders) expect(dir, label string, n int) bool {
+	d := f.get(dir)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.placed || (d.f != nil && !d.staged) {
+		return false
+	}
+	d.staged, d.label = true, label
+	d.left += n
+	return true
+}
+
+// landed notes that a file of dir that expect sent to its hidden folder
+// is done, and puts the folder in place when it was the last; where that
+// fails, it returns the folder's label and why.
+func (f *folders) landed(dir string) (string, error) {
+	d := f.get(dir)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.left--; d.left > 0 {
+		return "", nil
+	}
+	return d.label, d.place()
+}
+
+// place puts a staged folder in place, and closes it; d.mu is held. Where
+// that fails, its files are removed, and those written into it after fail
+// with the error.
+func (d *folder) place() error {
+	if !d.staged || d.placed {
+		return nil
+	}
+	d.placed = true
+	if d.f == nil {
+		return nil // no file got as far as being written
+	}
+	err := d.f.Place()
+	d.f.Close() // a file of it listed later opens it again (as placed): no handle kept for each new folder
+	d.f, d.err = nil, err
+	return err
+}
+
+// close puts every staged folder not yet in place where it goes (the
+// pull was cut short before their last files: those that were done are
+// in them), returns the failures of those that could not be, and closes
+// every folder's handle, once no file is being written. The failures are
+// by the folder's label.
+func (f *folders) close() (failed map[string]error) {
 	for _, d := range f.open {
+		d.mu.Lock()
+		if err := d.place(); err != nil {
+			if failed == nil {
+				failed = map[string]error{}
+			}
+			failed[d.label] = err
+		}
 		if d.f != nil {
 			d.f.Close()
 		}
+		d.mu.Unlock()
 	}
+	return failed
 }

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -70,6 +71,7 @@ type fileJob struct {
 	growing bool    // grows on the server: a larger listing is a new tail
 	label   string  // for reports
 	local   int64   // the local copy's size when planned; -1: none
+	staged  bool    // written into its new folder's hidden one (folders)
 	got     fetched // what fetching it did
 }
 
@@ -105,9 +107,11 @@ func (j *fileJob) bytes() int64 {
 // game-log hour file, whose changed size the contract says is a new tail) is
 // completed with a Range request when the local copy is smaller, and fetched
 // whole when it is larger. Whole files go into a temporary file renamed into
-// place only when the byte count is the listed size; a tail is appended only
-// from a 206 that starts at the local size, and cut back to that size if the
-// transfer fails. Local files the server no longer lists are kept: the
+// place only when the byte count is the listed size (in a folder new to the
+// mirror, into a hidden folder beside it, each file kept there only at that
+// count, renamed into place once its files are done: folders); a tail is
+// appended only from a 206 that starts at the local size, and cut back to
+// that size if the transfer fails. Local files the server no longer lists are kept: the
 // mirror is an archive. No file is synced to disk (pkg/atomicfile's Copy):
 // a crash may lose what was not yet written back, never put a part in
 // place on a running machine, and on file systems that set a file's size
@@ -462,7 +466,7 @@ func (f *puller) addAll(lists <-chan listed) {
 // already, and reports the entries of it that were refused (bad).
 func (f *puller) add(list []*fileJob, bad []Failure) {
 	got := reportBad(f.rep, bad) // the refused entries, and the files exact already
-	f.scans.scan(list)
+	missing := f.scans.scan(list)
 	var todo []*fileJob
 	var total int64
 	for _, j := range list {
@@ -479,7 +483,29 @@ func (f *puller) add(list []*fileJob, bad []Failure) {
 	if len(todo) > 0 {
 		f.rep.Begin("fetch", len(todo), total)
 	}
+	f.stage(todo, missing)
 	f.e.add(todo)
+}
+
+// stage sends the files of todo whose folder is missing into that
+// folder's hidden one, to be put in place whole (folders).
+func (f *puller) stage(todo []*fileJob, missing map[string]bool) {
+	if len(missing) == 0 {
+		return
+	}
+	byDir := map[string][]*fileJob{}
+	for _, j := range todo {
+		if dir := filepath.Dir(j.dst); missing[dir] {
+			byDir[dir] = append(byDir[dir], j)
+		}
+	}
+	for dir, js := range byDir {
+		if f.dirs.expect(dir, path.Dir(js[0].label), len(js)) {
+			for _, j := range js {
+				j.staged = true
+			}
+		}
+	}
 }
 
 // done records how one file's fetch ended.
@@ -499,12 +525,30 @@ func (f *puller) done(j *fileJob, err error) {
 	}
 	f.mu.Unlock()
 	f.rep.Done(Op{Kind: "fetch", Path: j.label, Size: j.got.n}, err)
+	if j.staged {
+		if label, err := f.dirs.landed(filepath.Dir(j.dst)); err != nil {
+			f.folderFailed(label, err)
+		}
+	}
+}
+
+// folderFailed records that a new folder (label, as the listing names it)
+// could not be put in place: the files fetched into it are not in the
+// mirror.
+func (f *puller) folderFailed(label string, err error) {
+	err = fmt.Errorf("%s (its files fetched in this run are not kept; the next run fetches them again)", cause(err))
+	f.mu.Lock()
+	f.sum.Failures = append(f.sum.Failures, Failure{Op: "fetch", Path: label, Error: err.Error()})
+	f.mu.Unlock()
+	f.rep.Done(Op{Kind: "fetch", Path: label}, err)
 }
 
 // wait returns what the pull did once every file added is done.
 func (f *puller) wait() PullSummary {
 	f.e.wait()
-	f.dirs.close()
+	for label, err := range f.dirs.close() {
+		f.folderFailed(label, err)
+	}
 	sort.Slice(f.sum.Kept, func(a, b int) bool { return f.sum.Kept[a].Path < f.sum.Kept[b].Path })
 	return f.sum
 }
@@ -652,10 +696,13 @@ func syncFile(ctx context.Context, remote LogsRemote, j *fileJob, dirs *folders)
 		return fetched{}, err
 	}
 	local := int64(-1)
-	if fi, err := os.Stat(j.dst); err == nil {
+	if j.staged {
+		// In a new folder's hidden one, which nothing else writes into:
+		// fetched whole.
+	} else if fi, err := os.Stat(j.dst); err == nil {
 		local = fi.Size()
 	}
-	if j.growing && local <= j.size {
+	if j.growing && local <= j.size && !j.staged {
 		return fetchTail(ctx, remote, j, max(local, 0), dirs)
 	}
 	f, err := remote.Fetch(ctx, j.route, j.query(), 0)

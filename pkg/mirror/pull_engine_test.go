@@ -95,11 +95,21 @@ func (f farLink) RTT() time.Duration { return f.rtt }
 
 // A pull across a long round trip keeps many fetches in flight (48 at
 // once, where the pull before the transfer engine kept 4), and writes every
-// file atomically: while all 48 are half received, no file is in place,
-// each one's bytes are in a temporary file (named beside it, or on Linux
-// one with no name yet in its folder); after, every file is exact and no
-// temporary file is left.
+// file atomically: while all 48 are half received, no file is in place.
+// Into a folder that is there, each one's bytes are in a temporary file
+// (named beside it, or on Linux one with no name yet in its folder); into
+// a new folder, they are plain files in a hidden folder beside it, and the
+// folder is not there. After, every file is exact and no temporary file or
+// folder is left.
 func TestPullKeepsManyInFlightAndWritesAtomically(t *testing.T) {
+	for _, there := range []bool{true, false} {
+		t.Run(map[bool]string{true: "folder there", false: "new folder"}[there], func(t *testing.T) {
+			testManyInFlightAtomically(t, there)
+		})
+	}
+}
+
+func testManyInFlightAtomically(t *testing.T, there bool) {
 	e := newPullEnv(t, api.Variant1)
 	const n = 48
 	var paths []string
@@ -107,6 +117,12 @@ func TestPullKeepsManyInFlightAndWritesAtomically(t *testing.T) {
 		p := fmt.Sprintf("%sstats-2026-11-%02d-%02d.jsonl", gl, 1+i/24, i%24)
 		e.appendTo(t, p, strings.Repeat(fmt.Sprintf("{\"i\":%d}\n", i), 50+i))
 		paths = append(paths, p)
+	}
+	folder := filepath.Join(e.mirror, filepath.FromSlash(gl))
+	if there {
+		if err := os.MkdirAll(folder, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	h := &holding{want: n, reached: make(chan struct{}), release: make(chan struct{})}
 	c, err := apiclient.NewClient(apiclient.ClientConfig{Server: e.base, Token: token, Attempts: 1,
@@ -133,9 +149,21 @@ func TestPullKeepsManyInFlightAndWritesAtomically(t *testing.T) {
 		temps, _ := filepath.Glob(filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp-*"))
 		pending += len(temps)
 	}
-	folder := filepath.Dir(filepath.Join(e.mirror, filepath.FromSlash(paths[0])))
-	if pending += unnamedIn(folder); pending != n {
-		t.Errorf("%d temporary files (named beside their file, or unnamed in its folder), want %d", pending, n)
+	if there {
+		pending += unnamedIn(folder)
+	} else {
+		if _, err := os.Stat(folder); err == nil {
+			t.Errorf("the new folder %s is there while its files are half received", folder)
+		}
+		hidden, _ := filepath.Glob(filepath.Join(filepath.Dir(folder), "."+filepath.Base(folder)+".tmp-*"))
+		if len(hidden) != 1 {
+			t.Fatalf("hidden folders beside the new one: %v, want 1", hidden)
+		}
+		entries, _ := os.ReadDir(hidden[0])
+		pending += len(entries)
+	}
+	if pending != n {
+		t.Errorf("%d files being written (in temporary files, or in the new folder's hidden one), want %d", pending, n)
 	}
 	close(h.release)
 	if s := <-done; len(s.Failures) > 0 || s.Fetched != n {

@@ -49,7 +49,7 @@ func (h *handlers) files(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	roots := &rootCache{roots: map[string]*os.Root{}}
+	roots := &rootCache{roots: map[string]*os.Root{}, dirs: map[string]*os.File{}}
 	defer roots.close()
 	w.Header().Set("Content-Type", "application/x-tar")
 	w.WriteHeader(http.StatusOK)
@@ -87,6 +87,7 @@ func (h *handlers) fileOf(f api.FetchFile, rotated func() []rotatedFile) (ref *f
 // files then costs an open each, not a walk of their path each.
 type rootCache struct {
 	roots map[string]*os.Root // by fileRef.dir, and by it and a subfolder
+	dirs  map[string]*os.File // each root's own folder, for openEntry
 }
 
 func (c *rootCache) root(dir, sub string) (*os.Root, error) {
@@ -111,17 +112,25 @@ func (c *rootCache) root(dir, sub string) (*os.Root, error) {
 	return r, nil
 }
 
-// opener opens ref through the cache; nil for no file.
-func (c *rootCache) opener(ref *fileRef) func() (*os.File, error) {
+// opener opens ref through the cache, as a regular file (ok false: none);
+// nil for no file.
+func (c *rootCache) opener(ref *fileRef) func() (e entry, ok bool) {
 	if ref == nil {
 		return nil
 	}
-	return func() (*os.File, error) {
-		r, err := c.root(ref.dir, path.Dir(ref.name))
+	return func() (entry, bool) {
+		sub := path.Dir(ref.name)
+		r, err := c.root(ref.dir, sub)
 		if err != nil {
-			return nil, err
+			return entry{}, false
 		}
-		return openIn(r, path.Base(ref.name))
+		key := ref.dir + "\x00" + sub
+		d, ok := c.dirs[key]
+		if !ok {
+			d, _ = r.Open(".") // nil: each file through r
+			c.dirs[key] = d
+		}
+		return openEntry(d, r, path.Base(ref.name))
 	}
 }
 
@@ -129,21 +138,56 @@ func (c *rootCache) close() {
 	for _, r := range c.roots {
 		r.Close()
 	}
+	for _, d := range c.dirs {
+		if d != nil {
+			d.Close()
+		}
+	}
+}
+
+// entry is a regular file a batch download sends, open: its bytes, its
+// size when opened, and how it is closed.
+type entry struct {
+	io.ReaderAt
+	size  int64
+	close func() error
+}
+
+// fileEntry is the entry of f, open, where it is a regular file.
+func fileEntry(f *os.File) (entry, bool) {
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		return entry{ReaderAt: f, size: fi.Size(), close: f.Close}, true
+	}
+	f.Close()
+	return entry{}, false
+}
+
+// openEntryIn opens name inside root as openIn does, as an entry.
+func openEntryIn(root *os.Root, name string) (entry, bool) {
+	f, err := openIn(root, name)
+	if err != nil {
+		return entry{}, false
+	}
+	return fileEntry(f)
 }
 
 // writeEntry writes the file open opens as the entry name: the bytes it
 // has when opened, or none, copied through buf.
-func writeEntry(tw *tar.Writer, name string, open func() (*os.File, error), buf []byte) error {
-	f, size := openRegular(open)
-	if f != nil {
-		defer f.Close()
+func writeEntry(tw *tar.Writer, name string, open func() (entry, bool), buf []byte) error {
+	var e entry
+	ok := false
+	if open != nil {
+		e, ok = open()
 	}
-	if err := tw.WriteHeader(&tar.Header{Name: name, Size: size, Mode: 0o644, Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {
+	if ok {
+		defer e.close()
+	}
+	if err := tw.WriteHeader(&tar.Header{Name: name, Size: e.size, Mode: 0o644, Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {
 		return err
 	}
-	if f == nil {
+	if !ok {
 		return nil
 	}
-	_, err := io.CopyBuffer(tw, io.NewSectionReader(f, 0, size), buf)
+	_, err := io.CopyBuffer(tw, io.NewSectionReader(e, 0, e.size), buf)
 	return err
 }

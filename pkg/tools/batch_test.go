@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -78,6 +81,48 @@ func TestBatchDownloadRefuses(t *testing.T) {
 		resp, b := e.post(t, req)
 		if resp.StatusCode != 400 || !strings.Contains(string(b), "error") {
 			t.Errorf("%s: %d %s", name, resp.StatusCode, b)
+		}
+	}
+}
+
+// A batch entry is what the file's own route sends, whatever stands at its
+// name: a symlink to a file of the same folder is followed, one leading
+// out of the logs root, a folder, and a fifo are empty entries.
+func TestBatchEntryIsWhatItsRouteSends(t *testing.T) {
+	e := start(t, api.Variant1)
+	dir := "a.com/g/hoster-processes/0123456789ab/"
+	name := func(h int) string { return fmt.Sprintf("%sstats-2026-11-22-%02d.jsonl", dir, h) }
+	plant(t, e.logs, "hoster-logs/"+name(0), "{\"h\":0}\n", time.Time{})
+	folder := filepath.Join(e.logs, "hoster-logs", filepath.FromSlash(dir))
+	outside := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(outside, []byte("secret\n"), 0o644)
+	os.Symlink("stats-2026-11-22-00.jsonl", filepath.Join(folder, "stats-2026-11-22-01.jsonl"))
+	os.Symlink(outside, filepath.Join(folder, "stats-2026-11-22-02.jsonl"))
+	os.Mkdir(filepath.Join(folder, "stats-2026-11-22-03.jsonl"), 0o755)
+	if err := syscall.Mkfifo(filepath.Join(folder, "stats-2026-11-22-04.jsonl"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var files []api.FetchFile
+	var want []string
+	for h := range 5 {
+		files = append(files, api.FetchFile{Route: api.PathGameLogsFile, Path: name(h)})
+		_, body := e.get(t, api.ToolsPath(api.Version, api.PathGameLogsFile)+"?path="+name(h), "")
+		want = append(want, body)
+	}
+	if want[1] != "{\"h\":0}\n" || want[2] != "" {
+		t.Fatalf("the route sends %q", want)
+	}
+	resp, b := e.post(t, api.FetchRequest{Files: files})
+	if resp.StatusCode != 200 {
+		t.Fatalf("answer %d %s", resp.StatusCode, b)
+	}
+	tr := tar.NewReader(bytes.NewReader(b))
+	for i := range files {
+		if _, err := tr.Next(); err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+		if got, _ := io.ReadAll(tr); string(got) != want[i] {
+			t.Errorf("entry %d: %q, its route sends %q", i, got, want[i])
 		}
 	}
 }
