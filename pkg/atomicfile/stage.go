@@ -32,8 +32,8 @@ type stage struct {
 // StageFolder starts the folder at path, which must not exist, as a
 // hidden folder beside it that [Folder.Place] puts in place; until then,
 // [Folder.Copy] writes each file plainly, and after it as [OpenFolder]'s
-// folder does. The hidden folders of path that an earlier run left are
-// removed first. path's parent must exist. Close the folder when done:
+// folder does. The hidden folders an earlier run left beside it are
+// removed first (removeStages). path's parent must exist. Close the folder when done:
 // one not placed is removed then.
 func StageFolder(path string) (*Folder, error) {
 	parent, base := filepath.Split(path)
@@ -67,15 +67,19 @@ func StageFolder(path string) (*Folder, error) {
 	return nil, fmt.Errorf("making a hidden folder beside %s: %w", path, fs.ErrExist)
 }
 
-// removeStages removes the hidden folders of base in parent that no
-// running StageFolder holds: those a run that was killed left.
+// removeStages removes the hidden folders in parent that no running
+// StageFolder holds: those a run that was killed left. Where stages are
+// locked, that is every one of them, whichever folder it was for (a
+// folder a killed run staged may never be staged again: the server
+// dropped it); elsewhere only base's, as no lock tells a running run's.
 func removeStages(parent, base string) {
 	entries, err := os.ReadDir(parent)
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
-		if target, ok := TargetOf(e.Name()); !ok || target != base || !e.IsDir() {
+		target, ok := TargetOf(e.Name())
+		if !ok || !e.IsDir() || (target != base && !locksStages) {
 			continue
 		}
 		tmp := filepath.Join(parent, e.Name())
