@@ -20,11 +20,19 @@ build: ## build bin/hoster and bin/hoster-server
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/hoster ./cmd/hoster
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/hoster-server ./cmd/hoster-server
 
-# Every package runs under the race detector: 3.5 minutes on the 2-core VM with
-# a cold build cache, 1.5 with a warm one, within the 15 minutes make test may take.
+# Every package runs under the race detector: 4 minutes on the 2-core VM with
+# a cold build cache, within the 15 minutes make test may take. nats-server
+# (the fleet's JetStream) has a data race of its own, both accesses inside it
+# (scripts/upstreamrace says which): a package failed by that alone runs once
+# more, under the race detector still; any other failure fails at once.
 test: test-deps ## vet and run every test under the race detector (installs caddy and chromium when it can)
 	$(GO) vet ./...
-	$(TESTENV) $(GO) test -race -count=1 -timeout 14m ./...
+	@log=$$(mktemp); trap 'rm -f "$$log" "$$log.rc"' EXIT; \
+	{ $(TESTENV) $(GO) test -race -count=1 -timeout 12m ./... 2>&1; echo $$? >"$$log.rc"; } | tee "$$log"; \
+	test "$$(cat "$$log.rc")" = 0 && exit 0; \
+	again=$$($(GO) run ./scripts/upstreamrace "$$log") && test -n "$$again" || exit 1; \
+	echo "failed only by nats-server's own data race, once more:" $$again; \
+	$(TESTENV) $(GO) test -race -count=1 -timeout 5m $$again
 
 test-deps: ## install what the integration tests need, when missing and possible
 	@sh scripts/test-deps.sh
