@@ -248,8 +248,8 @@ func (p *Pool) ended(s *slot, wk *proc, crash string) {
 	s.crashes = append(recent, now)
 	if len(s.crashes) >= p.o.Crashes {
 		s.held = true
+		wk.telemetry("held", "crashed "+fmt.Sprint(len(s.crashes))+" times: stopped until its next sync") // before the log line, as run's end
 		p.log.Error("game stopped after crashing repeatedly: it starts again at its next sync", "game", s.key, "crashes", len(s.crashes), "within", p.o.CrashWindow)
-		wk.telemetry("held", "crashed "+fmt.Sprint(len(s.crashes))+" times: stopped until its next sync")
 		return
 	}
 	if n := len(s.crashes); n > 1 {

@@ -158,8 +158,10 @@ func (wk *proc) wait(relayed, read <-chan struct{}) {
 		if by, _ := wk.memBy.Load().(string); code == CodeOutOfMemory && by != "" {
 			attrs = append(attrs, "by", by) // which bound ended it
 		}
-		wk.log.Error("game worker ended: "+reason, attrs...)
+		// The stats line first: whoever reads the log line (an operator's
+		// alert, a test) finds the stats file saying it already.
 		wk.telemetry("ended", reason)
+		wk.log.Error("game worker ended: "+reason, attrs...)
 	}
 	close(wk.done)
 	wk.p.ended(wk.s, wk, reason)
