@@ -87,13 +87,7 @@ func BenchmarkPullWholeVsCurl(b *testing.B) {
 // blur as it blurs ns/op.
 func BenchmarkPullNoop(b *testing.B) {
 	e := newPullEnv(b, api.Variant1)
-	start := time.Date(2026, 10, 28, 0, 0, 0, 0, time.UTC)
-	for g := range 10 {
-		for h := range 31 * 24 {
-			e.appendTo(b, "hoster-logs/"+layout.GameLogPath(fmt.Sprintf("game%d.example.com", g), "arena", "000000abc000",
-				layout.GameLogStats, start.Add(time.Duration(h)*time.Hour)), "{}\n")
-		}
-	}
+	e.gameMonth(b, "{}\n")
 	ctx := context.Background()
 	dir := filepath.Join(e.mirror, "hoster-logs")
 	if s, err := PullGameLogs(ctx, e.c, dir, 8, nil); err != nil || s.Fetched != 7440 {
@@ -121,13 +115,7 @@ func cpuTime() int64 {
 // BenchmarkPullNoop).
 func BenchmarkPullFirst(b *testing.B) {
 	e := newPullEnv(b, api.Variant1)
-	start := time.Date(2026, 10, 28, 0, 0, 0, 0, time.UTC)
-	for g := range 10 {
-		for h := range 31 * 24 {
-			e.appendTo(b, "hoster-logs/"+layout.GameLogPath(fmt.Sprintf("game%d.example.com", g), "arena", "000000abc000",
-				layout.GameLogStats, start.Add(time.Duration(h)*time.Hour)), strings.Repeat("{\"players\":3}\n", 250))
-		}
-	}
+	e.gameMonth(b, strings.Repeat("{\"players\":3}\n", 250))
 	ctx := context.Background()
 	if _, err := e.c.Version(ctx); err != nil { // the batch download, as hoster pull asks
 		b.Fatal(err)
@@ -140,4 +128,16 @@ func BenchmarkPullFirst(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+}
+
+// gameMonth gives the server 10 games' month of hour files (7,440 in 10
+// folders), each holding body.
+func (e *pullEnv) gameMonth(b *testing.B, body string) {
+	start := time.Date(2026, 10, 28, 0, 0, 0, 0, time.UTC)
+	for g := range 10 {
+		for h := range 31 * 24 {
+			e.appendTo(b, "hoster-logs/"+layout.GameLogPath(fmt.Sprintf("game%d.example.com", g), "arena", "000000abc000",
+				layout.GameLogStats, start.Add(time.Duration(h)*time.Hour)), body)
+		}
+	}
 }
