@@ -274,7 +274,7 @@ func outOfProcess(peer string, g loadGame, players, moveRate, timeEvery, seconds
 	}
 	joins := printJoins(st, firstJoin, probes, handshakes)
 	fmt.Printf("join CPU       %v of the server's CPU from the bots' first dial until all had joined (%v), ticks included\n", (cpuJ1 - cpuJ0).Round(time.Millisecond), joinsWall.Round(time.Millisecond))
-	joins += fmt.Sprintf(" join_cpu_ms=%d join_wall_ms=%d", (cpuJ1-cpuJ0).Milliseconds(), joinsWall.Milliseconds())
+	joins += fmt.Sprintf(" join_cpu_ms=%d join_wall_ms=%d", (cpuJ1 - cpuJ0).Milliseconds(), joinsWall.Milliseconds())
 	timed := timedLine(st, timeEvery)
 	fmt.Printf("thrown out     %d players whose connection the server ended; %d got no update while measured; %d instances closed by the server\n", thrownWhileMeasured, st.silent.Load(), closed)
 	// One line for bench/vs-colyseus.sh to read.
