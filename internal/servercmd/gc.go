@@ -11,14 +11,15 @@ import (
 // gcPercent is the collector's GOGC in serve and, passed on, in each game's
 // worker: the one place it is chosen. It trades CPU for memory: the heap
 // grows to (1 + gcPercent/100) times the live data between collections.
-// At 400 (the setting before) the load test's 1,000 players held 256–285
-// MiB resident, over the 132–182 MiB of Colyseus running the same game,
-// which a default run is meant to stay under; at Go's own 100 they held
-// 117 MiB in one process, 165 MiB with the game in its worker
-// (docs/operators.md, "Memory"), for more CPU in the collector (about 10%
-// in PERFORMANCE.md's runs, and at 2,000 players more late updates on a
-// saturated machine). An operator with memory to spare sets GOGC=400.
-const gcPercent = 100
+// A default run is meant to stay under the memory of Colyseus running the
+// same game (127–134 MiB at the load test's 1,000 players). Measured there
+// (bench/vs-colyseus.sh, 2026-11-26): at 200 the server and its game's
+// worker held 106–107 MiB resident, against 84 MiB at Go's own 100, and the
+// worker spent 5% less CPU (four alternating pairs of runs, the collector
+// running half as often); at 400 the heap grows to five times the live
+// data. An operator with memory to spare sets GOGC=400
+// (docs/operators.md, "Memory").
+const gcPercent = 200
 
 // gcSettings returns the GC percent and soft memory limit to set, given the
 // environment and the machine's memory: gcPercent with a limit of half the
