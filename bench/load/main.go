@@ -18,6 +18,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"flag"
 	"fmt"
@@ -69,6 +70,7 @@ func main() {
 	scenario := flag.String("scenario", "", `instead of the load test: "isolation" (a normal game beside hostile ones in worker processes), "alone" (the normal game only, the same way) or "kill" (kill -9 of a game's worker); see isolation.go`)
 	serverLog := flag.String("server-log", "", "with -scenario: write the server's log (its workers' included) to this file at the end")
 	botsNice := flag.Int("bots-nice", 0, "with -scenario: once the server runs (at this process's priority), lower the bots' to this nice level")
+	flag.StringVar(&joinsOut, "joins-out", "", "append each bot's join time (dial to welcome, in ms, one a line) to this file, for percentiles over several runs")
 	flag.Parse()
 	debug.SetGCPercent(*gogc)
 
@@ -94,6 +96,27 @@ func main() {
 		outOfProcess(*peer, g, *players, *moveRate, *timeEvery, *seconds, *serverBin, *colyseusDir, strings.Fields(*serverFlags), *warm, *probeEvery)
 	default:
 		log.Fatalf("reading -peer: %q is not hoster, colyseus or empty", *peer)
+	}
+}
+
+// joinsOut is -joins-out: where the bots' join times are appended.
+var joinsOut string
+
+// appendJoins appends each join time in ms, one a line, to path.
+func appendJoins(path string, joins []time.Duration) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		log.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	for _, d := range joins {
+		fmt.Fprintf(w, "%.3f\n", float64(d)/float64(time.Millisecond))
+	}
+	if err := w.Flush(); err != nil {
+		log.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		log.Fatal(err)
 	}
 }
 
@@ -273,6 +296,9 @@ func outOfProcess(peer string, g loadGame, players, moveRate, timeEvery, seconds
 			len(queued), queued[len(queued)/2], queued[len(queued)*9/10], queued[len(queued)-1])
 	}
 	joins := printJoins(st, firstJoin, probes, handshakes)
+	if joinsOut != "" {
+		appendJoins(joinsOut, st.joins)
+	}
 	fmt.Printf("join CPU       %v of the server's CPU from the bots' first dial until all had joined (%v), ticks included\n", (cpuJ1 - cpuJ0).Round(time.Millisecond), joinsWall.Round(time.Millisecond))
 	joins += fmt.Sprintf(" join_cpu_ms=%d join_wall_ms=%d", (cpuJ1 - cpuJ0).Milliseconds(), joinsWall.Milliseconds())
 	timed := timedLine(st, timeEvery)
