@@ -12,7 +12,7 @@ import (
 // worker: the one place it is chosen. It trades CPU for memory: the heap
 // grows to (1 + gcPercent/100) times the live data between collections.
 // A default run is meant to stay under the memory of Colyseus running the
-// same game (127–134 MiB at the load test's 1,000 players). Measured there
+// same game (125–134 MiB at the load test's 1,000 players). Measured there
 // (bench/vs-colyseus.sh, 2026-11-26): at 200 the server and its game's
 // worker held 106–107 MiB resident, against 84 MiB at Go's own 100, and the
 // worker spent 5% less CPU (four alternating pairs of runs, the collector
