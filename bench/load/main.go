@@ -237,17 +237,11 @@ func outOfProcess(peer string, g loadGame, players, moveRate, timeEvery, seconds
 	if warm {
 		firstJoin = joinAndLeave(ctx, proto)
 	}
-	cpuJ0, err := srv.cpu()
-	if err != nil {
-		log.Fatal(err)
-	}
-	joins0 := time.Now()
-	st, wait := runBotsWith(ctx, proto, players, moveRate, g.send, botOptions{timeEvery: timeEvery}, nil)
-	cpuJ1, err := srv.cpu()
-	if err != nil {
-		log.Fatal(err)
-	}
-	joinsWall := time.Since(joins0)
+	var st *botStats
+	var wait func()
+	joinCPU, joinsWall := srv.during(func() {
+		st, wait = runBotsWith(ctx, proto, players, moveRate, g.send, botOptions{timeEvery: timeEvery}, nil)
+	})
 	time.Sleep(2 * time.Second) // let the joins settle
 	cpu0, err := srv.cpu()
 	if err != nil {
@@ -299,8 +293,8 @@ func outOfProcess(peer string, g loadGame, players, moveRate, timeEvery, seconds
 	if joinsOut != "" {
 		appendJoins(joinsOut, st.joins)
 	}
-	fmt.Printf("join CPU       %v of the server's CPU from the bots' first dial until all had joined (%v), ticks included\n", (cpuJ1 - cpuJ0).Round(time.Millisecond), joinsWall.Round(time.Millisecond))
-	joins += fmt.Sprintf(" join_cpu_ms=%d join_wall_ms=%d", (cpuJ1 - cpuJ0).Milliseconds(), joinsWall.Milliseconds())
+	fmt.Printf("join CPU       %v of the server's CPU from the bots' first dial until all had joined (%v), ticks included\n", joinCPU.Round(time.Millisecond), joinsWall.Round(time.Millisecond))
+	joins += fmt.Sprintf(" join_cpu_ms=%d join_wall_ms=%d", joinCPU.Milliseconds(), joinsWall.Milliseconds())
 	timed := timedLine(st, timeEvery)
 	fmt.Printf("thrown out     %d players whose connection the server ended; %d got no update while measured; %d instances closed by the server\n", thrownWhileMeasured, st.silent.Load(), closed)
 	// One line for bench/vs-colyseus.sh to read.

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"os"
 	"os/exec"
@@ -136,6 +137,22 @@ func children(pid int) []int {
 		}
 	}
 	return out
+}
+
+// during runs f and returns the server's CPU time and the wall time it
+// took.
+func (s *server) during(f func()) (cpu, wall time.Duration) {
+	cpu0, err := s.cpu()
+	if err != nil {
+		log.Fatal(err)
+	}
+	start := time.Now()
+	f()
+	cpu1, err := s.cpu()
+	if err != nil {
+		log.Fatal(err)
+	}
+	return cpu1 - cpu0, time.Since(start)
 }
 
 // cpu is the CPU time the server has used so far (user and system, all
