@@ -26,10 +26,11 @@
 # join p99 at most 5 ms more. One burst's p99 (its ten slowest joins)
 # moves by tens of ms from run to run in either mode, so besides each
 # pair's difference the p99 of every run's joins of a mode, pooled, is
-# compared. Where the machine cannot give the server all
-# it asks (updates per player under 10 a second), the server's CPU is its
-# share, not its cost: the CPU per update delivered is compared too. The machine's load average is printed beside
-# each run: on a shared machine, other work moves the figures.
+# compared. Where the machine cannot give the server all it asks (updates
+# per player under 10 a second), the server's CPU is its share, not its
+# cost: the CPU per update delivered is compared too. The machine's load
+# average is printed beside each run: on a shared machine, other work
+# moves the figures.
 set -euo pipefail
 case "${1:-}" in
 -h | --help)
