@@ -18,6 +18,16 @@ func hiddenOf(t *testing.T, parent, name string) []string {
 	return got
 }
 
+// mustStage stages the folder path, failing the test if it cannot.
+func mustStage(t *testing.T, path string) *Folder {
+	t.Helper()
+	f, err := StageFolder(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 // A staged folder is not there until it is placed, with every file it
 // was given whole: a file whose size is refused, or whose reader fails,
 // is not in it. After Place, a file is written atomically, replacing one
@@ -25,10 +35,7 @@ func hiddenOf(t *testing.T, parent, name string) []string {
 func TestStageFolderAppearsWhole(t *testing.T) {
 	parent := t.TempDir()
 	path := filepath.Join(parent, "new")
-	f, err := StageFolder(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := mustStage(t, path)
 	defer f.Close()
 	if _, err := f.Copy("a", strings.NewReader("one"), 0o644, nil); err != nil {
 		t.Fatal(err)
@@ -86,10 +93,7 @@ func (r *failing) Read(p []byte) (int, error) {
 func TestStageFolderLeftovers(t *testing.T) {
 	parent := t.TempDir()
 	path := filepath.Join(parent, "new")
-	f, err := StageFolder(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := mustStage(t, path)
 	f.Copy("a", strings.NewReader("one"), 0o644, nil)
 	f.Close()
 	wantEntries(t, parent, 0)
@@ -102,10 +106,7 @@ func TestStageFolderLeftovers(t *testing.T) {
 		}
 		os.WriteFile(filepath.Join(d, "half"), []byte("x"), 0o644)
 	}
-	running, err := StageFolder(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	running := mustStage(t, path)
 	defer running.Close()
 	if _, err := os.Lstat(killed); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the killed run's hidden folder is still there: %v", err)
@@ -120,10 +121,7 @@ func TestStageFolderLeftovers(t *testing.T) {
 	if !locksStages {
 		return
 	}
-	second, err := StageFolder(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	second := mustStage(t, path)
 	defer second.Close()
 	if n := len(hiddenOf(t, parent, "new")); n != 2 {
 		t.Errorf("%d hidden folders of new, want 2: the running one's and the second's", n)
@@ -135,10 +133,7 @@ func TestStageFolderLeftovers(t *testing.T) {
 func TestStageFolderPlacedIntoAFolderMadeMeanwhile(t *testing.T) {
 	parent := t.TempDir()
 	path := filepath.Join(parent, "new")
-	f, err := StageFolder(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := mustStage(t, path)
 	defer f.Close()
 	f.Copy("a", strings.NewReader("ours a"), 0o644, nil)
 	f.Copy("b", strings.NewReader("ours b"), 0o644, nil)
