@@ -8,6 +8,9 @@
 # (each next sync starts then), and every node's files are checked below.
 #
 #   bench/fleet.sh [FILES MIB]       default 2000 200
+#   CPU=1 bench/fleet.sh             where the CPU went in each first push
+#   FS=0 bench/fleet.sh              the servers' folders in /tmp, not on a
+#                                    fresh ext4 (bench/lib.sh's bench_fs)
 #
 # Builds hoster and hoster-server itself; needs curl.
 set -euo pipefail
@@ -16,10 +19,13 @@ MIB=${2:-200}
 cd "$(dirname "$0")/.."
 go build -o bin/hoster ./cmd/hoster
 go build -o bin/hoster-server ./cmd/hoster-server
+NAME=bench-fleet
+FS=${FS:-1}
+. bench/lib.sh
 W=$(mktemp -d /tmp/hoster-bench-fleet.XXXXXX)
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$W"; }
-trap cleanup EXIT
+trap bench_cleanup EXIT
+bench_fs 8G   # the servers' folders (FS=0: in W)
 
 go run ./bench/gentree -dir "$W/src" -files "$FILES" -mib "$MIB"
 bin/hoster gen "$W/src" >/dev/null
@@ -28,9 +34,9 @@ token=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 # serve NAME PORT [FLAGS...]: a hoster-server on 127.0.0.1:PORT.
 serve() {
 	local name=$1 port=$2; shift 2
-	mkdir -p "$W/$name/srv"
-	printf '%s' "$token" > "$W/$name/srv/hoster-token"
-	bin/hoster-server serve --isolation none --hosting-root "$W/$name/srv" --logs-root "$W/$name/logs" \
+	mkdir -p "$D/$name/srv" "$W/$name"
+	printf '%s' "$token" > "$D/$name/srv/hoster-token"
+	bin/hoster-server serve --isolation none --hosting-root "$D/$name/srv" --logs-root "$D/$name/logs" \
 		--listen 127.0.0.1:$port --ask-listen 127.0.0.1:$((port + 1)) "$@" >"$W/$name/server.log" 2>&1 &
 	pids+=($!)
 	printf '{"hoster-config-server": "http://127.0.0.1:%s", "hoster-config-apiToken": "%s"}' "$port" "$token" > "$W/$name/hoster.json"
@@ -52,10 +58,18 @@ run_fleet() { timeit bin/hoster --config "$W/node0/hoster.json" -q sync "$W/src"
 
 # held NODE: NODE's games hold every file of the source, each of its size.
 sizes() { (cd "$1" 2>/dev/null && find . -type f ! -name hoster-env.d.ts -printf '%P %s\n' | sort); }
-held() { [ "$(sizes "$W/$1/srv/hoster-games")" = "$want" ]; }
+held() { [ "$(sizes "$D/$1/srv/hoster-games")" = "$want" ]; }
+
+# cpu PID: the CPU-seconds PID and its waited-for children have spent.
+cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14+$15+$16+$17)/hz}' /proc/$1/stat; }
+cpus() { printf 'client=%s lone=%s A=%s B=%s C=%s' "$(cpu $$)" "$(cpu "${pids[0]}")" "$(cpu "${pids[1]}")" "$(cpu "${pids[2]}")" "$(cpu "${pids[3]}")"; }
 
 declare -A first noop change
-for t in lone fleet; do first[$t]=$(run_$t); done
+for t in lone fleet; do
+	[ "${CPU:-0}" = 1 ] && before=$(cpus)
+	first[$t]=$(run_$t)
+	[ "${CPU:-0}" = 1 ] && echo "$t first push: CPU-s before: $before after: $(cpus)" >&2
+done
 want=$(sizes "$W/src") s=$(now)
 for _ in $(seq 1200); do held node1 && held node2 && break; sleep 0.05; done
 caught=$(echo "$(now) - $s" | bc)
@@ -67,11 +81,11 @@ for t in lone fleet; do change[$t]=$(run_$t); done
 # moments of the sync's end).
 sleep 2
 for dest in lone node0 node1 node2; do
-	if d=$(diff -r -x hoster-env.d.ts "$W/src" "$W/$dest/srv/hoster-games" 2>&1); then echo "$dest: identical"; else echo "$dest DIFFERS:"; echo "$d" | head -5; fi
+	if d=$(diff -r -x hoster-env.d.ts "$W/src" "$D/$dest/srv/hoster-games" 2>&1); then echo "$dest: identical"; else echo "$dest DIFFERS:"; echo "$d" | head -5; fi
 done
 
-printf '\n%s files, %s MiB, %s cores (%s), load average %s\n' "$FILES" "$MIB" "$(nproc)" \
-	"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)" "$(cut -d' ' -f1-3 /proc/loadavg)"
+printf '\n%s files, %s MiB, %s cores (%s), fresh ext4: %s, load average %s\n' "$FILES" "$MIB" "$(nproc)" \
+	"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)" "$FS" "$(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-14s %12s %12s %12s\n' target "first push" "no-op" "1% change"
 printf '%-14s %11.2fs %11.2fs %11.2fs\n' "lone server" "${first[lone]}" "${noop[lone]}" "${change[lone]}"
 printf '%-14s %11.2fs %11.2fs %11.2fs\n' "3-node fleet" "${first[fleet]}" "${noop[fleet]}" "${change[fleet]}"

@@ -37,12 +37,21 @@ bench_setup() {
 	go build -o bin/hoster-server ./cmd/hoster-server
 
 	W=$(mktemp -d "/tmp/hoster-$NAME.XXXXXX")
-	D=$W
 	pids=()
 	declare -gA procs=()
 	trap bench_cleanup EXIT
+	bench_fs 4G
+}
+
+# bench_fs SIZE sets D, where the destinations live: with FS=1, as root, a
+# fresh ext4 file system with a journal of SIZE in an image file in W,
+# mounted for the run, as a VPS's disk is; else W. (On a disk where many
+# files were deleted lately, ext4 spends much of creating a file skipping
+# their inodes: a fresh one measures the tools, not the disk's past.)
+bench_fs() {
+	D=$W
 	if [ "$FS" = 1 ] && [ "$(id -u)" = 0 ] && command -v mkfs.ext4 >/dev/null &&
-		truncate -s 4G "$W/fs.img" && mkfs.ext4 -q -F "$W/fs.img" && mkdir "$W/fs" &&
+		truncate -s "$1" "$W/fs.img" && mkfs.ext4 -q -F "$W/fs.img" && mkdir "$W/fs" &&
 		mount -o loop "$W/fs.img" "$W/fs"; then
 		D=$W/fs
 	else
