@@ -3,11 +3,7 @@ package fleet
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"sync"
 	"time"
@@ -275,32 +271,8 @@ func (s *Sync) fetchBody(c store.Change) error {
 		defer r.Close()
 		body = r
 	}
-	w, err := s.st.Write(c.Path, &hashCheck{r: body, want: c.SHA256}, 0)
-	if err != nil {
+	if _, err := s.st.WriteWant(c.Path, body, c.SHA256); err != nil {
 		return fmt.Errorf("fetching the body of %s: %w", c.Path, err)
 	}
-	if w.SHA256 != c.SHA256 {
-		return fmt.Errorf("fetching the body of %s: it is %s, not %s", c.Path, w.SHA256, c.SHA256)
-	}
 	return nil
-}
-
-// hashCheck reads r and fails at its end unless its bytes hash to want, so
-// that a body not the manifest's is never renamed into place.
-type hashCheck struct {
-	r    io.Reader
-	want string
-	h    hash.Hash
-}
-
-func (c *hashCheck) Read(p []byte) (int, error) {
-	if c.h == nil {
-		c.h = sha256.New()
-	}
-	n, err := c.r.Read(p)
-	c.h.Write(p[:n])
-	if errors.Is(err, io.EOF) && hex.EncodeToString(c.h.Sum(nil)) != c.want {
-		return n, errors.New("its bytes are not the sha256 the manifest names")
-	}
-	return n, err
 }

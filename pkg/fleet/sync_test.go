@@ -4,11 +4,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hoster-dev/hoster/pkg/store"
 )
@@ -135,6 +138,33 @@ func TestBodiesSharedByHash(t *testing.T) {
 	}
 	for _, sn := range syncs {
 		sn.waitTree(t, map[string]string{"b.com/h/y.txt": sha("same")})
+	}
+}
+
+// TestForgedBodyIsNeverWritten: a body in the object store under a name
+// (a sha256) its bytes are not, one chunk or several, is fetched but never
+// renamed into place, and the fetch says why.
+func TestForgedBodyIsNeverWritten(t *testing.T) {
+	sn := startSyncs(t, joinFleet(t, 1))[0]
+	ctx := context.Background()
+	for _, chunk := range []uint32{0, 4} {
+		name := fmt.Sprintf("real body %d", chunk)
+		meta := jetstream.ObjectMeta{Name: sha(name), Opts: &jetstream.ObjectMetaOptions{ChunkSize: chunk}}
+		info, err := sn.sync.obj.Put(ctx, meta, strings.NewReader("a forged body"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if chunk > 0 && info.Chunks < 2 {
+			t.Fatalf("the forged body has %d chunks, want several", info.Chunks)
+		}
+		rel := fmt.Sprintf("a.com/g/f%d.txt", chunk)
+		err = sn.sync.fetchBody(store.Change{Path: rel, SHA256: sha(name)})
+		if !errors.Is(err, store.ErrNotWanted) {
+			t.Fatalf("fetching a forged body of %d chunks: %v, want store.ErrNotWanted", info.Chunks, err)
+		}
+		if tree, _ := sn.st.Tree(); len(tree) != 0 {
+			t.Fatalf("a forged body was written: %v", tree)
+		}
 	}
 }
 

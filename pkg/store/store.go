@@ -26,6 +26,10 @@ func isTemporary(name string) bool {
 // ErrTooLarge is returned by Write when the body exceeds the limit.
 var ErrTooLarge = errors.New("upload exceeds the size limit")
 
+// ErrNotWanted is returned by WriteWant when the body is not the sha256 it
+// was written for.
+var ErrNotWanted = errors.New("its bytes are not the sha256 asked for")
+
 // Store is the games mirror rooted at one directory.
 type Store struct {
 	root *os.Root
@@ -95,6 +99,18 @@ func (s *Store) Close() error {
 // the next tree request does not read the file again, and the hash is
 // returned with the size.
 func (s *Store) Write(rel string, body io.Reader, limit int64) (Written, error) {
+	return s.write(rel, body, limit, "")
+}
+
+// WriteWant is Write for a body known by its sha256 (want, lowercase hex):
+// one whose bytes are not want's is never renamed into place, and fails
+// with ErrNotWanted. The hash Write takes anyway is the check: the body is
+// read once.
+func (s *Store) WriteWant(rel string, body io.Reader, want string) (Written, error) {
+	return s.write(rel, body, 0, want)
+}
+
+func (s *Store) write(rel string, body io.Reader, limit int64, want string) (Written, error) {
 	if _, err := checkDepth(rel, MinWriteDepth); err != nil {
 		return Written{}, err
 	}
@@ -137,11 +153,14 @@ func (s *Store) Write(rel string, body io.Reader, limit int64) (Written, error) 
 	if limit > 0 && n > limit {
 		return Written{}, ErrTooLarge
 	}
+	w := Written{Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}
+	if want != "" && w.SHA256 != want {
+		return Written{}, fmt.Errorf("writing %s: %w", rel, ErrNotWanted)
+	}
 	fi, err := f.Commit(false)
 	if err != nil {
 		return Written{}, fmt.Errorf("writing %s: %w", rel, err)
 	}
-	w := Written{Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}
 	if fi == nil {
 		return w, nil // the next tree request hashes it
 	}

@@ -194,6 +194,35 @@ func TestCutOrOversizedUploadKeepsOldFile(t *testing.T) {
 	}
 }
 
+// TestWriteWantKeepsOldFileForAnotherBody: a body that is not the sha256
+// it was written for is never renamed into place, and leaves no temporary.
+func TestWriteWantKeepsOldFileForAnotherBody(t *testing.T) {
+	s, dir := newStore(t)
+	const p = "example.com/arena/body.bin"
+	if _, err := s.Write(p, strings.NewReader("old"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.WriteWant(p, strings.NewReader("forged"), sha([]byte("new"))); !errors.Is(err, ErrNotWanted) {
+		t.Fatalf("a body of another sha256: %v, want ErrNotWanted", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, p)); string(got) != "old" {
+		t.Fatalf("the old file became %q", got)
+	}
+	entries, _ := os.ReadDir(filepath.Join(dir, "example.com/arena"))
+	for _, e := range entries {
+		if isTemporary(e.Name()) {
+			t.Fatalf("temporary file left behind: %s", e.Name())
+		}
+	}
+	w, err := s.WriteWant(p, strings.NewReader("new"), sha([]byte("new")))
+	if err != nil || w.SHA256 != sha([]byte("new")) || w.Size != 3 {
+		t.Fatalf("the wanted body: %+v, %v", w, err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, p)); string(got) != "new" {
+		t.Fatalf("the file is %q, want the new body", got)
+	}
+}
+
 func TestSymlinksNeverLeadOutside(t *testing.T) {
 	s, dir := newStore(t)
 	outside := t.TempDir()
