@@ -275,28 +275,33 @@ func (c *child) watchIdle(idle time.Duration) {
 // a WebSocket its parent upgraded, which the runtime adopts.
 func (c *child) serve(m message, fd int) {
 	<-c.ready
-	f := os.NewFile(uintptr(fd), "game socket")
-	nc, err := net.FileConn(f)
-	f.Close()
-	if err != nil {
-		c.log.Warn("taking a handed socket", "err", err)
-		c.closed(m.ID)
-		return
-	}
 	var settle runtime.RoomSettle
 	if m.OK { // the parent took a room for it
 		settle = func(spent bool) { c.ch.send(message{T: msgSettled, ID: m.ID, OK: spent}, -1) }
 	}
 	var once sync.Once
-	conn, err := wrapConn(nc, func() { once.Do(func() { c.closed(m.ID) }) })
-	if err != nil {
-		c.log.Warn("taking a handed socket", "err", err)
-		nc.Close()
-		c.closed(m.ID)
-		return
-	}
+	conn := &closeConn{fileConn: fileConn{os.NewFile(uintptr(fd), "game socket")},
+		done: func() { once.Do(func() { c.closed(m.ID) }) }}
 	c.rt.Adopt(conn, *m.Sock, settle)
 }
+
+// fileConn is a handed socket served through the *os.File of its
+// descriptor, which Go's poller reads, writes and times out as it does a
+// net.Conn's: net.FileConn would copy the descriptor and ask the kernel
+// the socket's type and both its addresses, which nothing here needs,
+// and the file it was made from would be closed again: eight system
+// calls a join more, in a burst of joins on the worker's busy core.
+type fileConn struct{ *os.File }
+
+func (fileConn) LocalAddr() net.Addr  { return handedAddr{} }
+func (fileConn) RemoteAddr() net.Addr { return handedAddr{} }
+
+// handedAddr stands for a handed socket's addresses, which its parent
+// knew (the address the bounds count comes in the message).
+type handedAddr struct{}
+
+func (handedAddr) Network() string { return "tcp" }
+func (handedAddr) String() string  { return "handed by the parent" }
 
 func (c *child) closed(id uint64) {
 	c.open.Add(-1)
@@ -304,29 +309,16 @@ func (c *child) closed(id uint64) {
 }
 
 // closeConn is a handed socket that tells the parent when it is closed.
-// Its SyscallConn (net.FileConn's sockets all have one: a *net.TCPConn's,
-// or a relay's *net.UnixConn's) keeps the runtime's reads and writes on
-// the descriptor.
+// Its SyscallConn (its file's) keeps the runtime's reads and writes on the
+// descriptor.
 type closeConn struct {
-	net.Conn
-	sc   syscall.Conn
+	fileConn
 	done func()
 }
 
-// wrapConn wraps a handed socket.
-func wrapConn(c net.Conn, done func()) (net.Conn, error) {
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return nil, fmt.Errorf("a handed socket of type %T gives no descriptor", c)
-	}
-	return &closeConn{Conn: c, sc: sc, done: done}, nil
-}
-
-func (c *closeConn) Close() error { err := c.Conn.Close(); c.done(); return err }
-
-func (c *closeConn) SyscallConn() (syscall.RawConn, error) { return c.sc.SyscallConn() }
+func (c *closeConn) Close() error { err := c.File.Close(); c.done(); return err }
 
 // CloseDescriptor closes the socket's descriptor in Go's poller once the
 // runtime's read set holds a duplicate of it (runtime.Detacher): the
 // socket is not done with until Close.
-func (c *closeConn) CloseDescriptor() error { return c.Conn.Close() }
+func (c *closeConn) CloseDescriptor() error { return c.File.Close() }
