@@ -280,45 +280,42 @@ func (c *child) serve(m message, fd int) {
 		settle = func(spent bool) { c.ch.send(message{T: msgSettled, ID: m.ID, OK: spent}, -1) }
 	}
 	var once sync.Once
-	conn := &closeConn{fileConn: fileConn{os.NewFile(uintptr(fd), "game socket")},
-		done: func() { once.Do(func() { c.closed(m.ID) }) }}
+	conn := &handedConn{File: os.NewFile(uintptr(fd), "game socket"), done: func() { once.Do(func() { c.closed(m.ID) }) }}
 	c.rt.Adopt(conn, *m.Sock, settle)
 }
-
-// fileConn is a handed socket served through the *os.File of its
-// descriptor, which Go's poller reads, writes and times out as it does a
-// net.Conn's: net.FileConn would copy the descriptor and ask the kernel
-// the socket's type and both its addresses, which nothing here needs,
-// and the file it was made from would be closed again: eight system
-// calls a join more, in a burst of joins on the worker's busy core.
-type fileConn struct{ *os.File }
-
-func (fileConn) LocalAddr() net.Addr  { return handedAddr{} }
-func (fileConn) RemoteAddr() net.Addr { return handedAddr{} }
-
-// handedAddr stands for a handed socket's addresses, which its parent
-// knew (the address the bounds count comes in the message).
-type handedAddr struct{}
-
-func (handedAddr) Network() string { return "tcp" }
-func (handedAddr) String() string  { return "handed by the parent" }
 
 func (c *child) closed(id uint64) {
 	c.open.Add(-1)
 	c.ch.send(message{T: msgClosed, ID: id}, -1)
 }
 
-// closeConn is a handed socket that tells the parent when it is closed.
-// Its SyscallConn (its file's) keeps the runtime's reads and writes on the
-// descriptor.
-type closeConn struct {
-	fileConn
+// handedConn is a handed socket, served through the *os.File of its
+// descriptor, which Go's poller reads, writes and times out as it does a
+// net.Conn's, and whose SyscallConn keeps the runtime's reads and writes on
+// the descriptor. (net.FileConn would copy the descriptor and ask the
+// kernel the socket's type and both its addresses, which nothing here
+// needs, and the file it was made from would be closed again: eight system
+// calls a join more, in a burst of joins on the worker's busy core.) Its
+// Close tells the parent the socket is done with.
+type handedConn struct {
+	*os.File
 	done func()
 }
 
-func (c *closeConn) Close() error { err := c.File.Close(); c.done(); return err }
+func (c *handedConn) Close() error { err := c.File.Close(); c.done(); return err }
 
 // CloseDescriptor closes the socket's descriptor in Go's poller once the
 // runtime's read set holds a duplicate of it (runtime.Detacher): the
 // socket is not done with until Close.
-func (c *closeConn) CloseDescriptor() error { return c.File.Close() }
+func (c *handedConn) CloseDescriptor() error { return c.File.Close() }
+
+// LocalAddr and RemoteAddr stand for addresses nothing asks a handed
+// socket: its parent knew them (the address the bounds count comes in its
+// message).
+func (c *handedConn) LocalAddr() net.Addr  { return handedAddr{} }
+func (c *handedConn) RemoteAddr() net.Addr { return handedAddr{} }
+
+type handedAddr struct{}
+
+func (handedAddr) Network() string { return "tcp" }
+func (handedAddr) String() string  { return "handed by the parent" }
