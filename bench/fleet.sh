@@ -60,8 +60,7 @@ run_fleet() { timeit bin/hoster --config "$W/node0/hoster.json" -q sync "$W/src"
 sizes() { (cd "$1" 2>/dev/null && find . -type f ! -name hoster-env.d.ts -printf '%P %s\n' | sort); }
 held() { [ "$(sizes "$D/$1/srv/hoster-games")" = "$want" ]; }
 
-# cpu PID: the CPU-seconds PID and its waited-for children have spent.
-cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14+$15+$16+$17)/hz}' /proc/$1/stat; }
+# cpus: each process's CPU-seconds so far (bench/lib.sh's cpu).
 cpus() { printf 'client=%s lone=%s A=%s B=%s C=%s' "$(cpu $$)" "$(cpu "${pids[0]}")" "$(cpu "${pids[1]}")" "$(cpu "${pids[2]}")" "$(cpu "${pids[3]}")"; }
 
 declare -A first noop change

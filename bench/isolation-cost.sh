@@ -23,8 +23,7 @@
 # every core, where the default leaves it all but one). PIN=1 runs the
 # bots on the last core and the server (parent and workers) on the others
 # (taskset), as bots on another machine would be: the kernel then never
-# weighs the bots against the server, and the burst's pairs spread over
-# some 35 ms (2026-11-26: +22 to +59) where without they spread over 100.
+# weighs the bots against the server.
 #
 # Goals (issue 26): process at most 5% more server CPU than none, and its
 # join p99 at most 5 ms more. One burst's p99 (its ten slowest joins)
